@@ -1,0 +1,19 @@
+#!/bin/bash
+# Phase 1: 1 node x 4 ranks (the roadmap's first scaling step).  Config: configs/phase1_4proc.yaml.
+#   sbatch sbatch/phase1_4proc.sh [--set key=value]...      (extra arguments are config overrides)
+# Partition, account and time limit come from sbatch's own flags or the SBATCH_PARTITION,
+# SBATCH_ACCOUNT and SBATCH_TIMELIMIT environment variables: nothing site-specific is written
+# here.  The warning signal gives ryzen-step 120 s to checkpoint before the time limit (a
+# checkpoint of the seed model commits in well under a second: docs/operations.md).
+#SBATCH --job-name=ryzen-phase1_4proc
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=4
+#SBATCH --cpus-per-task=1
+#SBATCH --requeue
+#SBATCH --open-mode=append
+#SBATCH --signal=B:USR2@120
+#SBATCH --output=%x-%j.out
+set -euo pipefail
+export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}
+cd "${SLURM_SUBMIT_DIR:-.}"
+exec "${RYZEN_STEP:-ryzen-step}" --config configs/phase1_4proc.yaml "$@"

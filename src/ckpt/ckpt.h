@@ -1,0 +1,106 @@
+/* ckpt.h: HDF5 checkpoints: layout, atomic commit, per-dataset checksums, discovery,
+ * quarantine and retention.  The only module that includes hdf5.h.
+ *
+ * A checkpoint is RUN_DIR/checkpoints/step-NNNNNNNN.h5 (8-digit zero-padded step).  Commit
+ * protocol: write step-NNNNNNNN.h5.tmp, fsync it, rename it to the final name, fsync the
+ * directory; nothing else ever sees a partial file.  Files are written with libver bounds V110
+ * (metadata checksums) and every dataset carries a SHA-256 attribute of its bytes, verified on
+ * load.  A file that fails verification during discovery is moved to checkpoints/quarantine/
+ * with a .reason note and is never loaded.  Layout and versioning: docs/checkpoint-format.md.
+ *
+ * Ownership: struct ckpt_meta is a plain value, except config_yaml, which ckpt_read_meta and
+ * ckpt_load allocate and ckpt_meta_free releases.  Tensor data lives in caller buffers. */
+#ifndef RZ_CKPT_CKPT_H
+#define RZ_CKPT_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "model/model.h"
+
+#define CKPT_FORMAT_VERSION 1
+
+struct ckpt_meta {
+    int64_t step;             /* optimizer steps completed */
+    int64_t samples_seen;     /* global samples consumed (the data cursor) */
+    int64_t global_batch;     /* samples per optimizer step at save */
+    int64_t world_size;       /* ranks at save */
+    int64_t adam_t;           /* Adam steps taken */
+    double lr;                /* learning rate of the last step */
+    uint64_t init_seed, data_seed; /* counter-based RNG state is (seed, counter) */
+    /* aggregated metrics to continue across restarts */
+    double loss_sum;          /* sum of per-step losses so far */
+    double train_time_s;      /* training time so far (excludes restarts) */
+    int64_t restarts;         /* resumes so far */
+    /* model shape (refused on mismatch) */
+    struct model_dims dims;
+    char config_sha256[65];
+    char params_sha256[65];   /* SHA-256 of all parameter bytes in table order */
+    char adam_sha256[65];     /* SHA-256 of /adam_m then /adam_v bytes in table order; recomputed
+                               * by ckpt_load and ckpt_inspect (not stored) */
+    char build[64];           /* PACKAGE_STRING of the writer */
+    int64_t format_version;
+    char *config_yaml;        /* the resolved config text (owned) */
+};
+
+/* The tensors a checkpoint holds: the model table, parameters and the two Adam moments (each a
+ * buffer laid out by the table). */
+struct ckpt_tensors {
+    const struct model_tensor *table;
+    size_t count;
+    size_t n_floats;
+    float *params, *adam_m, *adam_v;
+};
+
+void ckpt_meta_free(struct ckpt_meta *meta);
+
+/* SHA-256 of the parameter bytes in table order (= ckpt_meta.params_sha256). */
+void ckpt_params_sha256(const struct ckpt_tensors *t, char out[65]);
+
+/* Write DIR/step-NNNNNNNN.h5 atomically (creating DIR); the final path goes to path_out. */
+enum rz_status ckpt_save(const char *dir, const struct ckpt_meta *meta,
+                         const struct ckpt_tensors *t, char *path_out, size_t path_len,
+                         struct rz_err *err);
+
+/* Load a checkpoint into meta and the tensor buffers after verifying every checksum and that
+ * the model shape in the file equals t's table.  Damage or mismatch -> RZ_ENOCKPT; I/O -> RZ_EIO. */
+enum rz_status ckpt_load(const char *path, struct ckpt_meta *meta, const struct ckpt_tensors *t,
+                         struct rz_err *err);
+
+/* Read only the metadata (and check the file opens); config_yaml allocated. */
+enum rz_status ckpt_read_meta(const char *path, struct ckpt_meta *meta, struct rz_err *err);
+
+/* Full integrity check: opens with HDF5, verifies every dataset's SHA-256 and the metadata.
+ * RZ_OK if intact; RZ_ENOCKPT with the reason otherwise. */
+enum rz_status ckpt_verify(const char *path, struct rz_err *err);
+
+/* ckpt_verify that also returns the metadata (config_yaml allocated) with adam_sha256. */
+enum rz_status ckpt_inspect(const char *path, struct ckpt_meta *meta, struct rz_err *err);
+
+/* The newest checkpoint in DIR that verifies.  Damaged files met on the way are quarantined
+ * (moved to DIR/quarantine/ with a NAME.reason note) and reported through `on_skip` (may be NULL).
+ * RZ_OK with path_out[0] == '\0' when there is none. */
+typedef void (*ckpt_skip_fn)(void *user, const char *path, const char *reason);
+enum rz_status ckpt_find_latest(const char *dir, char *path_out, size_t path_len,
+                                ckpt_skip_fn on_skip, void *user, struct rz_err *err);
+
+/* Keep the newest `keep` valid checkpoints in DIR, deleting older ones; never deletes the newest
+ * valid one.  Leftover *.tmp files from crashed commits are removed. */
+enum rz_status ckpt_prune(const char *dir, int64_t keep, struct rz_err *err);
+
+/* One entry of DIR, for `ryzen-ckpt list`. */
+struct ckpt_entry {
+    char path[4096];
+    int64_t step;
+    int64_t mtime;            /* seconds since the epoch */
+    int64_t size_bytes;
+    int valid;
+    char reason[256];         /* why invalid */
+};
+
+/* List DIR's step-*.h5 files (ascending step); *out allocated, free() it. Verifies each. */
+enum rz_status ckpt_list(const char *dir, struct ckpt_entry **out, size_t *count,
+                         struct rz_err *err);
+
+#endif

@@ -1,0 +1,429 @@
+/* comm.c: the MPI module (see comm.h).  Plain MPI-3 calls only: no CUDA-aware paths, no
+ * persistent collectives, no custom reduction operators; every call is checked by MPI_CHECK,
+ * which records the call text, file:line and MPI's own error string. */
+#include "config.h"
+
+#include "comm/comm.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+
+#define COMM_MAX_BUCKETS 4096
+
+struct comm {
+    bool mpi;                     /* false: a local world of one, no MPI calls at all */
+    int rank, size;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    /* the reduction in flight */
+    float *g;
+    size_t n, bucket_floats;
+    size_t reported;              /* floats reported ready so far */
+    double local_sumsq;
+    MPI_Request req[COMM_MAX_BUCKETS];
+    int n_req;
+    int overflow;                 /* more buckets than COMM_MAX_BUCKETS: rest reduced at finish */
+};
+
+#define MPI_CHECK(call) do { \
+        int mpi_rc_ = (call); \
+        if (mpi_rc_ != MPI_SUCCESS) { \
+            char mpi_msg_[MPI_MAX_ERROR_STRING]; int mpi_len_ = 0; \
+            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_); \
+            st = rz_fail(err, RZ_EHANG, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, \
+                         mpi_msg_); \
+            goto cleanup; \
+        } } while (0)
+
+enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    *out = NULL;
+    struct comm *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rz_fail(err, RZ_ENOMEM, "comm: out of memory");
+    int provided = 0, len = 0;
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    /* Errors come back as codes, so we can say what failed instead of MPI aborting for us. */
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &c->size));
+    MPI_CHECK(MPI_Get_processor_name(c->host, &len));
+    c->mpi = true;
+    *out = c;
+    return RZ_OK;
+cleanup:
+    free(c);
+    return st == RZ_EHANG ? RZ_EHEALTH : st;
+}
+
+enum rz_status comm_create_local(struct comm **out, struct rz_err *err)
+{
+    struct comm *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rz_fail(err, RZ_ENOMEM, "comm: out of memory");
+    c->size = 1;
+    snprintf(c->host, sizeof c->host, "localhost");
+    *out = c;
+    return RZ_OK;
+}
+
+void comm_finalize(struct comm *c)
+{
+    if (c == NULL)
+        return;
+    int finalized = 0;
+    if (c->mpi && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
+        MPI_Finalize();
+    free(c);
+}
+
+void comm_abort(struct comm *c, int code)
+{
+    if (c != NULL && c->mpi)
+        MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+}
+
+int comm_rank(const struct comm *c) { return c->rank; }
+int comm_size(const struct comm *c) { return c->size; }
+const char *comm_host(const struct comm *c) { return c->host; }
+
+enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err)
+{
+    const char *ntasks = getenv("SLURM_NTASKS");
+    const char *step = getenv("SLURM_STEP_ID");
+    if (ntasks == NULL || step == NULL)
+        return RZ_OK; /* not a Slurm job step: mpirun or a plain process */
+    long want = strtol(ntasks, NULL, 10);
+    if (want == c->size)
+        return RZ_OK;
+    return rz_fail(err, RZ_EHEALTH,
+                   "launch check on rank %d (%s): MPI world size is %d but SLURM_NTASKS is %ld; "
+                   "the ranks did not join one MPI job, so each would train alone. Launch with "
+                   "`srun --mpi=pmix` (check `srun --mpi=list` and MpiDefault in slurm.conf)",
+                   c->rank, c->host, c->size, want);
+}
+
+/* ---- gradient allreduce ------------------------------------------------------------------------ */
+
+void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes)
+{
+    c->g = g;
+    c->n = n;
+    c->bucket_floats = bucket_bytes / sizeof(float);
+    if (c->bucket_floats == 0)
+        c->bucket_floats = 1;
+    c->reported = 0;
+    c->local_sumsq = 0.0;
+    c->n_req = 0;
+    c->overflow = 0;
+}
+
+static double sumsq(const float *x, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)x[i] * (double)x[i];
+    return s;
+}
+
+void comm_grads_ready(struct comm *c, size_t offset, size_t count)
+{
+    c->local_sumsq += sumsq(c->g + offset, count);
+    c->reported += count;
+    if (c->size == 1)
+        return;
+    for (size_t done = 0; done < count;) {
+        size_t len = count - done < c->bucket_floats ? count - done : c->bucket_floats;
+        if (c->n_req == COMM_MAX_BUCKETS) {
+            c->overflow = 1;
+            return;
+        }
+        /* errors surface in comm_grads_finish through MPI_Waitall */
+        MPI_Iallreduce(MPI_IN_PLACE, c->g + offset + done, (int)len, MPI_FLOAT, MPI_SUM,
+                       MPI_COMM_WORLD, &c->req[c->n_req++]);
+        done += len;
+    }
+    /* Open MPI has no progress thread by default: poke the engine so earlier buckets move
+     * while the next layer's backward runs. */
+    int flag = 0;
+    MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
+}
+
+enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *local_sumsq,
+                                 struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    double t0 = rz_now();
+    if (c->size > 1) {
+        MPI_CHECK(MPI_Waitall(c->n_req, c->req, MPI_STATUSES_IGNORE));
+        if (c->overflow || c->reported != c->n) {
+            /* Fallback for a model that did not report every range: reduce it all again
+             * would double-count, so only whole-buffer reduction when nothing was started. */
+            if (c->n_req == 0)
+                MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, c->g, (int)c->n, MPI_FLOAT, MPI_SUM,
+                                        MPI_COMM_WORLD));
+            else
+                return rz_fail(err, RZ_EHANG, "comm: gradient ranges reported (%zu of %zu "
+                               "floats, %d buckets) do not cover the buffer", c->reported, c->n,
+                               c->n_req);
+        }
+    }
+    if (c->reported == 0)
+        c->local_sumsq = sumsq(c->g, c->n);
+cleanup:
+    *exposed_s = rz_now() - t0;
+    *local_sumsq = c->local_sumsq;
+    c->n_req = 0;
+    return st;
+}
+
+/* ---- agreement and reductions ------------------------------------------------------------------ */
+
+enum rz_status comm_max_int(struct comm *c, int local, int *out, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    *out = local;
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allreduce(&local, out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+enum rz_status comm_sum_doubles(struct comm *c, double *v, int n, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+enum rz_status comm_allgather_double(struct comm *c, double local, double *out,
+                                     struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    out[0] = local;
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allgather(&local, 1, MPI_DOUBLE, out, 1, MPI_DOUBLE, MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+enum rz_status comm_barrier(struct comm *c, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    if (c->size > 1)
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+enum rz_status comm_bcast_int(struct comm *c, int *v, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    if (c->size > 1)
+        MPI_CHECK(MPI_Bcast(v, 1, MPI_INT, 0, MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+enum rz_status comm_bcast_bytes(struct comm *c, void *buf, size_t len, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    if (c->size > 1)
+        MPI_CHECK(MPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+enum rz_status comm_allgather_bytes(struct comm *c, const void *local, size_t len, void *out,
+                                    struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    memcpy(out, local, len);
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allgather(local, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
+                                MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+enum rz_status comm_allreduce_latency(struct comm *c, int reps, double *median_s,
+                                      struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    double *t = calloc((size_t)reps, sizeof *t);
+    if (t == NULL)
+        return rz_fail(err, RZ_ENOMEM, "comm: out of memory");
+    if (c->size == 1) {
+        *median_s = 0.0;
+        free(t);
+        return RZ_OK;
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < reps; i++) {
+        double v = 1.0, r = 0.0, t0 = MPI_Wtime();
+        MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        t[i] = MPI_Wtime() - t0;
+    }
+    /* the slowest rank's view is what a step sees */
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, t, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *median_s = t[reps / 2];
+cleanup:
+    free(t);
+    return st;
+}
+
+/* ---- preflight probes -------------------------------------------------------------------------- */
+
+enum rz_status comm_ring_check(struct comm *c, bool *ok, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    int next = (c->rank + 1) % c->size, prev = (c->rank + c->size - 1) % c->size;
+    int sent = c->rank, got = -1, all_ok = 1;
+    *ok = false;
+    if (c->size == 1) {
+        *ok = true;
+        return RZ_OK;
+    }
+    MPI_CHECK(MPI_Sendrecv(&sent, 1, MPI_INT, next, 71, &got, 1, MPI_INT, prev, 71,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    int mine = got == prev;
+    MPI_CHECK(MPI_Allreduce(&mine, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    *ok = all_ok == 1;
+cleanup:
+    return st;
+}
+
+/* Value rank r contributes at index i: small integers and halves, so every partial sum is exact
+ * in fp32 and the expected total is known in closed form. */
+static float probe_value(int r, size_t i)
+{
+    return (float)((int)((i * 7 + (size_t)r * 13) % 64) - 32) * 0.5f;
+}
+
+enum rz_status comm_allreduce_check(struct comm *c, size_t n, double *max_rel_err,
+                                    struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    float *v = malloc(n * sizeof *v);
+    if (v == NULL)
+        return rz_fail(err, RZ_ENOMEM, "comm: out of memory for the allreduce probe");
+    for (size_t i = 0; i < n; i++)
+        v[i] = probe_value(c->rank, i);
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double want = 0.0;
+        for (int r = 0; r < c->size; r++)
+            want += (double)probe_value(r, i);
+        double e = fabs((double)v[i] - want) / fmax(1.0, fabs(want));
+        worst = fmax(worst, e);
+    }
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    *max_rel_err = worst;
+cleanup:
+    free(v);
+    return st;
+}
+
+/* ---- gradient-sync accuracy -------------------------------------------------------------------- */
+
+/* 64-bit FNV-1a over the parameter bytes, word by word: equal iff (with overwhelming
+ * probability) the buffers are bit-identical. */
+static uint64_t params_hash(const float *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const uint32_t *w = (const uint32_t *)(const void *)p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= w[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static enum rz_status param_spread(struct comm *c, const float *p, size_t n, double *out,
+                                   struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    float *hi = malloc(n * sizeof *hi), *lo = malloc(n * sizeof *lo);
+    if (hi == NULL || lo == NULL) {
+        st = rz_fail(err, RZ_ENOMEM, "comm: out of memory for the parameter spread");
+        goto cleanup;
+    }
+    MPI_CHECK(MPI_Allreduce(p, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(p, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD));
+    double spread = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        spread = fmax(spread, (double)hi[i] - (double)lo[i]);
+        scale = fmax(scale, fmax(fabs((double)hi[i]), fabs((double)lo[i])));
+    }
+    *out = scale > 0 ? spread / scale : 0.0;
+cleanup:
+    free(hi);
+    free(lo);
+    return st;
+}
+
+enum rz_status comm_sync_check(struct comm *c, const float *params, size_t n, double pre_gnorm,
+                               double post_gnorm, struct comm_sync *out, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    memset(out, 0, sizeof *out);
+    out->hash = params_hash(params, n);
+    unsigned long long local = out->hash;
+    double mine[2] = {pre_gnorm, post_gnorm};
+    unsigned long long *all = calloc((size_t)c->size, sizeof *all);
+    double *norms = calloc(2 * (size_t)c->size, sizeof *norms);
+    if (all == NULL || norms == NULL) {
+        st = rz_fail(err, RZ_ENOMEM, "comm: out of memory");
+        goto cleanup;
+    }
+    all[0] = local;
+    norms[0] = mine[0];
+    norms[1] = mine[1];
+    if (c->size > 1) {
+        MPI_CHECK(MPI_Allgather(&local, 1, MPI_UNSIGNED_LONG_LONG, all, 1,
+                                MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Allgather(mine, 2, MPI_DOUBLE, norms, 2, MPI_DOUBLE, MPI_COMM_WORLD));
+    }
+    out->agree = true;
+    out->pre_min = out->pre_max = norms[0];
+    double post_min = norms[1], post_max = norms[1];
+    for (int r = 0; r < c->size; r++) {
+        out->pre_min = fmin(out->pre_min, norms[2 * r]);
+        out->pre_max = fmax(out->pre_max, norms[2 * r]);
+        post_min = fmin(post_min, norms[2 * r + 1]);
+        post_max = fmax(post_max, norms[2 * r + 1]);
+        if (all[r] != all[0]) {
+            size_t used = strlen(out->bad_ranks);
+            snprintf(out->bad_ranks + used, sizeof out->bad_ranks - used, "%s%d",
+                     out->agree ? "" : ",", r);
+            out->agree = false;
+        }
+    }
+    double mean = 0.5 * (post_min + post_max);
+    out->post_spread = mean > 0 ? (post_max - post_min) / mean : 0.0;
+    if (!out->agree)
+        st = param_spread(c, params, n, &out->param_spread, err);
+cleanup:
+    free(all);
+    free(norms);
+    return st;
+}

@@ -1,0 +1,106 @@
+/* comm.h: everything MPI (the only module that includes mpi.h): start-up and launch checks,
+ * bucketed gradient allreduce overlapped with backward, agreement on stop flags, the
+ * gradient-sync accuracy check, and small collectives the trainer needs.
+ *
+ * Works under `srun --mpi=pmix`, under `mpirun -np N`, and as a plain process (MPI singleton).
+ * Gradients: the model reports ranges whose gradients are final (comm_grads_ready); each range
+ * is cut into buckets of at most bucket_bytes and started with MPI_Iallreduce(SUM) in place;
+ * comm_grads_finish waits for all of them.  The loss is pre-scaled by 1/world, so the sum is the
+ * mean.  The time spent waiting in comm_grads_finish is the *exposed* communication time.
+ *
+ * Ownership: comm_init allocates the comm; comm_finalize calls MPI_Finalize and frees it (NULL
+ * ok).  comm_grads_begin borrows the gradient buffer until comm_grads_finish. */
+#ifndef RZ_COMM_COMM_H
+#define RZ_COMM_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+struct comm;
+
+/* MPI_Init (funneled threads: the watchdog thread never calls MPI). */
+enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_err *err);
+/* A world of one process that never calls MPI (unit tests, tools). */
+enum rz_status comm_create_local(struct comm **out, struct rz_err *err);
+void comm_finalize(struct comm *c);
+
+/* Abort every rank of the job with `code` (used by the watchdog and fatal paths; no return). */
+void comm_abort(struct comm *c, int code);
+
+int comm_rank(const struct comm *c);
+int comm_size(const struct comm *c);
+/* This rank's host name (MPI_Get_processor_name). */
+const char *comm_host(const struct comm *c);
+
+/* Launch check: under Slurm, MPI size must equal SLURM_NTASKS (else RZ_EHEALTH with a message
+ * about the likely wrong --mpi plugin); also names the launcher seen. */
+enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err);
+
+/* ---- gradient allreduce ------------------------------------------------------------------ */
+
+/* Start a new gradient reduction of the buffer g (n floats), buckets of at most bucket_bytes. */
+void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes);
+/* g[offset .. offset+count) is final for this step: start its buckets.  Also accumulates the
+ * local (pre-allreduce) sum of squares of the range. */
+void comm_grads_ready(struct comm *c, size_t offset, size_t count);
+/* Wait for every bucket; *exposed_s = time blocked here; *local_sumsq = this rank's sum of
+ * squares before reduction.  Any range never reported is reduced here (blocking). */
+enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *local_sumsq,
+                                 struct rz_err *err);
+
+/* ---- agreement and reductions ----------------------------------------------------------------- */
+
+/* All ranks learn the maximum of `local` (e.g. a stop flag). */
+enum rz_status comm_max_int(struct comm *c, int local, int *out, struct rz_err *err);
+/* Sum of doubles in place (n values). */
+enum rz_status comm_sum_doubles(struct comm *c, double *v, int n, struct rz_err *err);
+/* Gather one double per rank on every rank (out has comm_size entries). */
+enum rz_status comm_allgather_double(struct comm *c, double local, double *out,
+                                     struct rz_err *err);
+enum rz_status comm_barrier(struct comm *c, struct rz_err *err);
+/* Broadcast an int from rank 0 (e.g. the status of a rank-0-only action). */
+enum rz_status comm_bcast_int(struct comm *c, int *v, struct rz_err *err);
+
+/* Broadcast len bytes from rank 0. */
+enum rz_status comm_bcast_bytes(struct comm *c, void *buf, size_t len, struct rz_err *err);
+
+/* Gather len bytes from every rank into out (comm_size * len bytes, rank order). */
+enum rz_status comm_allgather_bytes(struct comm *c, const void *local, size_t len, void *out,
+                                    struct rz_err *err);
+
+/* Median latency in seconds of an 8-byte allreduce over `reps` tries. */
+enum rz_status comm_allreduce_latency(struct comm *c, int reps, double *median_s,
+                                      struct rz_err *err);
+
+/* ---- preflight probes --------------------------------------------------------------------------- */
+
+/* Each rank sends its rank to the next and receives from the previous; *ok on every rank when
+ * every rank got what it expected. */
+enum rz_status comm_ring_check(struct comm *c, bool *ok, struct rz_err *err);
+/* Allreduce n floats of known values; *max_rel_err (same on all ranks) against the exact sum. */
+enum rz_status comm_allreduce_check(struct comm *c, size_t n, double *max_rel_err,
+                                    struct rz_err *err);
+
+/* ---- gradient-sync accuracy ------------------------------------------------------------------ */
+
+struct comm_sync {
+    bool agree;               /* every rank's parameter hash is identical */
+    uint64_t hash;            /* this rank's parameter hash */
+    double param_spread;      /* max |p_max - p_min| / max |p| over parameters (0 when agree) */
+    /* Per-rank gradient norms: before the allreduce they differ (each rank saw other samples);
+     * after it every rank must hold the same averaged gradient, so their spread measures the
+     * accuracy of the synchronization. */
+    double pre_min, pre_max;  /* pre-allreduce local norms, min and max over ranks */
+    double post_spread;       /* (max - min) / mean of the post-allreduce norms */
+    char bad_ranks[256];      /* ranks whose hash differs from rank 0's, e.g. "3,5" */
+};
+
+/* Compare parameter hashes across ranks and gather the per-rank gradient norms before and after
+ * the allreduce. */
+enum rz_status comm_sync_check(struct comm *c, const float *params, size_t n, double pre_gnorm,
+                               double post_gnorm, struct comm_sync *out, struct rz_err *err);
+
+#endif

@@ -1,0 +1,135 @@
+/* config.h: the typed run configuration, loaded from YAML (libyaml) and `--set` overrides.
+ *
+ * One key table (config/keys.c) lists every key: dotted name, type, bounds, default and a one-line
+ * doc.  That table drives parsing, validation, `--set`, defaults and the generated reference
+ * docs/config.md.  Only this module includes yaml.h.
+ *
+ * Errors: cfg_load/cfg_set/cfg_validate collect *every* problem before failing; each line of the
+ * message reads "FILE:LINE:COLUMN: KEY: cause" (overrides: "--set KEY: cause"), unknown keys get a
+ * "did you mean 'x'?" suggestion.  They return RZ_ECONFIG (exit 64).
+ * Ownership: struct cfg is a plain value with fixed-size strings; nothing to free. */
+#ifndef RZ_CONFIG_CONFIG_H
+#define RZ_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/status.h"
+
+#define CFG_STR_MAX 256
+#define CFG_PATH_MAX 1024
+#define CFG_MAX_KEYS 128        /* capacity of cfg.origin; the key table may grow up to this */
+
+/* Where a key's value came from, for cross-key messages ("f.yaml:3:12", "--set", "(default)"). */
+enum cfg_origin_kind {
+    CFG_ORIGIN_DEFAULT = 0,
+    CFG_ORIGIN_FILE,            /* line/column of the value node in cfg.source (1-based) */
+    CFG_ORIGIN_SET,             /* a --set override */
+};
+
+struct cfg_origin {
+    enum cfg_origin_kind kind;
+    int line, column;
+};
+
+struct cfg_model {
+    int64_t vocab_size;   /* V */
+    int64_t d_model;      /* C */
+    int64_t n_heads;      /* H; C % H == 0 */
+    int64_t n_layers;     /* L */
+    int64_t d_ff;         /* F */
+    int64_t seq_len;      /* T */
+    double ln_eps;
+    double init_std;
+};
+
+struct cfg_training {
+    int64_t batch_size;   /* per rank, per micro-step */
+    int64_t grad_accum;   /* micro-steps per optimizer step */
+    int64_t steps;        /* optimizer steps in the whole run */
+    int64_t seed;         /* parameter init seed */
+    int64_t log_interval; /* human progress line every N steps */
+    int64_t warmup_bench; /* steps excluded from throughput figures */
+};
+
+struct cfg_optimizer {
+    char name[CFG_STR_MAX];     /* "adam" | "adamw" */
+    double lr;
+    double beta1, beta2, eps;
+    double weight_decay;
+    double grad_clip;           /* global L2 norm; 0 disables */
+    char schedule[CFG_STR_MAX]; /* "cosine" | "constant" | "linear" */
+    int64_t warmup_steps;
+    double min_lr_ratio;        /* floor of the decay, as a fraction of lr */
+};
+
+struct cfg_data {
+    char kind[CFG_STR_MAX];     /* "random" | "markov" | "text" | "tokens" */
+    int64_t seed;
+    char path[CFG_PATH_MAX];    /* for text and tokens */
+    int64_t markov_branching;   /* successors per state of the markov chain */
+};
+
+struct cfg_kernels {
+    char backend[CFG_STR_MAX];  /* "dnnl" | "ref" */
+};
+
+struct cfg_checkpoint {
+    int64_t interval;           /* steps; 0 disables periodic checkpoints */
+    int64_t keep;
+};
+
+struct cfg_restart {
+    int64_t max_restarts;
+};
+
+struct cfg_health {
+    int64_t sync_check_interval;
+    char stop_signal[CFG_STR_MAX];  /* "USR2" | "USR1" | "TERM" */
+    double watchdog_floor_s;
+    double watchdog_factor;
+};
+
+struct cfg_comm {
+    double bucket_mb;
+};
+
+struct cfg {
+    char source[CFG_PATH_MAX];  /* file the config came from ("" if none) */
+    struct cfg_model model;
+    struct cfg_training training;
+    struct cfg_optimizer optimizer;
+    struct cfg_data data;
+    struct cfg_kernels kernels;
+    struct cfg_checkpoint checkpoint;
+    struct cfg_restart restart;
+    struct cfg_health health;
+    struct cfg_comm comm;
+    struct cfg_origin origin[CFG_MAX_KEYS]; /* indexed like the key table (config/keys.h) */
+};
+
+/* Fill every key with its table default. */
+void cfg_defaults(struct cfg *c);
+
+/* Load YAML file `path` on top of the defaults (calls cfg_defaults first).  Structural problems
+ * (syntax, unknown keys, wrong types, out-of-range values) are all collected. Does not run the
+ * cross-key checks: call cfg_validate after applying overrides. */
+enum rz_status cfg_load(struct cfg *c, const char *path, struct rz_err *err);
+
+/* Load from an in-memory YAML document; `name` is used as the file name in messages. */
+enum rz_status cfg_load_string(struct cfg *c, const char *name, const char *yaml, struct rz_err *err);
+
+/* Apply one "dotted.key=value" override, parsed with the same rules as the YAML scalar. */
+enum rz_status cfg_set(struct cfg *c, const char *assignment, struct rz_err *err);
+
+/* Cross-key consistency (d_model % n_heads, data.path required for text/tokens, ...). */
+enum rz_status cfg_validate(const struct cfg *c, struct rz_err *err);
+
+/* Write the resolved config as YAML (used in checkpoints and run directories). */
+void cfg_write_yaml(const struct cfg *c, FILE *out);
+
+/* Write the Markdown key reference (docs/config.md) generated from the key table. */
+void cfg_write_reference(FILE *out);
+
+#endif

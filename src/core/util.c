@@ -1,0 +1,133 @@
+/* util.c: time, allocation, memory accounting and filesystem helpers (see util.h). */
+#include "config.h"
+
+#include "core/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void rz_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+double rz_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void rz_utc_iso8601(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void *rz_alloc_aligned(size_t bytes)
+{
+    void *p = NULL;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded == 0)
+        rounded = 64;
+    if (posix_memalign(&p, 64, rounded) != 0)
+        return NULL;
+    memset(p, 0, rounded);
+    return p;
+}
+
+uint64_t rz_peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (uint64_t)ru.ru_maxrss * 1024u; /* Linux reports kilobytes */
+}
+
+uint64_t rz_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        return 0;
+    unsigned long size = 0, resident = 0;
+    int n = fscanf(f, "%lu %lu", &size, &resident);
+    fclose(f);
+    if (n != 2)
+        return 0;
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+enum rz_status rz_mkdirs(const char *path, struct rz_err *err)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return rz_fail(err, RZ_EIO, "create directory '%s': path empty or too long", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return rz_fail(err, RZ_EIO, "create directory '%s': %s", buf, strerror(errno));
+        buf[i] = saved;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return rz_fail(err, RZ_EIO, "create directory '%s': exists and is not a directory", path);
+    return RZ_OK;
+}
+
+enum rz_status rz_read_file(const char *path, char **out, size_t *len, struct rz_err *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return rz_fail(err, RZ_EIO, "open '%s': %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        fclose(f);
+        return rz_fail(err, RZ_ENOMEM, "read '%s': out of memory", path);
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                return rz_fail(err, RZ_ENOMEM, "read '%s': out of memory", path);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return rz_fail(err, RZ_EIO, "read '%s': %s", path, strerror(errno));
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (len != NULL)
+        *len = n;
+    return RZ_OK;
+}

@@ -1,0 +1,38 @@
+/* util.h: small shared helpers: monotonic time, aligned allocation, checked allocation,
+ * peak RSS, and directory creation.  Allocation functions return NULL on failure and never abort;
+ * memory from rz_alloc_aligned is released with free(). */
+#ifndef RZ_CORE_UTIL_H
+#define RZ_CORE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+/* Seconds from an arbitrary fixed point (CLOCK_MONOTONIC). */
+double rz_now(void);
+
+/* Wall-clock time as ISO-8601 UTC ("2026-11-21T02:48:39Z") into buf (>= 32 bytes). */
+void rz_utc_iso8601(char *buf, size_t len);
+
+/* 64-byte-aligned, zero-filled allocation of `bytes`; NULL on failure. */
+void *rz_alloc_aligned(size_t bytes);
+
+/* Peak resident set size of this process in bytes (getrusage), 0 if unknown. */
+uint64_t rz_peak_rss_bytes(void);
+
+/* Current resident set size in bytes (/proc/self/statm), 0 if unknown. */
+uint64_t rz_rss_bytes(void);
+
+/* mkdir -p: create `path` and its parents (mode 0755). */
+enum rz_status rz_mkdirs(const char *path, struct rz_err *err);
+
+/* Read a whole file into a NUL-terminated heap buffer (*out, caller frees). */
+enum rz_status rz_read_file(const char *path, char **out, size_t *len, struct rz_err *err);
+
+/* snprintf for messages and labels that may be cut at len - 1 bytes without harm. */
+void rz_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define RZ_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

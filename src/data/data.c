@@ -1,0 +1,286 @@
+/* data.c: the data sources of data.h: option checks, the random kind, the text and tokens file
+ * kinds, and dispatch to the markov chain (markov.c).  Sample i is a pure function of
+ * (kind, seed, i): its draws come from the counter stream data_key(seed, SAMPLE, i).
+ *
+ *   random  tokens[t] = uniform in [0, V) from draw t
+ *   text    offset = uniform in [0, len - T) from draw 0; tokens = bytes[offset .. offset + T]
+ *   tokens  the same over the uint16 ids (little-endian on disk, decoded when sampled)
+ *
+ * Deliberately not here: memory mapping or streaming of large files (a file is read whole, once,
+ * at create), tokenisation (text bytes are the tokens), sequential epochs or shuffling without
+ * replacement (offsets are independent draws), and sharding (callers pick the global indices). */
+#include "config.h"
+
+#include "data/data.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "data/data_internal.h"
+
+/* T is bounded so that T + 1 tokens stay comfortably inside int32 indexing and memory. */
+#define DATA_MAX_SEQ_LEN (INT64_C(1) << 30)
+
+struct data {
+    enum data_kind kind;
+    int32_t vocab;              /* V */
+    int64_t seq_len;            /* T */
+    uint64_t seed;
+    unsigned char *bytes;       /* text: the file; tokens: the file, 2 bytes per id */
+    uint64_t n_tokens;          /* text: file bytes; tokens: file bytes / 2 */
+    struct data_markov *markov; /* markov only */
+    char *desc;                 /* data_describe */
+};
+
+static const char *const data_kind_names[] = {
+    [DATA_RANDOM] = "random",
+    [DATA_MARKOV] = "markov",
+    [DATA_TEXT] = "text",
+    [DATA_TOKENS] = "tokens",
+};
+
+enum rz_status data_kind_parse(const char *name, enum data_kind *out, struct rz_err *err)
+{
+    assert(name != NULL && out != NULL);
+    for (size_t k = 0; k < RZ_ARRAY_LEN(data_kind_names); k++) {
+        if (strcmp(name, data_kind_names[k]) == 0) {
+            *out = (enum data_kind)k;
+            return RZ_OK;
+        }
+    }
+    return rz_fail(err, RZ_ECONFIG,
+                   "data.kind '%s' is not a data source; choose one of: random, markov, text, tokens",
+                   name);
+}
+
+static enum rz_status data_check_sizes(const struct data_opts *o, struct rz_err *err)
+{
+    if ((unsigned)o->kind >= RZ_ARRAY_LEN(data_kind_names))
+        return rz_fail(err, RZ_ECONFIG, "create data source: unknown data kind %d", (int)o->kind);
+    if (o->vocab_size < 1 || o->vocab_size > INT32_MAX)
+        return rz_fail(err, RZ_ECONFIG, "create %s data: model.vocab_size %" PRId64
+                       " is not in [1, %" PRId32 "]", data_kind_names[o->kind], o->vocab_size,
+                       INT32_MAX);
+    if (o->seq_len < 1 || o->seq_len > DATA_MAX_SEQ_LEN)
+        return rz_fail(err, RZ_ECONFIG, "create %s data: model.seq_len %" PRId64
+                       " is not in [1, %" PRId64 "]", data_kind_names[o->kind], o->seq_len,
+                       DATA_MAX_SEQ_LEN);
+    return RZ_OK;
+}
+
+static enum rz_status data_check_kind_opts(const struct data_opts *o, struct rz_err *err)
+{
+    if (o->kind == DATA_MARKOV && (o->markov_branching < 1 || o->markov_branching > o->vocab_size))
+        return rz_fail(err, RZ_ECONFIG, "create markov data: data.markov_branching %" PRId64
+                       " is not in [1, model.vocab_size = %" PRId64 "]", o->markov_branching,
+                       o->vocab_size);
+    if ((o->kind == DATA_TEXT || o->kind == DATA_TOKENS) && (o->path == NULL || o->path[0] == '\0'))
+        return rz_fail(err, RZ_ECONFIG, "create %s data: data.path is required for this kind",
+                       data_kind_names[o->kind]);
+    if (o->kind == DATA_TEXT && o->vocab_size < 256)
+        return rz_fail(err, RZ_ECONFIG, "text file '%s': model.vocab_size %" PRId64 " is < 256; "
+                       "byte tokens need a vocabulary of at least 256", o->path, o->vocab_size);
+    return RZ_OK;
+}
+
+/* printf into a fresh d->desc. */
+__attribute__((format(printf, 3, 4)))
+static enum rz_status data_set_desc(struct data *d, struct rz_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    d->desc = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (d->desc == NULL)
+        return rz_fail(err, RZ_ENOMEM, "describe %s data: out of memory", data_kind_names[d->kind]);
+    va_start(ap, fmt);
+    vsnprintf(d->desc, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return RZ_OK;
+}
+
+/* Read `path` whole into d->bytes; the message names the kind of file. */
+static enum rz_status data_read(struct data *d, const char *path, size_t *len, struct rz_err *err)
+{
+    char *buf = NULL;
+    enum rz_status rc = rz_read_file(path, &buf, len, err);
+    if (rc != RZ_OK) {
+        if (err != NULL) {
+            char cause[RZ_ERR_MSG_MAX];
+            memcpy(cause, err->msg, sizeof cause);
+            rz_fail(err, rc, "%s file: %s", data_kind_names[d->kind], cause);
+        }
+        return rc;
+    }
+    d->bytes = (unsigned char *)buf;
+    return RZ_OK;
+}
+
+static enum rz_status data_open_text(struct data *d, const char *path, struct rz_err *err)
+{
+    size_t len = 0;
+    enum rz_status rc = data_read(d, path, &len, err);
+    if (rc != RZ_OK)
+        return rc;
+    if ((uint64_t)len < (uint64_t)d->seq_len + 1)
+        return rz_fail(err, RZ_EDATA, "text file '%s' has %zu bytes; model.seq_len %" PRId64
+                       " needs at least %" PRId64 " (T+1)", path, len, d->seq_len, d->seq_len + 1);
+    d->n_tokens = len;
+    return data_set_desc(d, err, "text file '%s' (%zu bytes)", path, len);
+}
+
+static unsigned data_token_at(const struct data *d, uint64_t i)
+{
+    return (unsigned)d->bytes[2 * i] | (unsigned)d->bytes[2 * i + 1] << 8;
+}
+
+/* Every id must be < V: report the first that is not, with its token index and byte offset. */
+static enum rz_status data_check_ids(const struct data *d, const char *path, struct rz_err *err)
+{
+    for (uint64_t i = 0; i < d->n_tokens; i++) {
+        unsigned id = data_token_at(d, i);
+        if ((int64_t)id >= d->vocab)
+            return rz_fail(err, RZ_EDATA, "tokens file '%s': token id %u at token #%" PRIu64
+                           " (byte offset %" PRIu64 ") is >= model.vocab_size %" PRId32,
+                           path, id, i, 2 * i, d->vocab);
+    }
+    return RZ_OK;
+}
+
+static enum rz_status data_open_tokens(struct data *d, const char *path, struct rz_err *err)
+{
+    size_t len = 0;
+    enum rz_status rc = data_read(d, path, &len, err);
+    if (rc != RZ_OK)
+        return rc;
+    if (len % 2 != 0)
+        return rz_fail(err, RZ_EDATA, "tokens file '%s': size %zu bytes is odd; expected "
+                       "little-endian uint16 token ids (2 bytes each)", path, len);
+    d->n_tokens = len / 2;
+    if (d->n_tokens < (uint64_t)d->seq_len + 1)
+        return rz_fail(err, RZ_EDATA, "tokens file '%s' has %" PRIu64 " tokens (%zu bytes); "
+                       "model.seq_len %" PRId64 " needs at least %" PRId64 " (T+1)", path,
+                       d->n_tokens, len, d->seq_len, d->seq_len + 1);
+    rc = data_check_ids(d, path, err);
+    if (rc != RZ_OK)
+        return rc;
+    return data_set_desc(d, err, "tokens file '%s' (%" PRIu64 " tokens)", path, d->n_tokens);
+}
+
+static enum rz_status data_open_markov(struct data *d, int64_t branching, struct rz_err *err)
+{
+    enum rz_status rc = data_markov_create(&d->markov, d->vocab, (int32_t)branching, d->seed, err);
+    if (rc != RZ_OK)
+        return rc;
+    return data_set_desc(d, err, "markov (V=%" PRId32 ", branching %" PRId64 ", seed %" PRIu64
+                         "): entropy floor %.4f nats/token", d->vocab, branching, d->seed,
+                         data_markov_entropy(d->markov));
+}
+
+static enum rz_status data_open(struct data *d, const struct data_opts *o, struct rz_err *err)
+{
+    switch (o->kind) {
+    case DATA_RANDOM:
+        return data_set_desc(d, err, "random (V=%" PRId32 ", seed %" PRIu64 "): entropy floor "
+                             "%.4f nats/token", d->vocab, d->seed, log((double)d->vocab));
+    case DATA_MARKOV: return data_open_markov(d, o->markov_branching, err);
+    case DATA_TEXT: return data_open_text(d, o->path, err);
+    case DATA_TOKENS: return data_open_tokens(d, o->path, err);
+    }
+    return rz_fail(err, RZ_ECONFIG, "create data source: unknown data kind %d", (int)o->kind);
+}
+
+enum rz_status data_create(struct data **out, const struct data_opts *opts, struct rz_err *err)
+{
+    assert(out != NULL && opts != NULL);
+    *out = NULL;
+    enum rz_status rc = data_check_sizes(opts, err);
+    if (rc == RZ_OK)
+        rc = data_check_kind_opts(opts, err);
+    if (rc != RZ_OK)
+        return rc;
+    struct data *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return rz_fail(err, RZ_ENOMEM, "create %s data: out of memory", data_kind_names[opts->kind]);
+    d->kind = opts->kind;
+    d->vocab = (int32_t)opts->vocab_size;
+    d->seq_len = opts->seq_len;
+    d->seed = opts->seed;
+    rc = data_open(d, opts, err);
+    if (rc != RZ_OK) {
+        data_destroy(d);
+        return rc;
+    }
+    *out = d;
+    return RZ_OK;
+}
+
+void data_destroy(struct data *d)
+{
+    if (d == NULL)
+        return;
+    data_markov_destroy(d->markov);
+    free(d->bytes);
+    free(d->desc);
+    free(d);
+}
+
+static void data_sample_random(const struct data *d, uint64_t key, int32_t *tokens)
+{
+    for (int64_t t = 0; t <= d->seq_len; t++)
+        tokens[t] = (int32_t)data_below(data_draw(key, (uint64_t)t), (uint64_t)d->vocab);
+}
+
+/* text and tokens: T+1 consecutive ids from a uniform offset in [0, n - T). */
+static void data_sample_file(const struct data *d, uint64_t key, int32_t *tokens)
+{
+    uint64_t span = d->n_tokens - (uint64_t)d->seq_len;
+    uint64_t offset = data_below(data_draw(key, 0), span);
+    for (int64_t t = 0; t <= d->seq_len; t++) {
+        uint64_t i = offset + (uint64_t)t;
+        tokens[t] = d->kind == DATA_TEXT ? (int32_t)d->bytes[i] : (int32_t)data_token_at(d, i);
+    }
+}
+
+void data_sample(const struct data *d, uint64_t index, int32_t *tokens)
+{
+    assert(d != NULL && tokens != NULL);
+    uint64_t key = data_key(d->seed, DATA_STREAM_SAMPLE, index);
+    switch (d->kind) {
+    case DATA_RANDOM: data_sample_random(d, key, tokens); return;
+    case DATA_MARKOV: data_markov_sample(d->markov, key, d->seq_len, tokens); return;
+    case DATA_TEXT:
+    case DATA_TOKENS: data_sample_file(d, key, tokens); return;
+    }
+    assert(!"unknown data kind");
+}
+
+double data_entropy_floor(const struct data *d)
+{
+    assert(d != NULL);
+    switch (d->kind) {
+    case DATA_RANDOM: return log((double)d->vocab);
+    case DATA_MARKOV: return data_markov_entropy(d->markov);
+    case DATA_TEXT:
+    case DATA_TOKENS: return -1.0;
+    }
+    return -1.0;
+}
+
+const char *data_describe(const struct data *d)
+{
+    assert(d != NULL);
+    return d->desc;
+}
+
+const struct data_markov *data_markov_of(const struct data *d)
+{
+    return d->kind == DATA_MARKOV ? d->markov : NULL;
+}

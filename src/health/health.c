@@ -1,0 +1,276 @@
+/* health.c: stop-signal flags, heartbeat files and the hang watchdog (see health.h).
+ * Not here: anything that talks to other ranks (that is comm/); the watchdog only reads the
+ * heartbeat files the other ranks write, so it keeps working when MPI is wedged. */
+#include "config.h"
+
+#include "health/health.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/util.h"
+
+/* ---- stop signals ------------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int signo)
+{
+    if (stop_signal == 0)
+        stop_signal = signo;
+}
+
+enum rz_status health_signal_parse(const char *name, int *signo, struct rz_err *err)
+{
+    static const struct { const char *name; int signo; } table[] = {
+        {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"INT", SIGINT}};
+    const char *n = strncasecmp(name, "SIG", 3) == 0 ? name + 3 : name;
+    for (size_t i = 0; i < RZ_ARRAY_LEN(table); i++)
+        if (strcasecmp(n, table[i].name) == 0) {
+            *signo = table[i].signo;
+            return RZ_OK;
+        }
+    return rz_fail(err, RZ_ECONFIG, "health.stop_signal: unknown signal '%s' (choices: USR1, "
+                   "USR2, TERM, INT)", name);
+}
+
+enum rz_status health_signals_install(int signo, struct rz_err *err)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; /* blocking I/O and MPI waits resume; the flag is seen later */
+    if (sigaction(signo, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+        return rz_fail(err, RZ_EHEALTH, "install signal handlers: %s", strerror(errno));
+    return RZ_OK;
+}
+
+int health_stop_signal(void) { return (int)stop_signal; }
+void health_request_stop(int signo) { on_stop_signal(signo); }
+
+/* ---- heartbeats and watchdog ------------------------------------------------------------------- */
+
+#define HB_RECORD 64     /* fixed-width text record, rewritten in place */
+#define MEDIAN_WINDOW 64
+
+struct health_watchdog {
+    struct health_watchdog_opts opts;
+    char dir[4096];
+    int fd;
+    pthread_t thread;
+    bool running;
+    pthread_mutex_t lock;
+    bool stop, in_step, paused;
+    int64_t step, sync_step;
+    double step_start;
+    double times[MEDIAN_WINDOW];
+    int n_times, next_time;
+};
+
+static void write_heartbeat(struct health_watchdog *w)
+{
+    char rec[HB_RECORD];
+    memset(rec, ' ', sizeof rec);
+    int n = snprintf(rec, sizeof rec, "step %lld sync %lld pid %ld wall %ld",
+                     (long long)w->step, (long long)w->sync_step, (long)getpid(),
+                     (long)time(NULL));
+    if (n > 0 && n < HB_RECORD)
+        rec[n] = ' ';
+    rec[HB_RECORD - 1] = '\n';
+    if (w->fd >= 0 && pwrite(w->fd, rec, sizeof rec, 0) != (ssize_t)sizeof rec) {
+        /* a full disk must not stop training; the watchdog then names this rank as unknown */
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_step(const struct health_watchdog *w)
+{
+    if (w->n_times == 0)
+        return 0.0;
+    double t[MEDIAN_WINDOW];
+    memcpy(t, w->times, (size_t)w->n_times * sizeof *t);
+    qsort(t, (size_t)w->n_times, sizeof *t, cmp_double);
+    return t[w->n_times / 2];
+}
+
+/* Read another rank's record; returns false when it has none yet. */
+static bool read_heartbeat(const char *dir, int rank, long long *step, long long *sync)
+{
+    char path[4200], rec[HB_RECORD + 1];
+    snprintf(path, sizeof path, "%s/rank-%05d.hb", dir, rank);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return false;
+    ssize_t got = read(fd, rec, HB_RECORD);
+    close(fd);
+    if (got <= 0)
+        return false;
+    rec[got] = '\0';
+    return sscanf(rec, "step %lld sync %lld", step, sync) == 2;
+}
+
+/* Which ranks are behind at the gradient sync: the ones that have not arrived where the
+ * furthest rank has. */
+static void diagnose(const struct health_watchdog *w, char *out, size_t len)
+{
+    long long best = -1, step = 0, sync = 0;
+    for (int r = 0; r < w->opts.world; r++)
+        if (read_heartbeat(w->dir, r, &step, &sync) && sync > best)
+            best = sync;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int r = 0; r < w->opts.world && used + 32 < len; r++) {
+        bool ok = read_heartbeat(w->dir, r, &step, &sync);
+        if (!ok)
+            used += (size_t)snprintf(out + used, len - used, "%s%d (no heartbeat)",
+                                     used ? ", " : "", r);
+        else if (sync < best)
+            used += (size_t)snprintf(out + used, len - used, "%s%d (last at sync of step %lld)",
+                                     used ? ", " : "", r, sync);
+    }
+    if (out[0] == '\0')
+        snprintf(out, len, "none (every rank reached the sync of step %lld; stuck after it)", best);
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct health_watchdog *w = arg;
+    for (;;) {
+        struct timespec nap = {0, 250 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&w->lock);
+        if (w->stop) {
+            pthread_mutex_unlock(&w->lock);
+            return NULL;
+        }
+        double med = median_step(w);
+        double limit = w->opts.factor * med > w->opts.floor_s ? w->opts.factor * med
+                                                              : w->opts.floor_s;
+        double ran = rz_now() - w->step_start;
+        bool fire = w->in_step && !w->paused && ran > limit;
+        long long step = (long long)w->step;
+        pthread_mutex_unlock(&w->lock);
+        if (!fire)
+            continue;
+        char behind[1024];
+        diagnose(w, behind, sizeof behind);
+        fprintf(stderr, "ryzen-train: watchdog: rank %d: step %lld has run %.1f s, over the limit "
+                "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); ranks behind: %s; "
+                "exiting %d\n", w->opts.rank, step, ran, limit, w->opts.factor, med,
+                w->opts.floor_s, behind, RZ_EXIT_WATCHDOG);
+        fflush(stderr);
+        _exit(RZ_EXIT_WATCHDOG);
+    }
+}
+
+enum rz_status health_watchdog_start(struct health_watchdog **out,
+                                     const struct health_watchdog_opts *opts, struct rz_err *err)
+{
+    *out = NULL;
+    struct health_watchdog *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return rz_fail(err, RZ_ENOMEM, "watchdog: out of memory");
+    w->opts = *opts;
+    w->fd = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    snprintf(w->dir, sizeof w->dir, "%s/health", opts->run_dir);
+    enum rz_status st = rz_mkdirs(w->dir, err);
+    if (st != RZ_OK) {
+        health_watchdog_stop(w);
+        return st;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rank-%05d.hb", w->dir, opts->rank);
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (w->fd < 0) {
+        st = rz_fail(err, RZ_EIO, "watchdog: open heartbeat '%s': %s", path, strerror(errno));
+        health_watchdog_stop(w);
+        return st;
+    }
+    w->step = w->sync_step = -1;
+    write_heartbeat(w);
+    if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
+        health_watchdog_stop(w);
+        return rz_fail(err, RZ_EHEALTH, "watchdog: cannot start its thread");
+    }
+    w->running = true;
+    *out = w;
+    return RZ_OK;
+}
+
+void health_watchdog_stop(struct health_watchdog *w)
+{
+    if (w == NULL)
+        return;
+    if (w->running) {
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+    }
+    if (w->fd >= 0)
+        close(w->fd);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+void health_step_begin(struct health_watchdog *w, int64_t step)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->in_step = true;
+    w->step = step;
+    w->step_start = rz_now();
+    pthread_mutex_unlock(&w->lock);
+}
+
+void health_sync_arrived(struct health_watchdog *w, int64_t step)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->sync_step = step;
+    write_heartbeat(w);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void health_step_end(struct health_watchdog *w, int64_t step, double seconds)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->in_step = false;
+    w->step = step;
+    w->times[w->next_time] = seconds;
+    w->next_time = (w->next_time + 1) % MEDIAN_WINDOW;
+    if (w->n_times < MEDIAN_WINDOW)
+        w->n_times++;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void health_watchdog_pause(struct health_watchdog *w, int paused)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->paused = paused != 0;
+    if (!paused)
+        w->step_start = rz_now();
+    pthread_mutex_unlock(&w->lock);
+}

@@ -1,0 +1,54 @@
+/* health.h: the trainer's own health machinery, independent of MPI:
+ *
+ *   stop signals   SIGUSR2 (or the configured signal) and SIGTERM only set a flag; the trainer
+ *                  polls it at step boundaries, where all ranks agree and checkpoint together.
+ *                  Install before MPI_Init so the MPI library cannot claim the signals first.
+ *   heartbeats     each rank records the step it reached, the step whose gradient
+ *                  synchronization it arrived at, its pid and the wall time, in
+ *                  RUN_DIR/health/rank-NNNNN.hb (one 64-byte text line, rewritten in place)
+ *   watchdog       a thread that ends the process with exit 76 when the current step has run
+ *                  longer than max(factor x median step time, floor), naming the ranks whose
+ *                  heartbeats are behind.  It is the one place below main that ends the process
+ *                  (_exit): a rank stuck in a collective cannot return to main.
+ *
+ * Ownership: health_watchdog_start allocates; health_watchdog_stop joins and frees (NULL ok). */
+#ifndef RZ_HEALTH_HEALTH_H
+#define RZ_HEALTH_HEALTH_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+
+/* Parse "USR1" | "USR2" | "TERM" | "INT" (with or without "SIG"). */
+enum rz_status health_signal_parse(const char *name, int *signo, struct rz_err *err);
+
+/* Install flag-only handlers for `signo` and SIGTERM. */
+enum rz_status health_signals_install(int signo, struct rz_err *err);
+/* The signal that asked us to stop, or 0. */
+int health_stop_signal(void);
+/* Test hook: raise the flag as if `signo` had arrived. */
+void health_request_stop(int signo);
+
+struct health_watchdog;
+
+struct health_watchdog_opts {
+    const char *run_dir;
+    int rank, world;
+    double floor_s;           /* a step may always take this long */
+    double factor;            /* ... or this many times the median step time */
+};
+
+enum rz_status health_watchdog_start(struct health_watchdog **out,
+                                     const struct health_watchdog_opts *opts, struct rz_err *err);
+void health_watchdog_stop(struct health_watchdog *w);
+
+/* Phase marks, cheap: a step begins / this rank arrived at the gradient synchronization /
+ * the step ended after `seconds` (feeds the median). */
+void health_step_begin(struct health_watchdog *w, int64_t step);
+void health_sync_arrived(struct health_watchdog *w, int64_t step);
+void health_step_end(struct health_watchdog *w, int64_t step, double seconds);
+
+/* Pause the watchdog around long non-step work (checkpoint writes, evaluation). */
+void health_watchdog_pause(struct health_watchdog *w, int paused);
+
+#endif

@@ -1,0 +1,468 @@
+/* kern_common.c: the public face of the kernels module: backend names, the context, argument
+ * validation for every op, dispatch to the backend chosen by the context, and kern_measure_peak.
+ *
+ * It deliberately does no arithmetic of its own (kern_ref.c and kern_dnnl.c do) and never touches
+ * oneDNN directly.  Validation happens once, in x_create; the execute path (x_run, x_forward,
+ * x_backward) only dispatches, with assert() for pointer misuse. */
+#include "config.h"
+
+#include "kernels/kernels.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "kernels/kern_impl.h"
+
+/* ---- validation ---------------------------------------------------------------------------- */
+
+/* Elements in the largest tensor any op may touch: 2^40 (4 TiB of fp32) is absurd for one rank. */
+#define KERN_MAX_ELEMS ((int64_t)1 << 40)
+
+/* *acc *= v unless that overflows size_t; returns false on overflow. */
+static bool mul_size(size_t *acc, int64_t v)
+{
+    if (*acc != 0 && (size_t)v > SIZE_MAX / *acc)
+        return false;
+    *acc *= (size_t)v;
+    return true;
+}
+
+/* Checks that every dimension in dims is positive and that their product (and every partial
+ * product) fits in size_t and below KERN_MAX_ELEMS. */
+static bool dims_ok(const int64_t *dims, size_t ndims)
+{
+    size_t prod = 1;
+    for (size_t i = 0; i < ndims; i++) {
+        if (dims[i] <= 0 || !mul_size(&prod, dims[i]))
+            return false;
+    }
+    return prod <= (size_t)KERN_MAX_ELEMS;
+}
+
+static enum rz_status bad_shape(struct rz_err *err, const char *op, const char *shape)
+{
+    return rz_fail(err, RZ_ECONFIG,
+                   "%s: invalid shape %s: sizes must be positive and the tensors and the "
+                   "flop count must fit in memory (size_t)",
+                   op, shape);
+}
+
+/* ---- backend and context ------------------------------------------------------------------- */
+
+enum rz_status kern_backend_parse(const char *name, enum kern_backend *out, struct rz_err *err)
+{
+    if (name != NULL && strcmp(name, "ref") == 0) {
+        *out = KERN_REF;
+        return RZ_OK;
+    }
+    if (name != NULL && strcmp(name, "dnnl") == 0) {
+        *out = KERN_DNNL;
+        return RZ_OK;
+    }
+    return rz_fail(err, RZ_ECONFIG, "kernel backend: unknown name '%s' (choices: ref, dnnl)",
+                   name != NULL ? name : "(null)");
+}
+
+enum rz_status kern_ctx_create(struct kern_ctx **out, enum kern_backend backend, struct rz_err *err)
+{
+    *out = NULL;
+    if (backend != KERN_REF && backend != KERN_DNNL)
+        return rz_fail(err, RZ_ECONFIG, "kern_ctx_create: unknown backend %d (choices: ref, dnnl)",
+                       (int)backend);
+    struct kern_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return rz_fail(err, RZ_ENOMEM, "kern_ctx_create: out of memory");
+    ctx->backend = backend;
+    if (backend == KERN_DNNL) {
+        enum rz_status st = kern_dnnl_ctx_init(ctx, err);
+        if (st != RZ_OK) {
+            kern_ctx_destroy(ctx);
+            return st;
+        }
+    }
+    *out = ctx;
+    return RZ_OK;
+}
+
+void kern_ctx_destroy(struct kern_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    kern_dnnl_ctx_fini(ctx);
+    free(ctx);
+}
+
+enum kern_backend kern_ctx_backend(const struct kern_ctx *ctx)
+{
+    return ctx->backend;
+}
+
+const char *kern_ctx_isa(const struct kern_ctx *ctx)
+{
+    return ctx->backend == KERN_DNNL ? kern_dnnl_isa(ctx) : "reference C";
+}
+
+/* ---- matmul -------------------------------------------------------------------------------- */
+
+static enum rz_status matmul_check(const struct kern_matmul_desc *d, struct rz_err *err)
+{
+    char shape[160];
+    snprintf(shape, sizeof shape,
+             "batch=%" PRId64 " m=%" PRId64 " n=%" PRId64 " k=%" PRId64, d->batch, d->m, d->n,
+             d->k);
+    const int64_t flops[] = {d->batch, d->m, d->n, d->k};
+    const int64_t a[] = {d->batch, d->m, d->k};
+    const int64_t b[] = {d->batch, d->k, d->n};
+    const int64_t c[] = {d->batch, d->m, d->n};
+    if (!dims_ok(a, 3) || !dims_ok(b, 3) || !dims_ok(c, 3))
+        return bad_shape(err, "matmul", shape);
+    size_t prod = 2; /* 2 * batch * m * n * k must fit too: kern_measure_peak and MFU use it */
+    for (size_t i = 0; i < RZ_ARRAY_LEN(flops); i++) {
+        if (!mul_size(&prod, flops[i]))
+            return bad_shape(err, "matmul", shape);
+    }
+    if (!isfinite(d->alpha))
+        return rz_fail(err, RZ_ECONFIG, "matmul %s: alpha must be finite, got %g", shape,
+                       (double)d->alpha);
+    return RZ_OK;
+}
+
+enum rz_status kern_matmul_create(struct kern_matmul **out, struct kern_ctx *ctx,
+                                  const struct kern_matmul_desc *desc, struct rz_err *err)
+{
+    *out = NULL;
+    enum rz_status st = matmul_check(desc, err);
+    if (st != RZ_OK)
+        return st;
+    struct kern_matmul *op = calloc(1, sizeof *op);
+    if (op == NULL)
+        return rz_fail(err, RZ_ENOMEM, "matmul: out of memory");
+    op->ctx = ctx;
+    op->desc = *desc;
+    st = ctx->backend == KERN_DNNL ? kern_dnnl_matmul_init(op, err) : kern_ref_matmul_init(op, err);
+    if (st != RZ_OK) {
+        kern_matmul_destroy(op);
+        return st;
+    }
+    *out = op;
+    return RZ_OK;
+}
+
+void kern_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+                     const float *bias)
+{
+    assert(op != NULL && c != NULL && a != NULL && b != NULL);
+    assert(!op->desc.bias || bias != NULL);
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_matmul_run(op, c, a, b, bias);
+    else
+        kern_ref_matmul_run(op, c, a, b, bias);
+}
+
+void kern_matmul_destroy(struct kern_matmul *op)
+{
+    if (op == NULL)
+        return;
+    kern_ref_matmul_fini(op);
+    kern_dnnl_matmul_fini(op);
+    free(op);
+}
+
+/* ---- layer normalization ------------------------------------------------------------------- */
+
+enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ctx *ctx,
+                                     int64_t rows, int64_t cols, float eps, struct rz_err *err)
+{
+    *out = NULL;
+    const int64_t dims[] = {rows, cols};
+    char shape[96];
+    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")", rows, cols);
+    if (!dims_ok(dims, 2))
+        return bad_shape(err, "layernorm", shape);
+    if (!isfinite(eps) || eps < 0.0f)
+        return rz_fail(err, RZ_ECONFIG, "layernorm %s: eps must be finite and >= 0, got %g", shape,
+                       (double)eps);
+    struct kern_layernorm *op = calloc(1, sizeof *op);
+    if (op == NULL)
+        return rz_fail(err, RZ_ENOMEM, "layernorm %s: out of memory", shape);
+    op->ctx = ctx;
+    op->rows = rows;
+    op->cols = cols;
+    op->eps = eps;
+    if (ctx->backend == KERN_DNNL) {
+        enum rz_status st = kern_dnnl_layernorm_init(op, err);
+        if (st != RZ_OK) {
+            kern_layernorm_destroy(op);
+            return st;
+        }
+    }
+    *out = op;
+    return RZ_OK;
+}
+
+void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+                            const float *x, const float *gamma, const float *beta)
+{
+    assert(op != NULL && y != NULL && mean != NULL && var != NULL && x != NULL);
+    assert(gamma != NULL && beta != NULL);
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_layernorm_forward(op, y, mean, var, x, gamma, beta);
+    else
+        kern_ref_layernorm_forward(op, y, mean, var, x, gamma, beta);
+}
+
+void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
+                             const float *dy, const float *x, const float *mean, const float *var,
+                             const float *gamma)
+{
+    assert(op != NULL && dx != NULL && dgamma != NULL && dbeta != NULL && dy != NULL);
+    assert(x != NULL && mean != NULL && var != NULL && gamma != NULL);
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma);
+    else
+        kern_ref_layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma);
+}
+
+void kern_layernorm_destroy(struct kern_layernorm *op)
+{
+    if (op == NULL)
+        return;
+    kern_dnnl_layernorm_fini(op);
+    free(op);
+}
+
+/* ---- GELU ---------------------------------------------------------------------------------- */
+
+enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, int64_t n,
+                                struct rz_err *err)
+{
+    *out = NULL;
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%" PRId64 ")", n);
+    if (!dims_ok(&n, 1))
+        return bad_shape(err, "gelu", shape);
+    struct kern_gelu *op = calloc(1, sizeof *op);
+    if (op == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gelu %s: out of memory", shape);
+    op->ctx = ctx;
+    op->n = n;
+    if (ctx->backend == KERN_DNNL) {
+        enum rz_status st = kern_dnnl_gelu_init(op, err);
+        if (st != RZ_OK) {
+            kern_gelu_destroy(op);
+            return st;
+        }
+    }
+    *out = op;
+    return RZ_OK;
+}
+
+void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x)
+{
+    assert(op != NULL && y != NULL && x != NULL);
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_gelu_forward(op, y, x);
+    else
+        kern_ref_gelu_forward(op, y, x);
+}
+
+void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
+{
+    assert(op != NULL && dx != NULL && dy != NULL && x != NULL);
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_gelu_backward(op, dx, dy, x);
+    else
+        kern_ref_gelu_backward(op, dx, dy, x);
+}
+
+void kern_gelu_destroy(struct kern_gelu *op)
+{
+    if (op == NULL)
+        return;
+    kern_dnnl_gelu_fini(op);
+    free(op);
+}
+
+/* ---- softmax ------------------------------------------------------------------------------- */
+
+enum rz_status kern_softmax_create(struct kern_softmax **out, struct kern_ctx *ctx, int64_t rows,
+                                   int64_t cols, bool causal, struct rz_err *err)
+{
+    *out = NULL;
+    const int64_t dims[] = {rows, cols};
+    char shape[96];
+    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")%s", rows, cols,
+             causal ? " causal" : "");
+    if (!dims_ok(dims, 2))
+        return bad_shape(err, "softmax", shape);
+    if (causal && rows % cols != 0)
+        return rz_fail(err, RZ_ECONFIG,
+                       "softmax %s: causal rows must come in square blocks: rows %% cols != 0",
+                       shape);
+    struct kern_softmax *op = calloc(1, sizeof *op);
+    if (op == NULL)
+        return rz_fail(err, RZ_ENOMEM, "softmax %s: out of memory", shape);
+    op->ctx = ctx;
+    op->rows = rows;
+    op->cols = cols;
+    op->causal = causal;
+    if (ctx->backend == KERN_DNNL) {
+        enum rz_status st = kern_dnnl_softmax_init(op, err);
+        if (st != RZ_OK) {
+            kern_softmax_destroy(op);
+            return st;
+        }
+    }
+    *out = op;
+    return RZ_OK;
+}
+
+void kern_softmax_forward(struct kern_softmax *op, float *y, const float *x)
+{
+    assert(op != NULL && y != NULL && x != NULL);
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_softmax_forward(op, y, x);
+    else
+        kern_ref_softmax_forward(op, y, x);
+}
+
+void kern_softmax_backward(struct kern_softmax *op, float *dx, const float *dy, const float *y)
+{
+    assert(op != NULL && dx != NULL && dy != NULL && y != NULL);
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_softmax_backward(op, dx, dy, y);
+    else
+        kern_ref_softmax_backward(op, dx, dy, y);
+}
+
+void kern_softmax_destroy(struct kern_softmax *op)
+{
+    if (op == NULL)
+        return;
+    kern_dnnl_softmax_fini(op);
+    free(op);
+}
+
+/* ---- cross-entropy ------------------------------------------------------------------------- */
+
+enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, int64_t rows,
+                                int64_t vocab, struct rz_err *err)
+{
+    *out = NULL;
+    const int64_t dims[] = {rows, vocab};
+    char shape[96];
+    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")", rows, vocab);
+    if (!dims_ok(dims, 2))
+        return bad_shape(err, "xent", shape);
+    if (vocab > INT32_MAX)
+        return rz_fail(err, RZ_ECONFIG, "xent %s: vocab must fit the int32 targets", shape);
+    struct kern_xent *op = calloc(1, sizeof *op);
+    if (op == NULL)
+        return rz_fail(err, RZ_ENOMEM, "xent %s: out of memory", shape);
+    op->ctx = ctx;
+    op->rows = rows;
+    op->vocab = vocab;
+    *out = op;
+    return RZ_OK;
+}
+
+/* Targets are validated by the data loader (RZ_EDATA); here a bad one is a programmer error. */
+static bool targets_in_range(const int32_t *targets, int64_t rows, int64_t vocab)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        if (targets[r] < 0 || targets[r] >= vocab)
+            return false;
+    }
+    return true;
+}
+
+void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const float *logits,
+                       const int32_t *targets)
+{
+    assert(op != NULL && losses != NULL && probs != NULL && logits != NULL && targets != NULL);
+    assert(targets_in_range(targets, op->rows, op->vocab));
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_xent_forward(op, losses, probs, logits, targets);
+    else
+        kern_ref_xent_forward(op, losses, probs, logits, targets);
+}
+
+void kern_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
+                        const int32_t *targets, float scale)
+{
+    assert(op != NULL && dlogits != NULL && probs != NULL && targets != NULL);
+    assert(targets_in_range(targets, op->rows, op->vocab));
+    if (op->ctx->backend == KERN_DNNL)
+        kern_dnnl_xent_backward(op, dlogits, probs, targets, scale);
+    else
+        kern_ref_xent_backward(op, dlogits, probs, targets, scale);
+}
+
+void kern_xent_destroy(struct kern_xent *op)
+{
+    free(op);
+}
+
+/* ---- measured peak ------------------------------------------------------------------------- */
+
+/* Fills n floats with a deterministic pattern in [-0.5, 0.5). */
+static void fill_pattern(float *x, size_t n)
+{
+    uint32_t s = 12345u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
+    }
+}
+
+/* Runs `op` repeatedly for about `seconds` (at least 3 times) and returns the best GFLOP/s. */
+static double best_gflops(struct kern_matmul *op, float *c, const float *a, const float *b,
+                          double flops, double seconds)
+{
+    double best = 0.0;
+    double start = rz_now();
+    kern_matmul_run(op, c, a, b, NULL); /* warm-up: first touch, JIT caches */
+    for (int it = 0; it < 3 || rz_now() - start < seconds; it++) {
+        double t0 = rz_now();
+        kern_matmul_run(op, c, a, b, NULL);
+        double dt = rz_now() - t0;
+        if (dt > 0.0 && flops / dt > best)
+            best = flops / dt;
+    }
+    return best * 1e-9;
+}
+
+enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k,
+                                 double seconds, double *gflops, struct rz_err *err)
+{
+    *gflops = 0.0;
+    const struct kern_matmul_desc d = {.batch = 1, .m = m, .n = n, .k = k, .alpha = 1.0f};
+    if (!(seconds >= 0.0) || seconds > 3600.0)
+        return rz_fail(err, RZ_ECONFIG, "measure peak: seconds must be in [0, 3600], got %g",
+                       seconds);
+    struct kern_matmul *op = NULL;
+    enum rz_status st = kern_matmul_create(&op, ctx, &d, err);
+    if (st != RZ_OK)
+        return st;
+    float *a = rz_alloc_aligned((size_t)m * (size_t)k * sizeof(float));
+    float *b = rz_alloc_aligned((size_t)k * (size_t)n * sizeof(float));
+    float *c = rz_alloc_aligned((size_t)m * (size_t)n * sizeof(float));
+    if (a == NULL || b == NULL || c == NULL) {
+        st = rz_fail(err, RZ_ENOMEM, "measure peak: out of memory for a (%" PRId64 ", %" PRId64
+                     ") x (%" PRId64 ", %" PRId64 ") matmul", m, k, k, n);
+    } else {
+        fill_pattern(a, (size_t)m * (size_t)k);
+        fill_pattern(b, (size_t)k * (size_t)n);
+        *gflops = best_gflops(op, c, a, b, 2.0 * (double)m * (double)n * (double)k, seconds);
+    }
+    free(a);
+    free(b);
+    free(c);
+    kern_matmul_destroy(op);
+    return st;
+}

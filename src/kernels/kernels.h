@@ -1,0 +1,114 @@
+/* kernels.h: the one math interface of the trainer, with two backends behind it.
+ *
+ *   KERN_REF   plain C11 reference: obviously-correct loops, used by the tests as ground truth
+ *   KERN_DNNL  Intel oneDNN primitives (the only file that includes dnnl.h is kern_dnnl.c)
+ *
+ * Every op is *planned* once for fixed shapes at start-up (x_create: for oneDNN this creates the
+ * primitive descriptor and primitive) and only *executed* in the training step (x_forward /
+ * x_backward / kern_matmul_run).  All tensors are dense row-major fp32 in caller-owned memory;
+ * outputs are overwritten unless a flag says "accumulate".  Shapes are in comments as (rows, cols).
+ *
+ * Ownership: x_create allocates the op; x_destroy frees it and accepts NULL.  An op borrows its
+ * kern_ctx, which must outlive it.  Ops are not thread-safe; each rank owns its own. */
+#ifndef RZ_KERNELS_KERNELS_H
+#define RZ_KERNELS_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+enum kern_backend { KERN_REF, KERN_DNNL };
+
+struct kern_ctx;
+
+/* Parse "ref" | "dnnl". */
+enum rz_status kern_backend_parse(const char *name, enum kern_backend *out, struct rz_err *err);
+
+enum rz_status kern_ctx_create(struct kern_ctx **out, enum kern_backend backend, struct rz_err *err);
+void kern_ctx_destroy(struct kern_ctx *ctx);
+enum kern_backend kern_ctx_backend(const struct kern_ctx *ctx);
+/* Human-readable instruction set in use ("avx512_core", "reference C", ...). */
+const char *kern_ctx_isa(const struct kern_ctx *ctx);
+
+/* ---- matmul -------------------------------------------------------------------------------
+ * For each b in [0, batch):
+ *     C_b (m, n) = alpha * op(A_b) @ op(B_b)  [+ bias (n), broadcast over rows]  [+ C_b]
+ * op(A_b) is (m, k): A_b is stored (m, k), or (k, m) when trans_a.
+ * op(B_b) is (k, n): B_b is stored (k, n), or (n, k) when trans_b.
+ * Batches are dense and contiguous: A_b = A + b*m*k, B_b = B + b*k*n, C_b = C + b*m*n.
+ * `accumulate` adds into C (used for gradient accumulation); otherwise C is overwritten. */
+struct kern_matmul_desc {
+    int64_t batch, m, n, k;
+    bool trans_a, trans_b;
+    float alpha;
+    bool bias;
+    bool accumulate;
+};
+
+struct kern_matmul;
+enum rz_status kern_matmul_create(struct kern_matmul **out, struct kern_ctx *ctx,
+                                  const struct kern_matmul_desc *desc, struct rz_err *err);
+void kern_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+                     const float *bias);
+void kern_matmul_destroy(struct kern_matmul *op);
+
+/* ---- layer normalization over the last dimension -------------------------------------------
+ * forward:  y (rows, cols) = (x - mean) / sqrt(var + eps) * gamma + beta;  mean, var (rows)
+ * backward: dx (rows, cols), dgamma (cols), dbeta (cols), all overwritten, from dy, x and the
+ *           saved mean and var. */
+struct kern_layernorm;
+enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ctx *ctx,
+                                     int64_t rows, int64_t cols, float eps, struct rz_err *err);
+void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+                            const float *x, const float *gamma, const float *beta);
+void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
+                             const float *dy, const float *x, const float *mean, const float *var,
+                             const float *gamma);
+void kern_layernorm_destroy(struct kern_layernorm *op);
+
+/* ---- GELU, exact (erf) form: y = 0.5 x (1 + erf(x / sqrt 2)), as PyTorch's default --------
+ * forward:  y (n) from x (n)
+ * backward: dx (n) = dy * gelu'(x), overwritten; dx may alias dy (in place) */
+struct kern_gelu;
+enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, int64_t n,
+                                struct rz_err *err);
+void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x);
+void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x);
+void kern_gelu_destroy(struct kern_gelu *op);
+
+/* ---- row softmax, optionally causal --------------------------------------------------------
+ * x, y are (rows, cols).  With `causal`, rows come in square blocks of `cols` rows (attention
+ * scores (B*H*T, T)): row r may only see columns c <= r % cols; masked outputs are exactly 0.
+ * forward:  y = softmax(x) per row (x is not modified)
+ * backward: dx = y * (dy - sum(y * dy)) per row, overwritten; dx is 0 where y is masked;
+ *           dx may alias dy (in place) */
+struct kern_softmax;
+enum rz_status kern_softmax_create(struct kern_softmax **out, struct kern_ctx *ctx, int64_t rows,
+                                   int64_t cols, bool causal, struct rz_err *err);
+void kern_softmax_forward(struct kern_softmax *op, float *y, const float *x);
+void kern_softmax_backward(struct kern_softmax *op, float *dx, const float *dy, const float *y);
+void kern_softmax_destroy(struct kern_softmax *op);
+
+/* ---- softmax cross-entropy over a vocabulary ------------------------------------------------
+ * logits (rows, vocab), targets (rows) in [0, vocab).
+ * forward:  losses[r] = -log softmax(logits_r)[targets[r]]  (rows); probs (rows, vocab) =
+ *           softmax(logits) (probs may alias logits: computed in place)
+ * backward: dlogits (rows, vocab) = scale * (probs - onehot(targets)), overwritten (may alias
+ *           probs) */
+struct kern_xent;
+enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, int64_t rows,
+                                int64_t vocab, struct rz_err *err);
+void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const float *logits,
+                       const int32_t *targets);
+void kern_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
+                        const int32_t *targets, float scale);
+void kern_xent_destroy(struct kern_xent *op);
+
+/* ---- measured peak ---------------------------------------------------------------------------
+ * Time a (m, k) x (k, n) matmul on this backend for about `seconds` and report the best
+ * sustained GFLOP/s: the denominator of MFU (measured on this machine, not a vendor table). */
+enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k,
+                                 double seconds, double *gflops, struct rz_err *err);
+
+#endif

@@ -1,0 +1,184 @@
+/* metrics.c: per-step JSONL, summary.json and small formatting helpers (see metrics.h).
+ * It does not aggregate across ranks: the trainer passes in already-reduced figures. */
+#include "config.h"
+
+#include "metrics/metrics.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "core/util.h"
+
+struct metrics_log {
+    FILE *f;
+    char path[4200];
+};
+
+enum rz_status metrics_open(struct metrics_log **out, const char *run_dir, const char *run_id,
+                            int rank, struct rz_err *err)
+{
+    *out = NULL;
+    struct metrics_log *log = calloc(1, sizeof *log);
+    if (log == NULL)
+        return rz_fail(err, RZ_ENOMEM, "metrics: out of memory");
+    char dir[4096];
+    int n = snprintf(dir, sizeof dir, "%s/metrics/%s", run_dir, run_id);
+    if (n < 0 || (size_t)n >= sizeof dir) {
+        free(log);
+        return rz_fail(err, RZ_EIO, "metrics: run directory path too long: '%s'", run_dir);
+    }
+    enum rz_status st = rz_mkdirs(dir, err);
+    if (st != RZ_OK) {
+        free(log);
+        return st;
+    }
+    snprintf(log->path, sizeof log->path, "%s/rank-%05d.jsonl", dir, rank);
+    log->f = fopen(log->path, "a");
+    if (log->f == NULL) {
+        st = rz_fail(err, RZ_EIO, "metrics: open '%s': %s", log->path, strerror(errno));
+        free(log);
+        return st;
+    }
+    *out = log;
+    return RZ_OK;
+}
+
+const char *metrics_path(const struct metrics_log *log) { return log->path; }
+
+enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step *s,
+                             struct rz_err *err)
+{
+    struct rz_json j;
+    rz_json_init(&j, log->f);
+    rz_json_object_begin(&j);
+    rz_json_kv_int(&j, "step", s->step);
+    rz_json_kv_int(&j, "samples_seen", s->samples_seen);
+    rz_json_kv_double(&j, "loss", s->loss);
+    char hex[64];
+    snprintf(hex, sizeof hex, "%a", s->loss); /* exact, for bit-exact comparisons */
+    rz_json_kv_string(&j, "loss_hex", hex);
+    rz_json_kv_double(&j, "lr", s->lr);
+    rz_json_kv_double(&j, "grad_norm", s->grad_norm);
+    rz_json_kv_double(&j, "step_time_s", s->step_time_s);
+    rz_json_kv_double(&j, "comm_time_s", s->comm_time_s);
+    rz_json_kv_double(&j, "samples_per_sec", s->samples_per_sec);
+    rz_json_kv_double(&j, "tokens_per_sec", s->tokens_per_sec);
+    rz_json_kv_double(&j, "mfu", s->mfu);
+    rz_json_kv_uint(&j, "rss_bytes", s->rss_bytes);
+    rz_json_kv_double(&j, "allreduce_s", s->allreduce_s);
+    rz_json_kv_int(&j, "world_size", s->world_size);
+    if (s->has_sync) {
+        rz_json_kv_bool(&j, "sync_ok", s->sync_ok != 0);
+        rz_json_kv_double(&j, "param_spread", s->param_spread);
+        rz_json_kv_double(&j, "gnorm_pre_min", s->gnorm_pre_min);
+        rz_json_kv_double(&j, "gnorm_pre_max", s->gnorm_pre_max);
+        rz_json_kv_double(&j, "gnorm_post_spread", s->gnorm_post_spread);
+    }
+    rz_json_object_end(&j);
+    fputc('\n', log->f);
+    if (fflush(log->f) != 0 || ferror(log->f))
+        return rz_fail(err, RZ_EIO, "metrics: write '%s': %s", log->path, strerror(errno));
+    return RZ_OK;
+}
+
+void metrics_close(struct metrics_log *log)
+{
+    if (log == NULL)
+        return;
+    if (log->f != NULL)
+        fclose(log->f);
+    free(log);
+}
+
+static void write_summary_json(FILE *f, const struct metrics_summary *s)
+{
+    char stamp[32];
+    rz_utc_iso8601(stamp, sizeof stamp);
+    struct rz_json j;
+    rz_json_init(&j, f);
+    rz_json_object_begin(&j);
+    rz_json_kv_string(&j, "timestamp", stamp);
+    rz_json_kv_int(&j, "num_processes", s->num_processes);
+    rz_json_key(&j, "aggregated_metrics");
+    rz_json_object_begin(&j);
+    rz_json_kv_double(&j, "avg_loss", s->avg_loss);
+    rz_json_kv_double(&j, "total_duration_sec", s->total_duration_sec);
+    rz_json_kv_double(&j, "samples_per_sec", s->samples_per_sec);
+    rz_json_kv_double(&j, "final_loss", s->final_loss);
+    rz_json_kv_double(&j, "tokens_per_sec", s->tokens_per_sec);
+    rz_json_kv_double(&j, "mfu", s->mfu);
+    rz_json_kv_double(&j, "peak_matmul_gflops", s->peak_gflops);
+    rz_json_kv_double(&j, "comm_share", s->comm_share);
+    rz_json_kv_double(&j, "allreduce_latency_s", s->allreduce_latency_s);
+    rz_json_kv_int(&j, "restarts", s->restarts);
+    rz_json_kv_int(&j, "steps", s->steps);
+    rz_json_kv_int(&j, "num_parameters", s->num_parameters);
+    if (s->entropy_floor >= 0.0)
+        rz_json_kv_double(&j, "entropy_floor", s->entropy_floor);
+    rz_json_object_end(&j);
+    rz_json_kv_string(&j, "config", s->config_path != NULL ? s->config_path : "");
+    rz_json_kv_string(&j, "resumed_from", s->resumed_from != NULL ? s->resumed_from : "");
+    rz_json_key(&j, "rank_results");
+    rz_json_array_begin(&j);
+    for (int r = 0; r < s->num_processes; r++) {
+        const struct metrics_rank_result *rr = &s->ranks[r];
+        rz_json_object_begin(&j);
+        rz_json_kv_int(&j, "rank", rr->rank);
+        rz_json_kv_string(&j, "host", rr->host);
+        rz_json_kv_int(&j, "steps", rr->steps);
+        rz_json_kv_double(&j, "avg_loss", rr->avg_loss);
+        rz_json_kv_double(&j, "final_loss", rr->final_loss);
+        rz_json_kv_double(&j, "samples_per_sec", rr->samples_per_sec);
+        rz_json_kv_double(&j, "comm_share", rr->comm_share);
+        rz_json_kv_double(&j, "duration_sec", rr->duration_sec);
+        rz_json_kv_uint(&j, "peak_rss_bytes", rr->peak_rss_bytes);
+        rz_json_object_end(&j);
+    }
+    rz_json_array_end(&j);
+    rz_json_object_end(&j);
+    fputc('\n', f);
+}
+
+enum rz_status metrics_write_summary(const char *run_dir, const struct metrics_summary *s,
+                                     struct rz_err *err)
+{
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/summary.json", run_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return rz_fail(err, RZ_EIO, "summary: open '%s': %s", tmp, strerror(errno));
+    write_summary_json(f, s);
+    int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+    int saved = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        saved = errno;
+    }
+    if (bad) {
+        unlink(tmp);
+        return rz_fail(err, RZ_EIO, "summary: write '%s': %s", tmp, strerror(saved));
+    }
+    if (rename(tmp, path) != 0) {
+        saved = errno;
+        unlink(tmp);
+        return rz_fail(err, RZ_EIO, "summary: rename to '%s': %s", path, strerror(saved));
+    }
+    return RZ_OK;
+}
+
+void metrics_format_eta(char *buf, size_t len, double seconds)
+{
+    if (!(seconds >= 0.0) || seconds > 1e8) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    long s = (long)(seconds + 0.5);
+    if (s >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", s / 60, s % 60);
+}

@@ -1,0 +1,85 @@
+/* metrics.h: per-step metrics (one JSON object per line per rank), the run summary in the seed
+ * benchmark's format, and the human progress line.
+ *
+ *   RUN_DIR/metrics/<run-id>/rank-NNNNN.jsonl   fields as in DESIGN.md, flushed every step
+ *   RUN_DIR/summary.json                         written to a temp name, fsynced, renamed
+ *
+ * Ownership: metrics_open allocates the log; metrics_close flushes, closes and frees it (NULL ok). */
+#ifndef RZ_METRICS_METRICS_H
+#define RZ_METRICS_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/status.h"
+
+struct metrics_step {
+    int64_t step;            /* 1-based optimizer step just completed */
+    int64_t samples_seen;    /* global samples consumed so far */
+    double loss;             /* mean loss of this step (all micro-steps, all ranks) */
+    double lr;               /* learning rate used for this step */
+    double grad_norm;        /* global gradient L2 norm before clipping */
+    double step_time_s;      /* wall time of this step */
+    double comm_time_s;      /* exposed (not overlapped) communication time */
+    double samples_per_sec;  /* global samples / step_time_s */
+    double tokens_per_sec;
+    double mfu;              /* achieved matmul FLOP/s / measured peak FLOP/s */
+    uint64_t rss_bytes;      /* resident set size of this rank */
+    double allreduce_s;      /* latency of this step's small (loss) allreduce */
+    int world_size;
+    /* gradient-sync check, on the steps that ran one (has_sync) */
+    int has_sync;
+    int sync_ok;             /* every rank's parameter hash identical */
+    double param_spread;     /* max relative parameter spread across ranks (0 when identical) */
+    double gnorm_pre_min, gnorm_pre_max; /* per-rank pre-allreduce gradient norms */
+    double gnorm_post_spread;/* relative spread of the post-allreduce gradient norms */
+};
+
+struct metrics_log;
+
+enum rz_status metrics_open(struct metrics_log **out, const char *run_dir, const char *run_id,
+                            int rank, struct rz_err *err);
+enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step *s,
+                             struct rz_err *err);
+void metrics_close(struct metrics_log *log);
+const char *metrics_path(const struct metrics_log *log);
+
+struct metrics_rank_result {
+    int rank;
+    char host[64];
+    int64_t steps;
+    double avg_loss, final_loss;
+    double samples_per_sec;  /* this rank's share, steady state */
+    double comm_share;       /* this rank's exposed communication share */
+    double duration_sec;
+    uint64_t peak_rss_bytes;
+};
+
+struct metrics_summary {
+    int num_processes;
+    double avg_loss;             /* mean of the per-step losses of the run */
+    double final_loss;
+    double total_duration_sec;   /* wall time of the training loop */
+    double samples_per_sec;      /* global, steady state (warm-up steps excluded) */
+    double tokens_per_sec;
+    double mfu;
+    double peak_gflops;          /* measured matmul peak used for MFU */
+    double comm_share;           /* exposed communication time / step time */
+    double allreduce_latency_s;  /* median small-allreduce latency measured at start-up */
+    int64_t restarts;            /* resumes from a checkpoint so far */
+    const char *resumed_from;    /* checkpoint this run resumed from, or NULL */
+    int64_t steps;
+    int64_t num_parameters;
+    double entropy_floor;        /* < 0 when unknown */
+    const char *config_path;
+    const struct metrics_rank_result *ranks; /* num_processes entries */
+};
+
+/* Write RUN_DIR/summary.json atomically. */
+enum rz_status metrics_write_summary(const char *run_dir, const struct metrics_summary *s,
+                                     struct rz_err *err);
+
+/* "H:MM:SS" (or "M:SS") for an ETA into buf. */
+void metrics_format_eta(char *buf, size_t len, double seconds);
+
+#endif

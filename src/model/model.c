@@ -1,0 +1,488 @@
+/* model.c: the transformer LM (see model.h): descriptor table, the one parameter / gradient /
+ * activation buffers with their views, and the forward and backward passes, which read like the
+ * math, one layer call per line.  Mixed precision and activation recomputation are deliberately
+ * not implemented: fp32 everywhere keeps resume bit-exact and the tests simple. */
+#include "config.h"
+
+#include "model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/util.h"
+#include "model/layers.h"
+
+enum { LAYER_TENSORS = 12 };
+
+/* Per-layer parameter views (into the parameter or the gradient buffer). */
+struct layer_params {
+    float *ln1_w, *ln1_b;     /* (C) */
+    float *qkv_w, *qkv_b;     /* (3C, C), (3C) */
+    float *proj_w, *proj_b;   /* (C, C), (C) */
+    float *ln2_w, *ln2_b;     /* (C) */
+    float *fc_w, *fc_b;       /* (F, C), (F) */
+    float *fc2_w, *fc2_b;     /* (C, F), (C) */
+};
+
+struct param_views {
+    float *wte;               /* (V, C) */
+    float *wpe;               /* (T, C) */
+    struct layer_params *layers; /* L of them */
+    float *lnf_w, *lnf_b;     /* (C) */
+    float *head_w, *head_b;   /* (V, C), (V) */
+};
+
+/* Per-layer saved activations (views into the activation buffer). */
+struct layer_acts {
+    float *x;                 /* (N, C) residual stream entering the layer */
+    float *ln1, *ln1_mean, *ln1_var;   /* (N, C), (N), (N) */
+    struct attention_saved att;        /* q, k, v (B, H, T, D); att (B, H, T, T) */
+    float *atty;              /* (N, C) attention output before the projection */
+    float *x2;                /* (N, C) residual stream after attention */
+    float *ln2, *ln2_mean, *ln2_var;
+    float *fc;                /* (N, F) before GELU */
+    float *fcg;               /* (N, F) after GELU */
+};
+
+struct acts {
+    struct layer_acts *layers;
+    float *x_out;             /* (N, C) residual stream after the last layer */
+    float *lnf, *lnf_mean, *lnf_var;
+    float *probs;             /* (N, V) logits, then probabilities, then d logits */
+    float *losses;            /* (N) */
+    /* scratch shared by all layers */
+    float *qkv;               /* (N, 3C): forward qkv, backward d qkv */
+    struct attention_scratch att;
+    float *tmp;               /* (N, C) */
+    float *dresid, *dln, *dtmp, *datty;  /* (N, C) */
+    float *dfcg;              /* (N, F): d gelu output, then (in place) d fc pre-activation */
+    float *dgamma, *dbeta;    /* (C) */
+};
+
+struct model {
+    struct model_dims dims;
+    struct model_tensor *tensors;
+    size_t n_tensors;
+    size_t n_params;
+    float *params, *grads, *act_buf;
+    struct param_views p, g;
+    struct acts a;
+    int32_t *inputs, *targets; /* (N) copies of the last forward's tokens */
+    struct linear qkv, proj, fc, fc2, head;
+    struct attention attn;
+    struct kern_layernorm *ln;
+    struct kern_gelu *gelu;
+    struct kern_xent *xent;
+    model_grad_ready_fn hook;
+    void *hook_user;
+};
+
+/* ---- descriptor table -------------------------------------------------------------------------- */
+
+static void add_tensor(struct model_tensor *t, size_t *n, size_t *off, const char *name,
+                       int64_t rows, int64_t cols, int kind)
+{
+    struct model_tensor *e = &t[(*n)++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->rows = rows;
+    e->cols = cols;
+    e->offset = *off;
+    e->kind = kind;
+    *off += (size_t)(rows * cols);
+}
+
+static size_t table_count(const struct model_dims *d)
+{
+    return 6 + LAYER_TENSORS * (size_t)d->n_layers;
+}
+
+/* Fill the table t (table_count entries) in buffer order; returns the number of floats. */
+static size_t build_table(const struct model_dims *d, struct model_tensor *t)
+{
+    static const char *const names[LAYER_TENSORS] = {
+        "ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
+        "attn.proj.bias", "ln2.weight", "ln2.bias", "mlp.fc.weight", "mlp.fc.bias",
+        "mlp.proj.weight", "mlp.proj.bias"};
+    static const int kinds[LAYER_TENSORS] = {
+        MODEL_INIT_ONE, MODEL_INIT_ZERO, MODEL_INIT_NORMAL, MODEL_INIT_ZERO, MODEL_INIT_NORMAL,
+        MODEL_INIT_ZERO, MODEL_INIT_ONE, MODEL_INIT_ZERO, MODEL_INIT_NORMAL, MODEL_INIT_ZERO,
+        MODEL_INIT_NORMAL, MODEL_INIT_ZERO};
+    int64_t V = d->vocab, C = d->d_model, F = d->d_ff, T = d->seq_len;
+    const int64_t rows[LAYER_TENSORS] = {C, C, 3 * C, 3 * C, C, C, C, C, F, F, C, C};
+    const int64_t cols[LAYER_TENSORS] = {1, 1, C, 1, C, 1, 1, 1, C, 1, F, 1};
+    size_t n = 0, off = 0;
+    char nm[MODEL_TENSOR_NAME_MAX];
+    add_tensor(t, &n, &off, "wte", V, C, MODEL_INIT_NORMAL);
+    add_tensor(t, &n, &off, "wpe", T, C, MODEL_INIT_NORMAL);
+    for (int64_t l = 0; l < d->n_layers; l++)
+        for (int j = 0; j < LAYER_TENSORS; j++) {
+            snprintf(nm, sizeof nm, "h%d.%s", (int)l, names[j]);
+            add_tensor(t, &n, &off, nm, rows[j], cols[j], kinds[j]);
+        }
+    add_tensor(t, &n, &off, "ln_f.weight", C, 1, MODEL_INIT_ONE);
+    add_tensor(t, &n, &off, "ln_f.bias", C, 1, MODEL_INIT_ZERO);
+    add_tensor(t, &n, &off, "head.weight", V, C, MODEL_INIT_NORMAL);
+    add_tensor(t, &n, &off, "head.bias", V, 1, MODEL_INIT_ZERO);
+    return off;
+}
+
+size_t model_count_params(const struct model_dims *dims)
+{
+    struct model_tensor *t = calloc(table_count(dims), sizeof *t);
+    if (t == NULL)
+        return 0;
+    size_t params = build_table(dims, t);
+    free(t);
+    return params;
+}
+
+double model_flops_per_sample(const struct model_dims *d)
+{
+    double C = (double)d->d_model, F = (double)d->d_ff, T = (double)d->seq_len;
+    double L = (double)d->n_layers, V = (double)d->vocab;
+    double matmul_weights = L * (3 * C * C + C * C + 2 * C * F) + C * V;
+    return 6.0 * T * matmul_weights + 12.0 * L * T * T * C;
+}
+
+/* Point the views at `base` using the table order. */
+static void bind_views(struct param_views *v, struct layer_params *layers, float *base,
+                       const struct model *m)
+{
+    const struct model_tensor *t = m->tensors;
+    size_t i = 0;
+    v->wte = base + t[i++].offset;
+    v->wpe = base + t[i++].offset;
+    v->layers = layers;
+    for (int64_t l = 0; l < m->dims.n_layers; l++) {
+        float **f[LAYER_TENSORS] = {
+            &layers[l].ln1_w, &layers[l].ln1_b, &layers[l].qkv_w, &layers[l].qkv_b,
+            &layers[l].proj_w, &layers[l].proj_b, &layers[l].ln2_w, &layers[l].ln2_b,
+            &layers[l].fc_w, &layers[l].fc_b, &layers[l].fc2_w, &layers[l].fc2_b};
+        for (int j = 0; j < LAYER_TENSORS; j++)
+            *f[j] = base + t[i++].offset;
+    }
+    v->lnf_w = base + t[i++].offset;
+    v->lnf_b = base + t[i++].offset;
+    v->head_w = base + t[i++].offset;
+    v->head_b = base + t[i++].offset;
+}
+
+/* ---- activation buffer ------------------------------------------------------------------------- */
+
+/* Carve `count` floats from the buffer cursor (sizes rounded to 16 floats = 64 bytes). */
+static float *carve(float **cursor, size_t *total, int64_t count)
+{
+    size_t n = ((size_t)count + 15) & ~(size_t)15;
+    float *p = *cursor;
+    if (p != NULL)
+        *cursor = p + n;
+    *total += n;
+    return p;
+}
+
+/* With base == NULL, only counts; returns the number of floats needed. */
+static size_t layout_acts(struct model *m, float *base)
+{
+    const struct model_dims *d = &m->dims;
+    int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
+    int64_t att = d->batch * d->n_heads * d->seq_len * d->seq_len;
+    float *cur = base;
+    size_t total = 0;
+    struct acts *a = &m->a;
+    for (int64_t l = 0; l < d->n_layers; l++) {
+        struct layer_acts *la = &a->layers[l];
+        la->x = carve(&cur, &total, N * C);
+        la->ln1 = carve(&cur, &total, N * C);
+        la->ln1_mean = carve(&cur, &total, N);
+        la->ln1_var = carve(&cur, &total, N);
+        la->att.q = carve(&cur, &total, N * C);
+        la->att.k = carve(&cur, &total, N * C);
+        la->att.v = carve(&cur, &total, N * C);
+        la->att.att = carve(&cur, &total, att);
+        la->atty = carve(&cur, &total, N * C);
+        la->x2 = carve(&cur, &total, N * C);
+        la->ln2 = carve(&cur, &total, N * C);
+        la->ln2_mean = carve(&cur, &total, N);
+        la->ln2_var = carve(&cur, &total, N);
+        la->fc = carve(&cur, &total, N * F);
+        la->fcg = carve(&cur, &total, N * F);
+    }
+    a->x_out = carve(&cur, &total, N * C);
+    a->lnf = carve(&cur, &total, N * C);
+    a->lnf_mean = carve(&cur, &total, N);
+    a->lnf_var = carve(&cur, &total, N);
+    a->probs = carve(&cur, &total, N * V);
+    a->losses = carve(&cur, &total, N);
+    a->qkv = carve(&cur, &total, 3 * N * C);
+    /* Scratch that is dead before its partner is written shares memory (layers.h allows it):
+     * d_scores with scores, dq with heads, datty with tmp (forward only). */
+    a->att.scores = carve(&cur, &total, att);
+    a->att.d_scores = a->att.scores;
+    a->att.heads = carve(&cur, &total, N * C);
+    a->att.dq = a->att.heads;
+    a->att.dk = carve(&cur, &total, N * C);
+    a->att.dv = carve(&cur, &total, N * C);
+    a->tmp = carve(&cur, &total, N * C);
+    a->datty = a->tmp;
+    a->dresid = carve(&cur, &total, N * C);
+    a->dln = carve(&cur, &total, N * C);
+    a->dtmp = carve(&cur, &total, N * C);
+    a->dfcg = carve(&cur, &total, N * F);
+    a->dgamma = carve(&cur, &total, C);
+    a->dbeta = carve(&cur, &total, C);
+    return total;
+}
+
+size_t model_memory_bytes(const struct model_dims *dims)
+{
+    struct model m;
+    memset(&m, 0, sizeof m);
+    m.dims = *dims;
+    m.a.layers = calloc((size_t)dims->n_layers, sizeof *m.a.layers);
+    if (m.a.layers == NULL)
+        return 0;
+    size_t act = layout_acts(&m, NULL); /* counts only: no memory is touched */
+    free(m.a.layers);
+    /* parameters, gradients and the two Adam moments, plus the activations */
+    return (4 * model_count_params(dims) + act) * sizeof(float);
+}
+
+/* ---- lifecycle --------------------------------------------------------------------------------- */
+
+static enum rz_status check_dims(const struct model_dims *d, struct rz_err *err)
+{
+    if (d->vocab < 2 || d->d_model < 1 || d->n_heads < 1 || d->n_layers < 1 || d->d_ff < 1 ||
+        d->seq_len < 1 || d->batch < 1)
+        return rz_fail(err, RZ_ECONFIG, "model: every size must be positive (vocab >= 2)");
+    if (d->d_model % d->n_heads != 0)
+        return rz_fail(err, RZ_ECONFIG, "model: d_model %lld is not divisible by n_heads %lld",
+                       (long long)d->d_model, (long long)d->n_heads);
+    return RZ_OK;
+}
+
+static enum rz_status plan_ops(struct model *m, struct kern_ctx *ctx, struct rz_err *err)
+{
+    const struct model_dims *d = &m->dims;
+    int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
+    enum rz_status st = linear_init(&m->qkv, ctx, N, C, 3 * C, err);
+    if (st == RZ_OK) st = linear_init(&m->proj, ctx, N, C, C, err);
+    if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, err);
+    if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, err);
+    if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, err);
+    if (st == RZ_OK) st = attention_init(&m->attn, ctx, d->batch, d->seq_len, C, d->n_heads, err);
+    if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, err);
+    if (st == RZ_OK) st = kern_gelu_create(&m->gelu, ctx, N * F, err);
+    if (st == RZ_OK) st = kern_xent_create(&m->xent, ctx, N, V, err);
+    return st;
+}
+
+enum rz_status model_create(struct model **out, const struct model_dims *dims,
+                            struct kern_ctx *ctx, struct rz_err *err)
+{
+    *out = NULL;
+    enum rz_status st = check_dims(dims, err);
+    if (st != RZ_OK)
+        return st;
+    struct model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return rz_fail(err, RZ_ENOMEM, "model: out of memory");
+    m->dims = *dims;
+    int64_t N = dims->batch * dims->seq_len;
+    m->n_tensors = table_count(dims);
+    m->tensors = calloc(m->n_tensors, sizeof *m->tensors);
+    struct layer_params *pl = calloc((size_t)dims->n_layers, sizeof *pl);
+    struct layer_params *gl = calloc((size_t)dims->n_layers, sizeof *gl);
+    m->a.layers = calloc((size_t)dims->n_layers, sizeof *m->a.layers);
+    m->inputs = calloc((size_t)N, sizeof *m->inputs);
+    m->targets = calloc((size_t)N, sizeof *m->targets);
+    if (m->tensors == NULL || pl == NULL || gl == NULL || m->a.layers == NULL ||
+        m->inputs == NULL || m->targets == NULL) {
+        free(pl);
+        free(gl);
+        model_destroy(m);
+        return rz_fail(err, RZ_ENOMEM, "model: out of memory for tables");
+    }
+    m->n_params = build_table(dims, m->tensors);
+    m->p.layers = pl;
+    m->g.layers = gl;
+    size_t act_floats = layout_acts(m, NULL);
+    m->params = rz_alloc_aligned(m->n_params * sizeof(float));
+    m->grads = rz_alloc_aligned(m->n_params * sizeof(float));
+    m->act_buf = rz_alloc_aligned(act_floats * sizeof(float));
+    if (m->params == NULL || m->grads == NULL || m->act_buf == NULL) {
+        model_destroy(m);
+        return rz_fail(err, RZ_ENOMEM, "model: cannot allocate %zu parameters and %zu "
+                       "activation floats", m->n_params, act_floats);
+    }
+    bind_views(&m->p, pl, m->params, m);
+    bind_views(&m->g, gl, m->grads, m);
+    layout_acts(m, m->act_buf);
+    st = plan_ops(m, ctx, err);
+    if (st != RZ_OK) {
+        model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return RZ_OK;
+}
+
+void model_destroy(struct model *m)
+{
+    if (m == NULL)
+        return;
+    linear_free(&m->qkv);
+    linear_free(&m->proj);
+    linear_free(&m->fc);
+    linear_free(&m->fc2);
+    linear_free(&m->head);
+    attention_free(&m->attn);
+    kern_layernorm_destroy(m->ln);
+    kern_gelu_destroy(m->gelu);
+    kern_xent_destroy(m->xent);
+    free(m->tensors);
+    free(m->p.layers);
+    free(m->g.layers);
+    free(m->a.layers);
+    free(m->inputs);
+    free(m->targets);
+    free(m->params);
+    free(m->grads);
+    free(m->act_buf);
+    free(m);
+}
+
+const struct model_dims *model_get_dims(const struct model *m) { return &m->dims; }
+size_t model_num_params(const struct model *m) { return m->n_params; }
+float *model_params(struct model *m) { return m->params; }
+float *model_grads(struct model *m) { return m->grads; }
+
+const struct model_tensor *model_tensors(const struct model *m, size_t *count)
+{
+    *count = m->n_tensors;
+    return m->tensors;
+}
+
+void model_set_grad_ready_hook(struct model *m, model_grad_ready_fn fn, void *user)
+{
+    m->hook = fn;
+    m->hook_user = user;
+}
+
+void model_init_params(struct model *m, uint64_t seed)
+{
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const struct model_tensor *t = &m->tensors[i];
+        float *p = m->params + t->offset;
+        size_t n = (size_t)(t->rows * t->cols);
+        for (size_t j = 0; j < n; j++) {
+            if (t->kind == MODEL_INIT_NORMAL)
+                p[j] = (float)((double)m->dims.init_std * rz_rand_normal(seed, t->offset + j));
+            else
+                p[j] = t->kind == MODEL_INIT_ONE ? 1.0f : 0.0f;
+        }
+    }
+}
+
+void model_zero_grads(struct model *m)
+{
+    memset(m->grads, 0, m->n_params * sizeof(float));
+}
+
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+static void block_forward(struct model *m, const struct layer_params *p, struct layer_acts *a,
+                          float *x_next)
+{
+    struct acts *s = &m->a;
+    int64_t NC = m->dims.batch * m->dims.seq_len * m->dims.d_model;
+    kern_layernorm_forward(m->ln, a->ln1, a->ln1_mean, a->ln1_var, a->x, p->ln1_w, p->ln1_b);
+    linear_forward(&m->qkv, s->qkv, a->ln1, p->qkv_w, p->qkv_b);
+    attention_forward(&m->attn, a->atty, &a->att, &s->att, s->qkv);
+    linear_forward(&m->proj, s->tmp, a->atty, p->proj_w, p->proj_b);
+    vec_add(a->x2, a->x, s->tmp, NC);
+    kern_layernorm_forward(m->ln, a->ln2, a->ln2_mean, a->ln2_var, a->x2, p->ln2_w, p->ln2_b);
+    linear_forward(&m->fc, a->fc, a->ln2, p->fc_w, p->fc_b);
+    kern_gelu_forward(m->gelu, a->fcg, a->fc);
+    linear_forward(&m->fc2, s->tmp, a->fcg, p->fc2_w, p->fc2_b);
+    vec_add(x_next, a->x2, s->tmp, NC);
+}
+
+float model_forward(struct model *m, const int32_t *inputs, const int32_t *targets)
+{
+    const struct model_dims *d = &m->dims;
+    int64_t N = d->batch * d->seq_len, L = d->n_layers;
+    struct acts *a = &m->a;
+    memcpy(m->inputs, inputs, (size_t)N * sizeof *inputs);
+    memcpy(m->targets, targets, (size_t)N * sizeof *targets);
+    embedding_forward(a->layers[0].x, inputs, m->p.wte, m->p.wpe, d->batch, d->seq_len, d->d_model);
+    for (int64_t l = 0; l < L; l++)
+        block_forward(m, &m->p.layers[l], &a->layers[l], l + 1 < L ? a->layers[l + 1].x : a->x_out);
+    kern_layernorm_forward(m->ln, a->lnf, a->lnf_mean, a->lnf_var, a->x_out, m->p.lnf_w, m->p.lnf_b);
+    linear_forward(&m->head, a->probs, a->lnf, m->p.head_w, m->p.head_b);
+    kern_xent_forward(m->xent, a->losses, a->probs, a->probs, targets);
+    double sum = 0.0;
+    for (int64_t i = 0; i < N; i++)
+        sum += (double)a->losses[i];
+    return (float)(sum / (double)N);
+}
+
+/* ---- backward ---------------------------------------------------------------------------------- */
+
+/* LayerNorm backward: dresid (+)= d x; the gains and biases accumulate. */
+static void layernorm_backward_acc(struct model *m, float *dresid, bool overwrite, float *dw,
+                                   float *db, const float *dy, const float *x, const float *mean,
+                                   const float *var, const float *w)
+{
+    struct acts *s = &m->a;
+    int64_t C = m->dims.d_model, NC = m->dims.batch * m->dims.seq_len * C;
+    kern_layernorm_backward(m->ln, overwrite ? dresid : s->dtmp, s->dgamma, s->dbeta, dy, x, mean,
+                            var, w);
+    if (!overwrite)
+        vec_acc(dresid, s->dtmp, NC);
+    vec_acc(dw, s->dgamma, C);
+    vec_acc(db, s->dbeta, C);
+}
+
+static void grad_ready(struct model *m, const float *first, const float *end)
+{
+    if (m->hook != NULL)
+        m->hook(m->hook_user, (size_t)(first - m->grads), (size_t)(end - first));
+}
+
+/* On entry s->dresid holds d(block output); on exit d(block input). */
+static void block_backward(struct model *m, const struct layer_params *p, struct layer_params *g,
+                           const struct layer_acts *a)
+{
+    struct acts *s = &m->a;
+    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, s->dresid, a->fcg, p->fc2_w);
+    kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
+    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, a->ln2, p->fc_w);
+    layernorm_backward_acc(m, s->dresid, false, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
+                           a->ln2_var, p->ln2_w);
+    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, s->dresid, a->atty, p->proj_w);
+    attention_backward(&m->attn, s->qkv, s->datty, &a->att, &s->att);
+    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->qkv, a->ln1, p->qkv_w);
+    layernorm_backward_acc(m, s->dresid, false, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
+                           a->ln1_var, p->ln1_w);
+}
+
+void model_backward(struct model *m, float loss_scale)
+{
+    const struct model_dims *d = &m->dims;
+    int64_t N = d->batch * d->seq_len;
+    struct acts *a = &m->a;
+    struct param_views *g = &m->g;
+    kern_xent_backward(m->xent, a->probs, a->probs, m->targets, loss_scale / (float)N);
+    linear_backward(&m->head, a->dln, g->head_w, g->head_b, a->probs, a->lnf, m->p.head_w);
+    layernorm_backward_acc(m, a->dresid, true, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
+                           a->lnf_var, m->p.lnf_w);
+    grad_ready(m, g->lnf_w, m->grads + m->n_params);
+    for (int64_t l = d->n_layers - 1; l >= 0; l--) {
+        block_backward(m, &m->p.layers[l], &g->layers[l], &a->layers[l]);
+        grad_ready(m, g->layers[l].ln1_w, l + 1 < d->n_layers ? g->layers[l + 1].ln1_w : g->lnf_w);
+    }
+    embedding_backward(g->wte, g->wpe, a->dresid, m->inputs, d->batch, d->seq_len, d->d_model);
+    grad_ready(m, m->grads, g->layers[0].ln1_w);
+}

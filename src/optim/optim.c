@@ -1,0 +1,121 @@
+/* optim.c: Adam(W), learning-rate schedule and gradient clipping (see optim.h).  No fused or
+ * multi-tensor tricks: the update is one pass over the flat buffer, which the compiler
+ * vectorizes.  No state beyond the moments and the step count (both checkpointed). */
+#include "config.h"
+
+#include "optim/optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+enum rz_status optim_kind_parse(const char *name, enum optim_kind *out, struct rz_err *err)
+{
+    if (strcmp(name, "adam") == 0)
+        *out = OPTIM_ADAM;
+    else if (strcmp(name, "adamw") == 0)
+        *out = OPTIM_ADAMW;
+    else
+        return rz_fail(err, RZ_ECONFIG, "optimizer.name: unknown optimizer '%s' (choices: adam, "
+                       "adamw)", name);
+    return RZ_OK;
+}
+
+enum rz_status optim_schedule_parse(const char *name, enum optim_schedule *out, struct rz_err *err)
+{
+    if (strcmp(name, "cosine") == 0)
+        *out = SCHED_COSINE;
+    else if (strcmp(name, "linear") == 0)
+        *out = SCHED_LINEAR;
+    else if (strcmp(name, "constant") == 0)
+        *out = SCHED_CONSTANT;
+    else
+        return rz_fail(err, RZ_ECONFIG, "optimizer.schedule: unknown schedule '%s' (choices: "
+                       "cosine, linear, constant)", name);
+    return RZ_OK;
+}
+
+enum rz_status optim_create(struct optim **out, const struct optim_opts *opts, size_t n,
+                            struct rz_err *err)
+{
+    *out = NULL;
+    struct optim *o = calloc(1, sizeof *o);
+    float *moments = rz_alloc_aligned(2 * n * sizeof(float));
+    if (o == NULL || moments == NULL) {
+        free(o);
+        free(moments);
+        return rz_fail(err, RZ_ENOMEM, "optimizer: cannot allocate moments for %zu parameters", n);
+    }
+    o->opts = *opts;
+    o->n = n;
+    o->m = moments;
+    o->v = moments + n;
+    *out = o;
+    return RZ_OK;
+}
+
+void optim_destroy(struct optim *o)
+{
+    if (o == NULL)
+        return;
+    free(o->m); /* m owns the single allocation; v points into it */
+    free(o);
+}
+
+double optim_lr_at(const struct optim_opts *o, int64_t step)
+{
+    if (o->warmup_steps > 0 && step < o->warmup_steps)
+        return o->lr * (double)(step + 1) / (double)o->warmup_steps;
+    double min_lr = o->min_lr_ratio * o->lr;
+    int64_t span = o->total_steps - o->warmup_steps;
+    if (o->schedule == SCHED_CONSTANT || span <= 0)
+        return o->lr;
+    double frac = (double)(step - o->warmup_steps) / (double)span; /* 0 at the first decay step */
+    if (frac > 1.0)
+        frac = 1.0;
+    if (o->schedule == SCHED_LINEAR)
+        return o->lr - (o->lr - min_lr) * frac;
+    return min_lr + 0.5 * (o->lr - min_lr) * (1.0 + cos(M_PI * frac));
+}
+
+double optim_grad_norm(const float *g, size_t n)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)g[i] * (double)g[i];
+    return sqrt(sum);
+}
+
+float optim_clip(float *g, size_t n, double norm, double max_norm)
+{
+    if (max_norm <= 0.0 || !(norm > max_norm))
+        return 1.0f;
+    float scale = (float)(max_norm / (norm + 1e-6));
+    for (size_t i = 0; i < n; i++)
+        g[i] *= scale;
+    return scale;
+}
+
+void optim_step(struct optim *o, float *params, const float *g, double lr)
+{
+    const struct optim_opts *p = &o->opts;
+    o->t++;
+    float b1 = (float)p->beta1, b2 = (float)p->beta2, eps = (float)p->eps;
+    float wd = (float)p->weight_decay;
+    /* Bias corrections folded into the step size (Kingma & Ba, end of section 2). */
+    double c1 = 1.0 - pow(p->beta1, (double)o->t);
+    double c2 = 1.0 - pow(p->beta2, (double)o->t);
+    float step = (float)(lr / c1);
+    float rc2 = (float)(1.0 / sqrt(c2));
+    float decay = p->kind == OPTIM_ADAMW ? (float)(1.0 - lr * p->weight_decay) : 1.0f;
+    float l2 = p->kind == OPTIM_ADAM ? wd : 0.0f;
+    float *m = o->m, *v = o->v;
+    for (size_t i = 0; i < o->n; i++) {
+        float gi = g[i] + l2 * params[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * gi;
+        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+        params[i] = decay * params[i] - step * m[i] / (sqrtf(v[i]) * rc2 + eps);
+    }
+}

@@ -1,0 +1,374 @@
+/* ryzen-step: the job-step wrapper that every sbatch template execs.  The batch shell's process,
+ * never an MPI rank.  Sequence (docs/operations.md):
+ *   1 config    load + validate the config and --set overrides; error -> exit 64, no requeue
+ *   2 preflight srun --mpi=pmix -K1 ryzen-train --preflight; failure -> NO-GO (health) report
+ *               stub, exit 70, no requeue
+ *   3 resume    say which checkpoint will be used (damaged ones are quarantined on the way)
+ *   4 train     srun --mpi=pmix -K1 ryzen-train ... in the background; USR2/TERM to this process
+ *               are forwarded to the step as USR2 (checkpoint and exit 75)
+ *   5 decide    0 -> done; 75 -> scontrol requeue; crash or 76 -> requeue while
+ *               restart.max_restarts lasts; 64/65/70 -> no requeue
+ * Every decision is one line in RUN_DIR/events.jsonl and one readable line in the job output.
+ * Commands are argv arrays: no config value passes through a shell. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/ckpt.h"
+#include "config/config.h"
+#include "core/json.h"
+#include "core/util.h"
+#include "step/step.h"
+
+#define MAX_SETS 256
+
+struct args {
+    const char *config;
+    const char *sets[MAX_SETS];
+    int n_sets;
+};
+
+struct ctx {
+    struct args a;
+    struct cfg cfg;
+    struct step_env env;
+    char run_dir[2048], phase[256], train[4096], mpi[64];
+    struct step_events *ev;
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: ryzen-step --config FILE [--set key=value]...\n"
+          "The job-step wrapper run by the sbatch templates (sbatch/phase*.sh): validates the\n"
+          "config, runs the preflight on every rank, launches ryzen-train with srun, forwards\n"
+          "SIGUSR2/SIGTERM as SIGUSR2, and requeues the job on a signal checkpoint (75) or a\n"
+          "failure while restart.max_restarts lasts.  Events: RUN_DIR/events.jsonl.\n"
+          "Environment: RYZEN_RUN_ROOT (default $SLURM_SUBMIT_DIR/runs), RYZEN_TRAIN (the\n"
+          "trainer; default: next to ryzen-step, else PATH), RYZEN_SRUN_MPI (srun --mpi plugin,\n"
+          "default pmix).\n", f);
+}
+
+static int parse_args(struct args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return -1;
+        if (i + 1 < argc && strcmp(argv[i], "--config") == 0) {
+            a->config = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--set") == 0 && a->n_sets < MAX_SETS) {
+            a->sets[a->n_sets++] = argv[++i];
+        } else {
+            fprintf(stderr, "ryzen-step: unexpected argument '%s' (template arguments must be "
+                    "--set key=value overrides)\n", argv[i]);
+            return RZ_EXIT_USAGE;
+        }
+    }
+    if (a->config == NULL) {
+        fprintf(stderr, "ryzen-step: --config FILE is required\n");
+        return RZ_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The trainer: RYZEN_TRAIN, else ryzen-train next to this program, else the PATH. */
+static void find_trainer(char *out, size_t len)
+{
+    const char *env = getenv("RYZEN_TRAIN");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(out, len, "%s", env);
+        return;
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            if (snprintf(out, len, "%s/ryzen-train", self) < (int)len && access(out, X_OK) == 0)
+                return;
+        }
+    }
+    snprintf(out, len, "ryzen-train");
+}
+
+static enum rz_status load_config(struct ctx *c, struct rz_err *err)
+{
+    enum rz_status st = cfg_load(&c->cfg, c->a.config, err);
+    for (int i = 0; st == RZ_OK && i < c->a.n_sets; i++)
+        st = cfg_set(&c->cfg, c->a.sets[i], err);
+    if (st == RZ_OK)
+        st = cfg_validate(&c->cfg, err);
+    return st;
+}
+
+/* srun --mpi=X -K1 TRAINER --config F [--set k=v]... --run-dir D EXTRA */
+static enum rz_status trainer_argv(const struct ctx *c, struct step_argv *v, const char *extra1,
+                                   const char *extra2, struct rz_err *err)
+{
+    char mpi[96];
+    snprintf(mpi, sizeof mpi, "--mpi=%s", c->mpi);
+    const char *head[] = {"srun", mpi, "--kill-on-bad-exit=1", c->train, "--config", c->a.config};
+    enum rz_status st = RZ_OK;
+    for (size_t i = 0; st == RZ_OK && i < RZ_ARRAY_LEN(head); i++)
+        st = step_argv_add(v, head[i], err);
+    for (int i = 0; st == RZ_OK && i < c->a.n_sets; i++) {
+        st = step_argv_add(v, "--set", err);
+        if (st == RZ_OK)
+            st = step_argv_add(v, c->a.sets[i], err);
+    }
+    if (st == RZ_OK) st = step_argv_add(v, "--run-dir", err);
+    if (st == RZ_OK) st = step_argv_add(v, c->run_dir, err);
+    if (st == RZ_OK && extra1 != NULL) st = step_argv_add(v, extra1, err);
+    if (st == RZ_OK && extra2 != NULL) st = step_argv_add(v, extra2, err);
+    return st;
+}
+
+/* NO-GO (health) report stub: the preflight failed, so there is nothing to measure. */
+static void write_health_report(const struct ctx *c, int status)
+{
+    char dir[2300], path[2400], health[2300];
+    snprintf(dir, sizeof dir, "%s/reports/%s", c->run_dir, c->env.job_id);
+    snprintf(health, sizeof health, "%s/health.json", c->run_dir);
+    struct rz_err err;
+    char *text = NULL;
+    if (rz_mkdirs(dir, &err) != RZ_OK)
+        return;
+    if (rz_read_file(health, &text, NULL, &err) != RZ_OK)
+        text = NULL;
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        struct rz_json j;
+        rz_json_init(&j, f);
+        rz_json_object_begin(&j);
+        rz_json_kv_string(&j, "verdict", "NO-GO");
+        rz_json_kv_string(&j, "reason", "health");
+        rz_json_kv_string(&j, "phase", c->phase);
+        rz_json_kv_string(&j, "job", c->env.job_id);
+        rz_json_kv_int(&j, "preflight_status", status);
+        rz_json_key(&j, "health");
+        if (text != NULL && text[0] == '{')
+            rz_json_raw(&j, text);
+        else
+            rz_json_null(&j);
+        rz_json_object_end(&j);
+        fputc('\n', f);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "# %s: NO-GO (health)\n\nThe preflight of job %s failed with status %d, so "
+                "nothing was trained or measured.\n\nHealth checks (`%s`):\n\n```json\n%s```\n",
+                c->phase, c->env.job_id, status, health, text != NULL ? text : "(none written)\n");
+        fclose(f);
+    }
+    free(text);
+}
+
+static void on_quarantine(void *user, const char *path, const char *reason)
+{
+    struct ctx *c = user;
+    char msg[4600];
+    snprintf(msg, sizeof msg, "damaged checkpoint %s skipped and quarantined: %s", path, reason);
+    struct step_kv kv[] = {{"checkpoint", path, 0}, {"reason", reason, 0}};
+    step_event(c->ev, "checkpoint_quarantined", msg, kv, 2);
+}
+
+static void announce_resume(struct ctx *c)
+{
+    char dir[2100], path[4096], msg[4400];
+    struct rz_err err;
+    struct ckpt_meta meta;
+    snprintf(dir, sizeof dir, "%s/checkpoints", c->run_dir);
+    if (ckpt_find_latest(dir, path, sizeof path, on_quarantine, c, &err) != RZ_OK) {
+        step_event(c->ev, "resume", err.msg, NULL, 0);
+        return;
+    }
+    if (path[0] == '\0') {
+        step_event(c->ev, "resume", "no checkpoint yet: starting fresh", NULL, 0);
+        return;
+    }
+    if (ckpt_read_meta(path, &meta, &err) != RZ_OK) {
+        step_event(c->ev, "resume", err.msg, NULL, 0);
+        return;
+    }
+    snprintf(msg, sizeof msg, "resuming from %s (step %lld, the newest that verifies)", path,
+             (long long)meta.step);
+    struct step_kv kv[] = {{"checkpoint", path, 0}, {"step", NULL, (double)meta.step}};
+    step_event(c->ev, "resume", msg, kv, 2);
+    ckpt_meta_free(&meta);
+}
+
+static int preflight(struct ctx *c)
+{
+    struct step_argv v = {0};
+    struct rz_err err;
+    char cmd[8192], msg[8400];
+    if (trainer_argv(c, &v, "--preflight", NULL, &err) != RZ_OK) {
+        step_event(c->ev, "preflight", err.msg, NULL, 0);
+        return RZ_EXIT_HEALTH;
+    }
+    step_argv_format(&v, cmd, sizeof cmd);
+    snprintf(msg, sizeof msg, "checking every rank: %s", cmd);
+    step_event(c->ev, "preflight_start", msg, NULL, 0);
+    int rc = step_run(&v, &err);
+    step_argv_free(&v);
+    struct step_kv kv[] = {{"status", NULL, rc}};
+    if (rc == 0) {
+        step_event(c->ev, "preflight", "all checks passed (health.json)", kv, 1);
+        return 0;
+    }
+    snprintf(msg, sizeof msg, "FAILED with status %d: NO-GO (health) report in "
+             "reports/%s/; not requeued", rc, c->env.job_id);
+    step_event(c->ev, "preflight_failed", msg, kv, 1);
+    write_health_report(c, rc);
+    return RZ_EXIT_HEALTH;
+}
+
+static int requeue(struct ctx *c, const char *reason, int status, long failures)
+{
+    char msg[512];
+    if (strcmp(c->env.job_id, "local") == 0) {
+        step_event(c->ev, "requeue_skipped", "not a Slurm job: nothing to requeue", NULL, 0);
+        return status;
+    }
+    struct step_argv v = {0};
+    struct rz_err err;
+    const char *args[] = {"scontrol", "requeue", c->env.job_id};
+    for (size_t i = 0; i < RZ_ARRAY_LEN(args); i++)
+        if (step_argv_add(&v, args[i], &err) != RZ_OK)
+            break;
+    bool failure = strcmp(reason, "failure") == 0;
+    if (failure)
+        snprintf(msg, sizeof msg, "step exited %d: scontrol requeue %s (failure requeue %ld of "
+                 "%lld)", status, c->env.job_id, failures + 1,
+                 (long long)c->cfg.restart.max_restarts);
+    else
+        snprintf(msg, sizeof msg, "step exited %d: scontrol requeue %s (checkpointed on a "
+                 "signal)", status, c->env.job_id);
+    struct step_kv kv[] = {{"reason", reason, 0}, {"status", NULL, status},
+                           {"failures", NULL, (double)(failures + (failure ? 1 : 0))}};
+    step_event(c->ev, "requeue", msg, kv, 3);
+    int rc = step_run(&v, &err);
+    step_argv_free(&v);
+    if (rc != 0) {
+        snprintf(msg, sizeof msg, "scontrol requeue %s failed (status %d); the job ends here "
+                 "with status %d", c->env.job_id, rc, status);
+        step_event(c->ev, "requeue_failed", msg, NULL, 0);
+        return status;
+    }
+    return RZ_EXIT_REQUEUE;
+}
+
+static int train(struct ctx *c)
+{
+    struct step_argv v = {0};
+    struct rz_err err;
+    char cmd[8192], msg[8400];
+    if (trainer_argv(c, &v, "--resume", "auto", &err) != RZ_OK) {
+        step_event(c->ev, "train", err.msg, NULL, 0);
+        return RZ_EXIT_HEALTH;
+    }
+    step_argv_format(&v, cmd, sizeof cmd);
+    snprintf(msg, sizeof msg, "launching: %s", cmd);
+    step_event(c->ev, "train_start", msg, NULL, 0);
+    pid_t pid;
+    if (step_spawn(&v, &pid, &err) != RZ_OK) {
+        step_argv_free(&v);
+        step_event(c->ev, "train_failed", err.msg, NULL, 0);
+        return RZ_EXIT_HEALTH;
+    }
+    step_argv_free(&v);
+    /* Only now: a signal before the step runs keeps its default action. */
+    if (step_forward_signals(&err) != RZ_OK)
+        step_event(c->ev, "signal", err.msg, NULL, 0);
+    int rc = step_wait(pid, stdout);
+    struct step_kv kv[] = {{"status", NULL, rc}, {"signals", NULL, step_signals_seen()}};
+    snprintf(msg, sizeof msg, "job step exited with status %d", rc);
+    step_event(c->ev, "train_exit", msg, kv, 2);
+    return rc;
+}
+
+static int decide(struct ctx *c, int rc)
+{
+    char msg[512];
+    long failures = step_count_failures(step_events_path(c->ev), c->env.job_id);
+    enum step_action act = step_decide(rc, failures, c->cfg.restart.max_restarts);
+    struct step_kv kv[] = {{"status", NULL, rc}};
+    switch (act) {
+    case STEP_DONE:
+        step_event(c->ev, "finished", "training finished", kv, 1);
+        return 0;
+    case STEP_REQUEUE_SIGNAL:
+        return requeue(c, "signal", rc, failures);
+    case STEP_REQUEUE_FAILURE:
+        return requeue(c, "failure", rc, failures);
+    case STEP_GIVE_UP:
+        snprintf(msg, sizeof msg, "step failed with status %d and the restart budget is spent "
+                 "(%ld of %lld failure requeues used): giving up", rc, failures,
+                 (long long)c->cfg.restart.max_restarts);
+        step_event(c->ev, "give_up", msg, kv, 1);
+        return rc > 0 && rc < 128 && rc != RZ_EXIT_REQUEUE ? rc : 1;
+    case STEP_NO_REQUEUE:
+        snprintf(msg, sizeof msg, "step exited %d (%s): requeueing cannot help; not requeued",
+                 rc, rc == RZ_EXIT_USAGE ? "bad config or usage" : rc == RZ_EXIT_NOCKPT ?
+                 "no valid checkpoint" : "health check failed");
+        step_event(c->ev, "no_requeue", msg, kv, 1);
+        return rc;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    static struct ctx c;
+    static struct rz_err err;
+    int rc = parse_args(&c.a, argc, argv);
+    if (rc != 0) {
+        usage(rc < 0 ? stdout : stderr);
+        return rc < 0 ? 0 : rc;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    step_env_read(&c.env);
+    find_trainer(c.train, sizeof c.train);
+    const char *mpi = getenv("RYZEN_SRUN_MPI");
+    snprintf(c.mpi, sizeof c.mpi, "%s", mpi != NULL && mpi[0] ? mpi : "pmix");
+    if (!step_run_dir(c.run_dir, sizeof c.run_dir, &c.env, c.a.config, c.phase, sizeof c.phase)) {
+        fprintf(stderr, "ryzen-step: run directory path too long\n");
+        return RZ_EXIT_USAGE;
+    }
+    if (step_events_open(&c.ev, c.run_dir, &c.env, c.phase, stdout, &err) != RZ_OK) {
+        fprintf(stderr, "ryzen-step: %s\n", err.msg);
+        return RZ_EXIT_IO;
+    }
+    char msg[4600];
+    snprintf(msg, sizeof msg, "job %s (restart %ld) on %ld node(s) x %ld task(s): config %s, "
+             "run dir %s", c.env.job_id, c.env.restart_count, c.env.nnodes, c.env.ntasks,
+             c.a.config, c.run_dir);
+    struct step_kv kv[] = {{"nodes", NULL, (double)c.env.nnodes},
+                           {"ntasks", NULL, (double)c.env.ntasks}, {"config", c.a.config, 0},
+                           {"run_dir", c.run_dir, 0}};
+    step_event(c.ev, "start", msg, kv, 4);
+    if (load_config(&c, &err) != RZ_OK) {
+        fprintf(stderr, "ryzen-step: invalid configuration:\n%s\n", err.msg);
+        step_event(c.ev, "config_error", err.msg, NULL, 0);
+        step_event(c.ev, "no_requeue", "bad config: exit 64, not requeued", NULL, 0);
+        step_events_close(c.ev);
+        return RZ_EXIT_USAGE;
+    }
+    rc = preflight(&c);
+    if (rc == 0) {
+        announce_resume(&c);
+        rc = decide(&c, train(&c));
+    }
+    step_events_close(c.ev);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* train.h: one rank's training run: config -> kernels -> model (one parameter buffer) -> data by
+ * global sample index -> forward/backward -> bucketed allreduce overlapped with backward ->
+ * clip -> Adam -> metrics -> checkpoints -> summary.
+ *
+ * Data order depends only on the global batch G = batch x ranks x grad_accum: optimizer step s
+ * consumes global samples [s*G, (s+1)*G); micro-step u of rank r takes
+ * s*G + u*(batch*ranks) + r*batch + [0, batch).  So N ranks train like one rank with the same G,
+ * and a checkpoint written at one world size resumes at another (elastic resume keeps G).
+ *
+ * Stops: a stop signal (health/) is agreed on by all ranks at the next step boundary; they
+ * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  Ownership: train_run owns
+ * everything it creates and frees it before returning; it borrows opts->comm. */
+#ifndef RZ_TRAIN_TRAIN_H
+#define RZ_TRAIN_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "comm/comm.h"
+#include "config/config.h"
+#include "core/status.h"
+
+struct train_opts {
+    const struct cfg *cfg;
+    struct comm *comm;       /* NULL: a local world of one */
+    const char *run_dir;     /* metrics/, checkpoints/, health/ and summary.json go here */
+    const char *run_id;      /* metrics/<run_id>/ */
+    FILE *log;               /* banner and progress lines (rank 0); NULL = quiet */
+    FILE *events;            /* resume, quarantine, checkpoint and stop lines (rank 0); NULL =
+                              * none.  Kept apart from `log` so --quiet keeps the decisions. */
+    float *losses;           /* optional: per-step losses, indexed by step (cfg steps entries) */
+    double peak_seconds;     /* time spent measuring the matmul peak; 0 = skip (MFU 0) */
+    const char *resume;      /* "auto" (default when NULL), "never", or a checkpoint path */
+    int64_t stop_at_step;    /* > 0: checkpoint after this step and return (a run segment) */
+};
+
+struct train_result {
+    int64_t start_step;      /* 0, or the step resumed from */
+    int64_t steps;           /* optimizer steps completed in total (incl. before a resume) */
+    int64_t num_parameters;
+    double first_loss, final_loss, avg_loss;
+    double entropy_floor;    /* < 0 when the data source has no known floor */
+    double duration_s;       /* this run's training-loop wall time */
+    double samples_per_sec;  /* global, steady state: warm-up steps excluded */
+    double mfu;
+    double peak_gflops;
+    double comm_share;       /* exposed communication time / step time */
+    double allreduce_latency_s; /* median small-allreduce latency at start-up */
+    uint64_t peak_rss_bytes;
+    char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
+    char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
+};
+
+enum rz_status train_run(const struct train_opts *opts, struct train_result *res,
+                         struct rz_err *err);
+
+#endif

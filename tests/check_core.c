@@ -1,0 +1,166 @@
+/* check_core: status/exit-code mapping, error records, the JSON writer, file helpers and the
+ * counter-based RNG. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/util.h"
+
+START_TEST(exit_codes_match_contract)
+{
+    ck_assert_int_eq(rz_exit_code(RZ_OK), 0);
+    ck_assert_int_eq(rz_exit_code(RZ_ECONFIG), 64);
+    ck_assert_int_eq(rz_exit_code(RZ_EDATA), 64);
+    ck_assert_int_eq(rz_exit_code(RZ_ENOCKPT), 65);
+    ck_assert_int_eq(rz_exit_code(RZ_EHEALTH), 70);
+    ck_assert_int_eq(rz_exit_code(RZ_ENOMEM), 70);
+    ck_assert_int_eq(rz_exit_code(RZ_EBACKEND), 70);
+    ck_assert_int_eq(rz_exit_code(RZ_EIO), 74);
+    ck_assert_int_eq(rz_exit_code(RZ_ESIGNAL), 75);
+    ck_assert_int_eq(rz_exit_code(RZ_EHANG), 76);
+    ck_assert_str_eq(rz_status_name(RZ_EIO), "I/O error");
+}
+END_TEST
+
+START_TEST(fail_records_and_appends)
+{
+    struct rz_err e;
+    rz_err_clear(&e);
+    ck_assert_int_eq(rz_fail(&e, RZ_EIO, "open '%s': %s", "x.h5", "No such file"), RZ_EIO);
+    ck_assert_int_eq(e.status, RZ_EIO);
+    ck_assert_str_eq(e.msg, "open 'x.h5': No such file");
+    rz_err_append(&e, "\n%d more", 2);
+    ck_assert_str_eq(e.msg, "open 'x.h5': No such file\n2 more");
+    ck_assert_int_eq(rz_fail(NULL, RZ_ECONFIG, "ignored"), RZ_ECONFIG);
+}
+END_TEST
+
+START_TEST(json_writer_output)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct rz_json j;
+    rz_json_init(&j, f);
+    rz_json_object_begin(&j);
+    rz_json_kv_int(&j, "step", 3);
+    rz_json_kv_string(&j, "s", "a\"b\\c\n\x01");
+    rz_json_kv_double(&j, "x", 0.5);
+    rz_json_kv_double(&j, "nan", NAN);
+    rz_json_key(&j, "arr");
+    rz_json_array_begin(&j);
+    rz_json_int(&j, 1);
+    rz_json_bool(&j, true);
+    rz_json_null(&j);
+    rz_json_array_end(&j);
+    rz_json_object_end(&j);
+    fclose(f);
+    ck_assert_str_eq(buf, "{\"step\":3,\"s\":\"a\\\"b\\\\c\\n\\u0001\",\"x\":0.5,\"nan\":null,"
+                          "\"arr\":[1,true,null]}");
+    free(buf);
+}
+END_TEST
+
+START_TEST(rng_is_a_pure_function)
+{
+    ck_assert_uint_eq(rz_rand64(7, 11), rz_rand64(7, 11));
+    ck_assert_uint_ne(rz_rand64(7, 11), rz_rand64(7, 12));
+    ck_assert_uint_ne(rz_rand64(7, 11), rz_rand64(8, 11));
+    double sum = 0, sq = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        double z = rz_rand_normal(42, (uint64_t)i);
+        sum += z;
+        sq += z * z;
+    }
+    ck_assert_double_lt(fabs(sum / n), 0.01);          /* mean 0: 4.5 sigma bound */
+    ck_assert_double_lt(fabs(sq / n - 1.0), 0.02);     /* variance 1 */
+}
+END_TEST
+
+START_TEST(mkdirs_and_read_file)
+{
+    char dir[] = "/tmp/rz-core-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256], file[300];
+    snprintf(path, sizeof path, "%s/a/b/c", dir);
+    struct rz_err e;
+    ck_assert_int_eq(rz_mkdirs(path, &e), RZ_OK);
+    ck_assert_int_eq(rz_mkdirs(path, &e), RZ_OK); /* idempotent */
+    snprintf(file, sizeof file, "%s/f.txt", path);
+    FILE *f = fopen(file, "w");
+    fputs("hello", f);
+    fclose(f);
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(rz_read_file(file, &text, &len, &e), RZ_OK);
+    ck_assert_str_eq(text, "hello");
+    ck_assert_uint_eq(len, 5);
+    free(text);
+    unlink(file);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(file_errors_name_the_path)
+{
+    struct rz_err e;
+    char *text = NULL;
+    ck_assert_int_eq(rz_read_file("/nonexistent/x.yaml", &text, NULL, &e), RZ_EIO);
+    ck_assert_ptr_null(text);
+    ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/x.yaml"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "No such file"));
+    ck_assert_int_eq(rz_mkdirs("/proc/self/rz-cannot-create/x", &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "rz-cannot-create"));
+    ck_assert_int_eq(rz_mkdirs("", &e), RZ_EIO);
+}
+END_TEST
+
+START_TEST(alloc_aligned_and_rss)
+{
+    float *p = rz_alloc_aligned(1000 * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p % 64, 0);
+    ck_assert(p[999] == 0.0f);
+    free(p);
+    ck_assert_uint_gt(rz_rss_bytes(), 0);
+    ck_assert_uint_ge(rz_peak_rss_bytes(), rz_rss_bytes() / 2);
+}
+END_TEST
+
+static Suite *core_suite(void)
+{
+    Suite *s = suite_create("core");
+    TCase *core = tcase_create("core");
+    tcase_add_test(core, exit_codes_match_contract);
+    tcase_add_test(core, fail_records_and_appends);
+    tcase_add_test(core, json_writer_output);
+    tcase_add_test(core, rng_is_a_pure_function);
+    tcase_add_test(core, mkdirs_and_read_file);
+    tcase_add_test(core, alloc_aligned_and_rss);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, file_errors_name_the_path);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(core_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

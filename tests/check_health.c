@@ -1,0 +1,193 @@
+/* check_health: stop-signal flags and parsing, heartbeat files, and the watchdog: it fires with
+ * exit 76 naming the rank that is behind, and stays quiet for healthy or paused steps. */
+#include "config.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "health/health.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/rz-health-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(signal_names_parse)
+{
+    int s = 0;
+    ck_assert_int_eq(health_signal_parse("USR2", &s, NULL), RZ_OK);
+    ck_assert_int_eq(s, SIGUSR2);
+    ck_assert_int_eq(health_signal_parse("sigusr1", &s, NULL), RZ_OK);
+    ck_assert_int_eq(s, SIGUSR1);
+    ck_assert_int_eq(health_signal_parse("TERM", &s, NULL), RZ_OK);
+    ck_assert_int_eq(s, SIGTERM);
+}
+END_TEST
+
+START_TEST(signal_only_sets_the_flag)
+{
+    ck_assert_int_eq(health_signals_install(SIGUSR2, NULL), RZ_OK);
+    ck_assert_int_eq(health_stop_signal(), 0);
+    raise(SIGUSR2); /* would kill the process without the handler */
+    ck_assert_int_eq(health_stop_signal(), SIGUSR2);
+    raise(SIGTERM); /* the first signal is kept */
+    ck_assert_int_eq(health_stop_signal(), SIGUSR2);
+}
+END_TEST
+
+START_TEST(sigterm_sets_the_flag_too)
+{
+    ck_assert_int_eq(health_signals_install(SIGUSR1, NULL), RZ_OK);
+    raise(SIGTERM);
+    ck_assert_int_eq(health_stop_signal(), SIGTERM);
+}
+END_TEST
+
+static void write_hb(int rank, int step, int sync)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/health/rank-%05d.hb", dir, rank);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "step %d sync %d wall 0\n", step, sync);
+    fclose(f);
+}
+
+/* Run a child that starts the watchdog as rank 0 of 3, begins step 5, arrives at its sync and
+ * then hangs; the parent checks the exit status and the message. */
+START_TEST(watchdog_fires_and_names_the_rank_behind)
+{
+    char log[128];
+    snprintf(log, sizeof log, "%s/stderr.txt", dir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (freopen(log, "w", stderr) == NULL)
+            _exit(99);
+        struct health_watchdog *w;
+        struct health_watchdog_opts o = {.run_dir = dir, .rank = 0, .world = 3, .floor_s = 0.5,
+                                         .factor = 3};
+        if (health_watchdog_start(&w, &o, NULL) != RZ_OK)
+            _exit(98);
+        write_hb(1, 4, 4);  /* rank 1 never arrived at step 5's sync */
+        write_hb(2, 4, 5);
+        health_step_begin(w, 5);
+        health_sync_arrived(w, 5);
+        sleep(30);      /* "stuck in the allreduce" */
+        _exit(97);
+    }
+    int status = 0;
+    double t0 = rz_now();
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 76);
+    ck_assert_double_lt(rz_now() - t0, 10.0);
+    char *text = NULL;
+    ck_assert_int_eq(rz_read_file(log, &text, NULL, NULL), RZ_OK);
+    ck_assert_msg(strstr(text, "ranks behind: 1 (last at sync of step 4)") != NULL, "%s", text);
+    ck_assert_ptr_null(strstr(text, "2 (last"));
+    ck_assert_ptr_nonnull(strstr(text, "step 5 has run"));
+    free(text);
+    char path[256];
+    snprintf(path, sizeof path, "%s/health/rank-00000.hb", dir);
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    ck_assert_msg(strncmp(text, "step 5 sync 5 ", 14) == 0, "%s", text);
+    free(text);
+}
+END_TEST
+
+START_TEST(watchdog_quiet_for_healthy_and_paused_steps)
+{
+    struct health_watchdog *w;
+    struct health_watchdog_opts o = {.run_dir = dir, .rank = 0, .world = 1, .floor_s = 0.4,
+                                     .factor = 2};
+    ck_assert_int_eq(health_watchdog_start(&w, &o, NULL), RZ_OK);
+    for (int s = 1; s <= 5; s++) {
+        health_step_begin(w, s);
+        usleep(50 * 1000);
+        health_sync_arrived(w, s);
+        health_step_end(w, s, 0.05);
+    }
+    /* a long pause (a checkpoint write) between steps does not count */
+    health_watchdog_pause(w, 1);
+    usleep(900 * 1000);
+    health_watchdog_pause(w, 0);
+    /* nor does idle time between steps */
+    usleep(900 * 1000);
+    /* Check runs this test in a child: had the watchdog fired, the child would have exited 76
+     * and the test failed.  The heartbeat shows the last step completed. */
+    char path[256], *text = NULL;
+    snprintf(path, sizeof path, "%s/health/rank-00000.hb", dir);
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    ck_assert_msg(strncmp(text, "step 5 sync 5 ", 14) == 0, "%s", text);
+    free(text);
+    health_watchdog_stop(w);
+}
+END_TEST
+
+START_TEST(watchdog_needs_a_writable_run_dir)
+{
+    struct health_watchdog *w = NULL;
+    struct health_watchdog_opts o = {.run_dir = "/proc/self/rz-no", .rank = 0, .world = 1,
+                                     .floor_s = 1, .factor = 2};
+    struct rz_err e;
+    ck_assert_int_eq(health_watchdog_start(&w, &o, &e), RZ_EIO);
+    ck_assert_ptr_null(w);
+    ck_assert_ptr_nonnull(strstr(e.msg, "/proc/self/rz-no"));
+}
+END_TEST
+
+START_TEST(unknown_signal_is_a_config_error)
+{
+    int s = 0;
+    struct rz_err e;
+    ck_assert_int_eq(health_signal_parse("HUP", &s, &e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "'HUP'"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "USR2"));
+}
+END_TEST
+
+static Suite *health_suite(void)
+{
+    Suite *s = suite_create("health");
+    TCase *core = tcase_create("core");
+    tcase_add_checked_fixture(core, setup, teardown);
+    tcase_set_timeout(core, 60);
+    tcase_add_test(core, signal_names_parse);
+    tcase_add_test(core, signal_only_sets_the_flag);
+    tcase_add_test(core, sigterm_sets_the_flag_too);
+    tcase_add_test(core, watchdog_fires_and_names_the_rank_behind);
+    tcase_add_test(core, watchdog_quiet_for_healthy_and_paused_steps);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("errors");
+    tcase_add_checked_fixture(errors, setup, teardown);
+    tcase_add_test(errors, watchdog_needs_a_writable_run_dir);
+    tcase_add_test(errors, unknown_signal_is_a_config_error);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(health_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,1066 @@
+/* check_kernels.c: Check suite of the kernels module.
+ *
+ * "core":   hand-computed values for the reference backend; the oneDNN backend against the
+ *           reference at the model's seed shapes and at odd small shapes; finite-difference
+ *           gradient checks of every reference backward; exact zeros under the causal mask;
+ *           accuracy of the vectorized exp; bit-identical reruns.
+ * "errors": bad shapes and bad backend names return RZ_ECONFIG with a message naming the op.
+ *
+ * Tolerance for oneDNN vs reference (fp32 against a double-accumulating reference):
+ *     max |dnnl - ref| <= 1e-4 * (1 + max |ref|)            (TOL_DNNL)
+ * Finite differences: central, in double, step h = 1e-2 (re-read after rounding to float):
+ *     |fd - analytic| <= 2e-3 * (1 + |analytic|)            (TOL_FD)
+ *
+ * RZ_KERNEL_TIMINGS=1 additionally prints ms per call of every seed-shape op on both backends
+ * (after the suite, in the parent process; never asserted on). */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "kernels/kern_impl.h"
+#include "kernels/kernels.h"
+
+#define TOL_DNNL 1e-4
+#define TOL_FD 2e-3
+#define FD_H 1e-2f
+
+static struct kern_ctx *g_ref, *g_dnnl;
+
+static void setup(void)
+{
+    struct rz_err err;
+    ck_assert_int_eq(kern_ctx_create(&g_ref, KERN_REF, &err), RZ_OK);
+    ck_assert_msg(kern_ctx_create(&g_dnnl, KERN_DNNL, &err) == RZ_OK, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+    kern_ctx_destroy(g_ref);
+    kern_ctx_destroy(g_dnnl);
+    g_ref = g_dnnl = NULL;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static float *vec(size_t n)
+{
+    float *p = rz_alloc_aligned(n * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static float *copy_of(const float *x, size_t n)
+{
+    float *p = vec(n);
+    memcpy(p, x, n * sizeof *p);
+    return p;
+}
+
+/* Deterministic uniform values in [lo, hi). */
+static void fill(float *x, size_t n, uint32_t seed, float lo, float hi)
+{
+    uint32_t s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = lo + (hi - lo) * ((float)(s >> 8) / 16777216.0f);
+    }
+}
+
+static float *random_vec(size_t n, uint32_t seed)
+{
+    float *p = vec(n);
+    fill(p, n, seed, -1.0f, 1.0f);
+    return p;
+}
+
+static double max_abs(const float *x, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
+/* max |got - ref| <= tol * (1 + max |ref|), NaN fails. */
+static void assert_close(const float *got, const float *ref, size_t n, double tol,
+                         const char *what)
+{
+    double worst = 0.0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        if (!(d <= worst)) {
+            worst = d;
+            at = i;
+        }
+    }
+    double bound = tol * (1.0 + max_abs(ref, n));
+    ck_assert_msg(worst <= bound, "%s: max |got - ref| = %g at %zu (got %g, ref %g) > %g", what,
+                  worst, at, (double)got[at], (double)ref[at], bound);
+}
+
+static void assert_grad(double fd, double an, const char *what, size_t i)
+{
+    ck_assert_msg(fabs(fd - an) <= TOL_FD * (1.0 + fabs(an)),
+                  "%s[%zu]: finite difference %.8g vs analytic %.8g", what, i, fd, an);
+}
+
+static double dot_d(const float *w, const float *y, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)w[i] * (double)y[i];
+    return s;
+}
+
+static struct kern_matmul *mm_new(struct kern_ctx *ctx, const struct kern_matmul_desc *d)
+{
+    struct kern_matmul *op = NULL;
+    struct rz_err err;
+    ck_assert_msg(kern_matmul_create(&op, ctx, d, &err) == RZ_OK, "%s", err.msg);
+    return op;
+}
+
+/* ---- matmul -------------------------------------------------------------------------------- */
+
+START_TEST(test_ref_matmul_hand)
+{
+    /* [[1 2] [3 4]] @ [[5 6] [7 8]] = [[19 22] [43 50]] */
+    const float a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8}, bias[] = {0.5f, -1};
+    float c[4];
+    struct kern_matmul_desc d = {.batch = 1, .m = 2, .n = 2, .k = 2, .alpha = 1.0f};
+    struct kern_matmul *op = mm_new(g_ref, &d);
+    kern_matmul_run(op, c, a, b, NULL);
+    ck_assert(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50);
+    kern_matmul_destroy(op);
+    /* A @ B^T = [[17 23] [39 53]]; * 0.5 + bias + previous C */
+    d.trans_b = true;
+    d.alpha = 0.5f;
+    d.bias = true;
+    d.accumulate = true;
+    op = mm_new(g_ref, &d);
+    kern_matmul_run(op, c, a, b, bias);
+    ck_assert(c[0] == 19 + 8.5f + 0.5f && c[1] == 22 + 11.5f - 1);
+    ck_assert(c[2] == 43 + 19.5f + 0.5f && c[3] == 50 + 26.5f - 1);
+    kern_matmul_destroy(op);
+}
+END_TEST
+
+/* Runs one matmul on both backends from the same inputs and initial C and compares. */
+static void compare_matmul(const struct kern_matmul_desc *d, uint32_t seed)
+{
+    size_t na = (size_t)(d->batch * d->m * d->k), nb = (size_t)(d->batch * d->k * d->n);
+    size_t nc = (size_t)(d->batch * d->m * d->n);
+    float *a = random_vec(na, seed), *b = random_vec(nb, seed + 1);
+    float *bias = random_vec((size_t)d->n, seed + 2), *c_ref = random_vec(nc, seed + 3);
+    float *c_dnnl = copy_of(c_ref, nc);
+    struct kern_matmul *r = mm_new(g_ref, d), *o = mm_new(g_dnnl, d);
+    kern_matmul_run(r, c_ref, a, b, bias);
+    kern_matmul_run(o, c_dnnl, a, b, bias);
+    char what[160];
+    snprintf(what, sizeof what, "matmul b=%lld m=%lld n=%lld k=%lld ta=%d tb=%d alpha=%g bias=%d acc=%d",
+             (long long)d->batch, (long long)d->m, (long long)d->n, (long long)d->k, d->trans_a,
+             d->trans_b, (double)d->alpha, d->bias, d->accumulate);
+    assert_close(c_dnnl, c_ref, nc, TOL_DNNL, what);
+    kern_matmul_destroy(r);
+    kern_matmul_destroy(o);
+    free(a);
+    free(b);
+    free(bias);
+    free(c_ref);
+    free(c_dnnl);
+}
+
+START_TEST(test_matmul_small_combos)
+{
+    /* every trans/bias/accumulate combination, alpha 1 and 1/8, batch 1 and 2, m=3 n=5 k=7 */
+    for (int mask = 0; mask < 64; mask++) {
+        struct kern_matmul_desc d = {
+            .batch = (mask & 16) ? 2 : 1, .m = 3, .n = 5, .k = 7,
+            .trans_a = mask & 1, .trans_b = mask & 2, .bias = mask & 4, .accumulate = mask & 8,
+            .alpha = (mask & 32) ? 0.125f : 1.0f,
+        };
+        compare_matmul(&d, (uint32_t)mask);
+    }
+}
+END_TEST
+
+/* The model's matmuls: weights (out, in); BT = 2048 rows; attention batched over B*H = 64. */
+static const struct kern_matmul_desc seed_mm[] = {
+    /* forward Y (BT, out) = X (BT, in) W^T + b */
+    {1, 2048, 768, 256, false, true, 1.0f, true, false},
+    {1, 2048, 256, 256, false, true, 1.0f, true, false},
+    {1, 2048, 512, 256, false, true, 1.0f, true, false},
+    {1, 2048, 256, 512, false, true, 1.0f, true, false},
+    {1, 2048, 2048, 256, false, true, 1.0f, true, false},
+    /* backward data dX (BT, in) = dY (BT, out) W (out, in) */
+    {1, 2048, 256, 768, false, false, 1.0f, false, false},
+    {1, 2048, 256, 512, false, false, 1.0f, false, false},
+    {1, 2048, 512, 256, false, false, 1.0f, false, false},
+    {1, 2048, 256, 2048, false, false, 1.0f, false, false},
+    /* backward weights dW (out, in) += dY^T (out, BT) X (BT, in) */
+    {1, 768, 256, 2048, true, false, 1.0f, false, true},
+    {1, 256, 256, 2048, true, false, 1.0f, false, true},
+    {1, 512, 256, 2048, true, false, 1.0f, false, true},
+    {1, 256, 512, 2048, true, false, 1.0f, false, true},
+    {1, 2048, 256, 2048, true, false, 1.0f, false, true},
+    /* attention: S = Q K^T / 8; O = P V and dQ = dS K; dP = dO V^T; dV = P^T dO and dK = dS^T Q */
+    {64, 128, 128, 64, false, true, 0.125f, false, false},
+    {64, 128, 64, 128, false, false, 1.0f, false, false},
+    {64, 128, 128, 64, false, true, 1.0f, false, false},
+    {64, 128, 64, 128, true, false, 1.0f, false, false},
+};
+
+START_TEST(test_matmul_seed_shapes)
+{
+    compare_matmul(&seed_mm[_i], 100u + (uint32_t)_i);
+}
+END_TEST
+
+START_TEST(test_matmul_deterministic)
+{
+    const struct kern_matmul_desc *d = &seed_mm[4];
+    size_t na = (size_t)(d->m * d->k), nb = (size_t)(d->k * d->n), nc = (size_t)(d->m * d->n);
+    float *a = random_vec(na, 1), *b = random_vec(nb, 2), *bias = random_vec((size_t)d->n, 3);
+    float *c1 = vec(nc), *c2 = vec(nc);
+    struct kern_matmul *op = mm_new(g_dnnl, d);
+    kern_matmul_run(op, c1, a, b, bias);
+    kern_matmul_run(op, c2, a, b, bias);
+    ck_assert(memcmp(c1, c2, nc * sizeof *c1) == 0);
+    kern_matmul_destroy(op);
+    free(a);
+    free(b);
+    free(bias);
+    free(c1);
+    free(c2);
+}
+END_TEST
+
+START_TEST(test_measure_peak)
+{
+    double gf = 0.0;
+    struct rz_err err;
+    ck_assert_msg(kern_measure_peak(g_dnnl, 512, 512, 512, 0.1, &gf, &err) == RZ_OK, "%s",
+                  err.msg);
+    ck_assert_msg(isfinite(gf) && gf > 1.0 && gf < 1e5, "dnnl peak %g GFLOP/s", gf);
+    ck_assert_str_ne(kern_ctx_isa(g_dnnl), "unknown (oneDNN)");
+    ck_assert_str_eq(kern_ctx_isa(g_ref), "reference C");
+    ck_assert_int_eq(kern_ctx_backend(g_dnnl), KERN_DNNL);
+    ck_assert_int_eq(kern_ctx_backend(g_ref), KERN_REF);
+}
+END_TEST
+
+/* ---- layer normalization ------------------------------------------------------------------- */
+
+static struct kern_layernorm *ln_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, float eps)
+{
+    struct kern_layernorm *op = NULL;
+    struct rz_err err;
+    ck_assert_msg(kern_layernorm_create(&op, ctx, rows, cols, eps, &err) == RZ_OK, "%s", err.msg);
+    return op;
+}
+
+START_TEST(test_ref_layernorm_hand)
+{
+    /* x = [1 2 3 4]: mean 2.5, biased var 1.25, xhat = [-3 -1 1 3] / sqrt(5) */
+    const float x[] = {1, 2, 3, 4}, gamma[] = {2, 2, 2, 2}, beta[] = {1, 1, 1, 1};
+    float y[4], mean, var;
+    struct kern_layernorm *op = ln_new(g_ref, 1, 4, 0.0f);
+    kern_layernorm_forward(op, y, &mean, &var, x, gamma, beta);
+    ck_assert(mean == 2.5f);
+    ck_assert(var == 1.25f);
+    const double s5 = sqrt(5.0);
+    const double want[] = {1 - 6 / s5, 1 - 2 / s5, 1 + 2 / s5, 1 + 6 / s5};
+    for (int i = 0; i < 4; i++)
+        ck_assert_double_eq_tol((double)y[i], want[i], 1e-6);
+    kern_layernorm_destroy(op);
+}
+END_TEST
+
+static void compare_layernorm(int64_t rows, int64_t cols, uint32_t seed)
+{
+    size_t n = (size_t)(rows * cols);
+    float *x = random_vec(n, seed), *dy = random_vec(n, seed + 1);
+    float *gamma = random_vec((size_t)cols, seed + 2), *beta = random_vec((size_t)cols, seed + 3);
+    float *y[2], *mean[2], *var[2], *dx[2], *dg[2], *db[2];
+    struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
+    for (int i = 0; i < 2; i++) {
+        y[i] = vec(n), dx[i] = vec(n), mean[i] = vec((size_t)rows), var[i] = vec((size_t)rows);
+        dg[i] = vec((size_t)cols), db[i] = vec((size_t)cols);
+        struct kern_layernorm *op = ln_new(ctx[i], rows, cols, 1e-5f);
+        kern_layernorm_forward(op, y[i], mean[i], var[i], x, gamma, beta);
+        /* both backwards from the reference statistics, so only the backward is compared */
+        kern_layernorm_backward(op, dx[i], dg[i], db[i], dy, x, mean[0], var[0], gamma);
+        kern_layernorm_destroy(op);
+    }
+    assert_close(y[1], y[0], n, TOL_DNNL, "layernorm y");
+    assert_close(mean[1], mean[0], (size_t)rows, TOL_DNNL, "layernorm mean");
+    assert_close(var[1], var[0], (size_t)rows, TOL_DNNL, "layernorm var");
+    assert_close(dx[1], dx[0], n, TOL_DNNL, "layernorm dx");
+    assert_close(dg[1], dg[0], (size_t)cols, TOL_DNNL, "layernorm dgamma");
+    assert_close(db[1], db[0], (size_t)cols, TOL_DNNL, "layernorm dbeta");
+    for (int i = 0; i < 2; i++) {
+        free(y[i]), free(dx[i]), free(mean[i]), free(var[i]), free(dg[i]), free(db[i]);
+    }
+    free(x), free(dy), free(gamma), free(beta);
+}
+
+START_TEST(test_layernorm_dnnl_vs_ref)
+{
+    compare_layernorm(2048, 256, 10);
+    compare_layernorm(3, 5, 20);
+}
+END_TEST
+
+/* L = sum(w * layernorm(x; gamma, beta)) for the FD checks. */
+static double ln_loss(struct kern_layernorm *op, const float *w, const float *x,
+                      const float *gamma, const float *beta, size_t n)
+{
+    float y[15], mean[3], var[3];
+    kern_layernorm_forward(op, y, mean, var, x, gamma, beta);
+    return dot_d(w, y, n);
+}
+
+/* Central difference of ln_loss in p[i] (p is x, gamma or beta). */
+static double ln_fd(struct kern_layernorm *op, const float *w, float *x, float *gamma,
+                    float *beta, size_t n, float *p, size_t i)
+{
+    float p0 = p[i];
+    p[i] = p0 + FD_H;
+    double up = (double)p[i], lp = ln_loss(op, w, x, gamma, beta, n);
+    p[i] = p0 - FD_H;
+    double um = (double)p[i], lm = ln_loss(op, w, x, gamma, beta, n);
+    p[i] = p0;
+    return (lp - lm) / (up - um);
+}
+
+START_TEST(test_layernorm_grad_fd)
+{
+    enum { R = 3, C = 5, N = R * C };
+    float x[N], w[N], gamma[C], beta[C], y[N], mean[R], var[R], dx[N], dg[C], db[C];
+    fill(x, N, 1, -2.0f, 2.0f);
+    fill(w, N, 2, -1.0f, 1.0f);
+    fill(gamma, C, 3, 0.5f, 1.5f);
+    fill(beta, C, 4, -1.0f, 1.0f);
+    struct kern_layernorm *op = ln_new(g_ref, R, C, 1e-5f);
+    kern_layernorm_forward(op, y, mean, var, x, gamma, beta);
+    kern_layernorm_backward(op, dx, dg, db, w, x, mean, var, gamma);
+    for (size_t i = 0; i < N; i++)
+        assert_grad(ln_fd(op, w, x, gamma, beta, N, x, i), (double)dx[i], "layernorm dx", i);
+    for (size_t j = 0; j < C; j++) {
+        assert_grad(ln_fd(op, w, x, gamma, beta, N, gamma, j), (double)dg[j], "dgamma", j);
+        assert_grad(ln_fd(op, w, x, gamma, beta, N, beta, j), (double)db[j], "dbeta", j);
+    }
+    kern_layernorm_destroy(op);
+}
+END_TEST
+
+/* ---- GELU ---------------------------------------------------------------------------------- */
+
+static struct kern_gelu *gelu_new(struct kern_ctx *ctx, int64_t n)
+{
+    struct kern_gelu *op = NULL;
+    struct rz_err err;
+    ck_assert_msg(kern_gelu_create(&op, ctx, n, &err) == RZ_OK, "%s", err.msg);
+    return op;
+}
+
+START_TEST(test_ref_gelu_hand)
+{
+    /* gelu(x) = x Phi(x): Phi(1) = 0.8413447461, Phi(-1) = 0.1586552539, Phi(2) = 0.9772498681 */
+    const float x[] = {0, 1, -1, 2};
+    const double want[] = {0, 0.8413447461, -0.1586552539, 1.9544997361};
+    float y[4], dx[4];
+    const float dy[] = {1, 1, 1, 1};
+    struct kern_gelu *op = gelu_new(g_ref, 4);
+    kern_gelu_forward(op, y, x);
+    for (int i = 0; i < 4; i++)
+        ck_assert_double_eq_tol((double)y[i], want[i], 1e-6);
+    kern_gelu_backward(op, dx, dy, x);
+    ck_assert_double_eq_tol((double)dx[0], 0.5, 1e-7);
+    /* gelu'(1) = Phi(1) + phi(1) = 0.8413447461 + 0.2419707245 */
+    ck_assert_double_eq_tol((double)dx[1], 1.0833154706, 1e-6);
+    kern_gelu_destroy(op);
+}
+END_TEST
+
+static void compare_gelu(int64_t n, uint32_t seed)
+{
+    float *x = vec((size_t)n), *dy = random_vec((size_t)n, seed + 1);
+    fill(x, (size_t)n, seed, -6.0f, 6.0f);
+    float *y[2], *dx[2];
+    struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
+    for (int i = 0; i < 2; i++) {
+        y[i] = vec((size_t)n), dx[i] = vec((size_t)n);
+        struct kern_gelu *op = gelu_new(ctx[i], n);
+        kern_gelu_forward(op, y[i], x);
+        kern_gelu_backward(op, dx[i], dy, x);
+        kern_gelu_destroy(op);
+    }
+    assert_close(y[1], y[0], (size_t)n, TOL_DNNL, "gelu y");
+    assert_close(dx[1], dx[0], (size_t)n, TOL_DNNL, "gelu dx");
+    for (int i = 0; i < 2; i++)
+        free(y[i]), free(dx[i]);
+    free(x), free(dy);
+}
+
+START_TEST(test_gelu_dnnl_vs_ref)
+{
+    compare_gelu(2048 * 512, 30);
+    compare_gelu(7, 40);
+}
+END_TEST
+
+START_TEST(test_gelu_grad_fd)
+{
+    enum { N = 9 };
+    float x[N] = {0, 0.5f, -0.5f, 1, -1, 2.5f, -2.5f, 3, -4}, w[N], y[N], dx[N];
+    fill(w, N, 5, -1.0f, 1.0f);
+    struct kern_gelu *op = gelu_new(g_ref, N);
+    kern_gelu_backward(op, dx, w, x);
+    for (size_t i = 0; i < N; i++) {
+        float x0 = x[i];
+        x[i] = x0 + FD_H;
+        double up = (double)x[i];
+        kern_gelu_forward(op, y, x);
+        double lp = dot_d(w, y, N);
+        x[i] = x0 - FD_H;
+        double um = (double)x[i];
+        kern_gelu_forward(op, y, x);
+        double lm = dot_d(w, y, N);
+        x[i] = x0;
+        assert_grad((lp - lm) / (up - um), (double)dx[i], "gelu dx", i);
+    }
+    kern_gelu_destroy(op);
+}
+END_TEST
+
+/* ---- softmax ------------------------------------------------------------------------------- */
+
+static struct kern_softmax *sm_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, bool causal)
+{
+    struct kern_softmax *op = NULL;
+    struct rz_err err;
+    ck_assert_msg(kern_softmax_create(&op, ctx, rows, cols, causal, &err) == RZ_OK, "%s",
+                  err.msg);
+    return op;
+}
+
+START_TEST(test_ref_softmax_hand)
+{
+    /* softmax([0, ln 2]) = [1/3, 2/3]; causal row 0 sees only column 0 */
+    const float x[] = {0.0f, 0.69314718f, 0.0f, 0.69314718f};
+    float y[4];
+    struct kern_softmax *op = sm_new(g_ref, 1, 2, false);
+    kern_softmax_forward(op, y, x);
+    ck_assert_double_eq_tol((double)y[0], 1.0 / 3.0, 1e-7);
+    ck_assert_double_eq_tol((double)y[1], 2.0 / 3.0, 1e-7);
+    kern_softmax_destroy(op);
+    op = sm_new(g_ref, 2, 2, true);
+    kern_softmax_forward(op, y, x);
+    ck_assert(y[0] == 1.0f && y[1] == 0.0f);
+    ck_assert_double_eq_tol((double)y[2], 1.0 / 3.0, 1e-7);
+    ck_assert_double_eq_tol((double)y[3], 2.0 / 3.0, 1e-7);
+    kern_softmax_destroy(op);
+}
+END_TEST
+
+/* Every entry above the diagonal of each (cols, cols) block is exactly 0. */
+static void assert_masked_zero(const float *y, int64_t rows, int64_t cols, const char *what)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = r % cols + 1; c < cols; c++)
+            ck_assert_msg(y[r * cols + c] == 0.0f, "%s: masked (%lld, %lld) = %g", what,
+                          (long long)r, (long long)c, (double)y[r * cols + c]);
+    }
+}
+
+static void compare_softmax(int64_t rows, int64_t cols, bool causal, uint32_t seed)
+{
+    size_t n = (size_t)(rows * cols);
+    float *x = vec(n), *dy = random_vec(n, seed + 1);
+    fill(x, n, seed, -8.0f, 8.0f);
+    float *y[2], *dx[2];
+    struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
+    for (int i = 0; i < 2; i++) {
+        y[i] = vec(n), dx[i] = vec(n);
+        fill(y[i], n, 7, 1.0f, 2.0f); /* garbage in the outputs: masked zeros must be written */
+        fill(dx[i], n, 8, 1.0f, 2.0f);
+        struct kern_softmax *op = sm_new(ctx[i], rows, cols, causal);
+        kern_softmax_forward(op, y[i], x);
+        kern_softmax_backward(op, dx[i], dy, y[0]); /* both from the reference y */
+        kern_softmax_destroy(op);
+        if (causal) {
+            assert_masked_zero(y[i], rows, cols, i ? "dnnl softmax y" : "ref softmax y");
+            assert_masked_zero(dx[i], rows, cols, i ? "dnnl softmax dx" : "ref softmax dx");
+        }
+    }
+    assert_close(y[1], y[0], n, TOL_DNNL, causal ? "causal softmax y" : "softmax y");
+    assert_close(dx[1], dx[0], n, TOL_DNNL, causal ? "causal softmax dx" : "softmax dx");
+    for (int i = 0; i < 2; i++)
+        free(y[i]), free(dx[i]);
+    free(x), free(dy);
+}
+
+START_TEST(test_softmax_dnnl_vs_ref)
+{
+    compare_softmax(8192, 128, true, 50);
+    compare_softmax(2 * 5, 5, true, 60);
+    compare_softmax(3, 5, false, 70);
+    compare_softmax(512, 128, false, 80);
+}
+END_TEST
+
+START_TEST(test_softmax_grad_fd)
+{
+    enum { T = 4, R = 2 * T, N = R * T };
+    float x[N], w[N], y[N], dx[N];
+    fill(x, N, 9, -2.0f, 2.0f);
+    fill(w, N, 10, -1.0f, 1.0f);
+    struct kern_softmax *op = sm_new(g_ref, R, T, true);
+    kern_softmax_forward(op, y, x);
+    kern_softmax_backward(op, dx, w, y);
+    for (size_t i = 0; i < N; i++) {
+        float x0 = x[i];
+        x[i] = x0 + FD_H;
+        double up = (double)x[i];
+        kern_softmax_forward(op, y, x);
+        double lp = dot_d(w, y, N);
+        x[i] = x0 - FD_H;
+        double um = (double)x[i];
+        kern_softmax_forward(op, y, x);
+        double lm = dot_d(w, y, N);
+        x[i] = x0;
+        assert_grad((lp - lm) / (up - um), (double)dx[i], "causal softmax dx", i);
+    }
+    kern_softmax_destroy(op);
+}
+END_TEST
+
+START_TEST(test_softmax_deterministic)
+{
+    const int64_t rows = 8192, cols = 128;
+    size_t n = (size_t)(rows * cols);
+    float *x = random_vec(n, 11), *dy = random_vec(n, 12);
+    float *y1 = vec(n), *y2 = vec(n), *d1 = vec(n), *d2 = vec(n);
+    struct kern_softmax *op = sm_new(g_dnnl, rows, cols, true);
+    kern_softmax_forward(op, y1, x);
+    kern_softmax_forward(op, y2, x);
+    kern_softmax_backward(op, d1, dy, y1);
+    kern_softmax_backward(op, d2, dy, y1);
+    ck_assert(memcmp(y1, y2, n * sizeof *y1) == 0);
+    ck_assert(memcmp(d1, d2, n * sizeof *d1) == 0);
+    kern_softmax_destroy(op);
+    free(x), free(dy), free(y1), free(y2), free(d1), free(d2);
+}
+END_TEST
+
+/* The in-place contract of kernels.h: backward with dx == dy gives the out-of-place result bit
+ * for bit, on both backends (the model relies on it to save activation memory). */
+START_TEST(test_backward_in_place)
+{
+    struct kern_ctx *ctxs[2] = {g_ref, g_dnnl};
+    for (int b = 0; b < 2; b++) {
+        for (int causal = 0; causal < 2; causal++) {
+            const int64_t rows = 96, cols = 32;
+            size_t n = (size_t)(rows * cols);
+            float *x = random_vec(n, 21), *y = vec(n), *dy = random_vec(n, 22), *dx = vec(n);
+            struct kern_softmax *op = sm_new(ctxs[b], rows, cols, causal != 0);
+            kern_softmax_forward(op, y, x);
+            kern_softmax_backward(op, dx, dy, y);
+            kern_softmax_backward(op, dy, dy, y);
+            ck_assert_msg(memcmp(dx, dy, n * sizeof *dx) == 0, "softmax backend %d causal %d", b,
+                          causal);
+            kern_softmax_destroy(op);
+            free(x), free(y), free(dy), free(dx);
+        }
+        const int64_t n = 4096;
+        float *x = random_vec((size_t)n, 23), *dy = random_vec((size_t)n, 24), *dx = vec((size_t)n);
+        struct kern_gelu *g = NULL;
+        ck_assert_int_eq(kern_gelu_create(&g, ctxs[b], n, NULL), RZ_OK);
+        kern_gelu_backward(g, dx, dy, x);
+        kern_gelu_backward(g, dy, dy, x);
+        ck_assert_msg(memcmp(dx, dy, (size_t)n * sizeof *dx) == 0, "gelu backend %d", b);
+        kern_gelu_destroy(g);
+        free(x), free(dy), free(dx);
+    }
+}
+END_TEST
+
+START_TEST(test_exp_accuracy)
+{
+    enum { N = 200001 };
+    float *x = vec(N), *y = vec(N);
+    for (int i = 0; i < N; i++) /* [-87.3, 88] */
+        x[i] = -87.3f + 175.3f * (float)i / (float)(N - 1);
+    kern_dnnl_exp(y, x, N);
+    double worst = 0.0;
+    for (int i = 0; i < N; i++) {
+        double want = exp((double)x[i]);
+        worst = fmax(worst, fabs((double)y[i] - want) / want);
+    }
+    ck_assert_msg(worst < 1e-6, "max relative error of kern_dnnl_exp %g", worst);
+    x[0] = -INFINITY, x[1] = -100.0f, x[2] = 0.0f;
+    kern_dnnl_exp(y, x, 3);
+    ck_assert(y[0] == 0.0f && y[1] == 0.0f && y[2] == 1.0f);
+    free(x), free(y);
+}
+END_TEST
+
+/* ---- cross-entropy ------------------------------------------------------------------------- */
+
+static struct kern_xent *xent_new(struct kern_ctx *ctx, int64_t rows, int64_t vocab)
+{
+    struct kern_xent *op = NULL;
+    struct rz_err err;
+    ck_assert_msg(kern_xent_create(&op, ctx, rows, vocab, &err) == RZ_OK, "%s", err.msg);
+    return op;
+}
+
+START_TEST(test_ref_xent_hand)
+{
+    /* row 0: uniform over 4 -> loss ln 4; row 1: [0, ln 3, -inf-ish...]: p = [1/4, 3/4, 0, 0]
+     * roughly, with two very negative logits contributing ~e^-100 */
+    const float logits[] = {0, 0, 0, 0, 0, (float)log(3.0), -100, -100};
+    const int32_t targets[] = {2, 1};
+    float losses[2], probs[8], dl[8];
+    struct kern_xent *op = xent_new(g_ref, 2, 4);
+    kern_xent_forward(op, losses, probs, logits, targets);
+    ck_assert_double_eq_tol((double)losses[0], log(4.0), 1e-7);
+    ck_assert_double_eq_tol((double)losses[1], log(4.0 / 3.0), 1e-7);
+    ck_assert_double_eq_tol((double)probs[2], 0.25, 1e-7);
+    ck_assert_double_eq_tol((double)probs[5], 0.75, 1e-7);
+    kern_xent_backward(op, dl, probs, targets, 0.5f);
+    ck_assert_double_eq_tol((double)dl[2], 0.5 * (0.25 - 1), 1e-7);
+    ck_assert_double_eq_tol((double)dl[4], 0.5 * 0.25, 1e-7);
+    ck_assert_double_eq_tol((double)dl[5], 0.5 * (0.75 - 1), 1e-7);
+    kern_xent_destroy(op);
+}
+END_TEST
+
+static int32_t *random_targets(int64_t rows, int64_t vocab, uint32_t seed)
+{
+    int32_t *t = malloc((size_t)rows * sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint32_t s = seed;
+    for (int64_t r = 0; r < rows; r++) {
+        s = s * 1664525u + 1013904223u;
+        t[r] = (int32_t)((s >> 8) % (uint32_t)vocab);
+    }
+    return t;
+}
+
+/* Compares the backends; the dnnl run is in place (probs and dlogits alias logits). */
+static void compare_xent(int64_t rows, int64_t vocab, uint32_t seed)
+{
+    size_t n = (size_t)(rows * vocab);
+    float *logits = vec(n), *probs = vec(n), *dl = vec(n);
+    fill(logits, n, seed, -10.0f, 10.0f);
+    int32_t *t = random_targets(rows, vocab, seed);
+    float *inplace = copy_of(logits, n), *loss_r = vec((size_t)rows), *loss_d = vec((size_t)rows);
+    struct kern_xent *r = xent_new(g_ref, rows, vocab), *o = xent_new(g_dnnl, rows, vocab);
+    kern_xent_forward(r, loss_r, probs, logits, t);
+    kern_xent_backward(r, dl, probs, t, 1.0f / (float)rows);
+    kern_xent_forward(o, loss_d, inplace, inplace, t);
+    assert_close(inplace, probs, n, TOL_DNNL, "xent probs");
+    assert_close(loss_d, loss_r, (size_t)rows, TOL_DNNL, "xent losses");
+    kern_xent_backward(o, inplace, inplace, t, 1.0f / (float)rows);
+    assert_close(inplace, dl, n, TOL_DNNL, "xent dlogits");
+    kern_xent_destroy(r);
+    kern_xent_destroy(o);
+    free(logits), free(probs), free(dl), free(t), free(inplace), free(loss_r), free(loss_d);
+}
+
+START_TEST(test_xent_dnnl_vs_ref)
+{
+    compare_xent(2048, 2048, 90);
+    compare_xent(3, 7, 91);
+}
+END_TEST
+
+static double xent_loss(struct kern_xent *op, const float *logits, const int32_t *t, int64_t rows,
+                        float *probs, float scale)
+{
+    float losses[4];
+    kern_xent_forward(op, losses, probs, logits, t);
+    double s = 0.0;
+    for (int64_t r = 0; r < rows; r++)
+        s += (double)scale * (double)losses[r];
+    return s;
+}
+
+START_TEST(test_xent_grad_fd)
+{
+    enum { R = 3, V = 6, N = R * V };
+    float z[N], p[N], dl[N], losses[R];
+    const int32_t t[R] = {0, 5, 2};
+    const float scale = 1.0f / R;
+    fill(z, N, 13, -3.0f, 3.0f);
+    struct kern_xent *op = xent_new(g_ref, R, V);
+    kern_xent_forward(op, losses, p, z, t);
+    kern_xent_backward(op, dl, p, t, scale);
+    for (size_t i = 0; i < N; i++) {
+        float z0 = z[i];
+        z[i] = z0 + FD_H;
+        double up = (double)z[i], lp = xent_loss(op, z, t, R, p, scale);
+        z[i] = z0 - FD_H;
+        double um = (double)z[i], lm = xent_loss(op, z, t, R, p, scale);
+        z[i] = z0;
+        assert_grad((lp - lm) / (up - um), (double)dl[i], "xent dlogits", i);
+    }
+    kern_xent_destroy(op);
+}
+END_TEST
+
+START_TEST(test_xent_extreme_logits)
+{
+    /* a target logit 200 below the max: the loss must be ~200, finite, on both backends */
+    float z[4] = {100, -100, 0, 0}, p[4], loss;
+    const int32_t t = 1;
+    struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
+    for (int i = 0; i < 2; i++) {
+        struct kern_xent *op = xent_new(ctx[i], 1, 4);
+        kern_xent_forward(op, &loss, p, z, &t);
+        ck_assert_double_eq_tol((double)loss, 200.0, 1e-4);
+        ck_assert(p[0] == 1.0f && p[1] == 0.0f);
+        kern_xent_destroy(op);
+    }
+}
+END_TEST
+
+START_TEST(test_layernorm_gelu_xent_deterministic)
+{
+    const int64_t rows = 2048, v = 2048;
+    size_t n = (size_t)(rows * v);
+    float *z = random_vec(n, 14), *p1 = vec(n), *p2 = vec(n), *l1 = vec(2048), *l2 = vec(2048);
+    int32_t *t = random_targets(rows, v, 15);
+    struct kern_xent *xo = xent_new(g_dnnl, rows, v);
+    kern_xent_forward(xo, l1, p1, z, t);
+    kern_xent_forward(xo, l2, p2, z, t);
+    ck_assert(memcmp(p1, p2, n * sizeof *p1) == 0 && memcmp(l1, l2, 2048 * sizeof *l1) == 0);
+    kern_xent_destroy(xo);
+    struct kern_gelu *go = gelu_new(g_dnnl, (int64_t)n);
+    kern_gelu_forward(go, p1, z);
+    kern_gelu_forward(go, p2, z);
+    ck_assert(memcmp(p1, p2, n * sizeof *p1) == 0);
+    kern_gelu_destroy(go);
+    struct kern_layernorm *lo = ln_new(g_dnnl, rows, v, 1e-5f);
+    float *gamma = random_vec((size_t)v, 16), *beta = random_vec((size_t)v, 17);
+    kern_layernorm_forward(lo, p1, l1, l2, z, gamma, beta);
+    kern_layernorm_forward(lo, p2, l1, l2, z, gamma, beta);
+    ck_assert(memcmp(p1, p2, n * sizeof *p1) == 0);
+    kern_layernorm_destroy(lo);
+    free(z), free(p1), free(p2), free(l1), free(l2), free(t), free(gamma), free(beta);
+}
+END_TEST
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+/* The call failed with RZ_ECONFIG, and err names `op`. */
+static void assert_config_error(enum rz_status st, const struct rz_err *err, const char *op)
+{
+    ck_assert_int_eq(st, RZ_ECONFIG);
+    ck_assert_int_eq(err->status, RZ_ECONFIG);
+    ck_assert_msg(strstr(err->msg, op) != NULL, "message '%s' does not name '%s'", err->msg, op);
+}
+
+START_TEST(test_bad_backend_name)
+{
+    struct rz_err err;
+    enum kern_backend b = KERN_DNNL;
+    ck_assert_int_eq(kern_backend_parse("ref", &b, &err), RZ_OK);
+    ck_assert_int_eq(b, KERN_REF);
+    ck_assert_int_eq(kern_backend_parse("dnnl", &b, &err), RZ_OK);
+    ck_assert_int_eq(b, KERN_DNNL);
+    assert_config_error(kern_backend_parse("mkl", &b, &err), &err, "kernel backend");
+    ck_assert_ptr_nonnull(strstr(err.msg, "mkl"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "ref, dnnl"));
+    assert_config_error(kern_backend_parse("", &b, &err), &err, "kernel backend");
+    assert_config_error(kern_backend_parse(NULL, &b, &err), &err, "kernel backend");
+}
+END_TEST
+
+START_TEST(test_bad_matmul_sizes)
+{
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    struct rz_err err;
+    struct kern_matmul *op = (struct kern_matmul *)&err; /* must be reset to NULL */
+    const int64_t huge = (int64_t)1 << 40;
+    const struct kern_matmul_desc bad[] = {
+        {0, 2, 2, 2, false, false, 1.0f, false, false},
+        {1, 0, 2, 2, false, false, 1.0f, false, false},
+        {1, 2, -3, 2, false, false, 1.0f, false, false},
+        {1, 2, 2, -1, false, false, 1.0f, false, false},
+        {1, huge, huge, huge, false, false, 1.0f, false, false}, /* m*n*k overflows size_t */
+        {huge, huge, 1, 1, false, false, 1.0f, false, false},
+        {1, 2, 2, 2, false, false, NAN, false, false},
+    };
+    for (size_t i = 0; i < RZ_ARRAY_LEN(bad); i++) {
+        assert_config_error(kern_matmul_create(&op, ctx, &bad[i], &err), &err, "matmul");
+        ck_assert_ptr_null(op);
+    }
+    double gf = 1.0;
+    assert_config_error(kern_measure_peak(ctx, 0, 8, 8, 0.1, &gf, &err), &err, "matmul");
+    assert_config_error(kern_measure_peak(ctx, 8, 8, 8, -1.0, &gf, &err), &err, "measure peak");
+}
+END_TEST
+
+START_TEST(test_bad_other_sizes)
+{
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    struct rz_err err;
+    struct kern_layernorm *ln = NULL;
+    struct kern_gelu *ge = NULL;
+    struct kern_softmax *sm = NULL;
+    struct kern_xent *xe = NULL;
+    const int64_t huge = (int64_t)1 << 62;
+    assert_config_error(kern_layernorm_create(&ln, ctx, 0, 256, 1e-5f, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, 8, -1, 1e-5f, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, huge, huge, 1e-5f, &err), &err,
+                        "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, 8, 8, -1.0f, &err), &err, "layernorm");
+    assert_config_error(kern_gelu_create(&ge, ctx, 0, &err), &err, "gelu");
+    assert_config_error(kern_gelu_create(&ge, ctx, huge, &err), &err, "gelu");
+    assert_config_error(kern_softmax_create(&sm, ctx, -8, 128, true, &err), &err, "softmax");
+    assert_config_error(kern_softmax_create(&sm, ctx, 100, 128, true, &err), &err, "softmax");
+    assert_config_error(kern_xent_create(&xe, ctx, 16, 0, &err), &err, "xent");
+    assert_config_error(kern_xent_create(&xe, ctx, 1, (int64_t)INT32_MAX + 1, &err), &err,
+                        "xent");
+    ck_assert(ln == NULL && ge == NULL && sm == NULL && xe == NULL);
+}
+END_TEST
+
+/* ---- optional timings ---------------------------------------------------------------------- */
+
+/* ms per call of fn(arg) averaged over `reps` calls after one warm-up call. */
+static double time_ms(void (*fn)(void *), void *arg, int reps)
+{
+    fn(arg);
+    double t0 = rz_now();
+    for (int i = 0; i < reps; i++)
+        fn(arg);
+    return (rz_now() - t0) * 1e3 / reps;
+}
+
+struct timing_bufs {
+    float *a, *b, *c, *d, *e, *f, *g;
+    int32_t *t;
+    void *op;
+};
+
+static void run_mm(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_matmul_run(tb->op, tb->c, tb->a, tb->b, tb->d);
+}
+
+static void run_ln_fwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_layernorm_forward(tb->op, tb->b, tb->e, tb->f, tb->a, tb->g, tb->d);
+}
+
+static void run_ln_bwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_layernorm_backward(tb->op, tb->c, tb->e + 4096, tb->d, tb->b, tb->a, tb->e, tb->f,
+                            tb->g);
+}
+
+static void run_gelu_fwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_gelu_forward(tb->op, tb->b, tb->a);
+}
+
+static void run_gelu_bwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_gelu_backward(tb->op, tb->c, tb->b, tb->a);
+}
+
+static void run_sm_fwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_softmax_forward(tb->op, tb->b, tb->a);
+}
+
+static void run_sm_bwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_softmax_backward(tb->op, tb->c, tb->a, tb->b);
+}
+
+static void run_xent_fwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_xent_forward(tb->op, tb->e, tb->b, tb->a, tb->t);
+}
+
+static void run_xent_bwd(void *p)
+{
+    struct timing_bufs *tb = p;
+    kern_xent_backward(tb->op, tb->c, tb->b, tb->t, 1.0f / 2048);
+}
+
+static void time_matmuls(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
+{
+    for (size_t i = 0; i < RZ_ARRAY_LEN(seed_mm); i++) {
+        const struct kern_matmul_desc *d = &seed_mm[i];
+        struct rz_err err;
+        struct kern_matmul *op = NULL;
+        if (kern_matmul_create(&op, ctx, d, &err) != RZ_OK) {
+            printf("  matmul %zu: %s\n", i, err.msg);
+            continue;
+        }
+        tb->op = op;
+        double ms = time_ms(run_mm, tb, reps);
+        double gf = 2.0 * (double)(d->batch * d->m * d->n * d->k) / (ms * 1e6);
+        printf("  matmul b=%-2lld %4lldx%-4lld @ %4lldx%-4lld %s%s%s%s %9.3f ms %7.1f GFLOP/s\n",
+               (long long)d->batch, (long long)d->m, (long long)d->k, (long long)d->k,
+               (long long)d->n, d->trans_a ? "ta " : "", d->trans_b ? "tb " : "",
+               d->bias ? "bias " : "", d->accumulate ? "acc" : "", ms, gf);
+        kern_matmul_destroy(op);
+    }
+}
+
+static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
+{
+    struct kern_layernorm *ln = NULL;
+    struct kern_gelu *ge = NULL;
+    struct kern_softmax *sm = NULL;
+    struct kern_xent *xe = NULL;
+    struct rz_err err;
+    if (kern_layernorm_create(&ln, ctx, 2048, 256, 1e-5f, &err) == RZ_OK) {
+        tb->op = ln;
+        printf("  layernorm 2048x256 fwd %9.3f ms\n", time_ms(run_ln_fwd, tb, reps));
+        printf("  layernorm 2048x256 bwd %9.3f ms\n", time_ms(run_ln_bwd, tb, reps));
+    }
+    if (kern_gelu_create(&ge, ctx, 2048 * 512, &err) == RZ_OK) {
+        tb->op = ge;
+        printf("  gelu 2048*512 fwd      %9.3f ms\n", time_ms(run_gelu_fwd, tb, reps));
+        printf("  gelu 2048*512 bwd      %9.3f ms\n", time_ms(run_gelu_bwd, tb, reps));
+    }
+    if (kern_softmax_create(&sm, ctx, 8192, 128, true, &err) == RZ_OK) {
+        tb->op = sm;
+        printf("  softmax causal 8192x128 fwd %9.3f ms\n", time_ms(run_sm_fwd, tb, reps));
+        printf("  softmax causal 8192x128 bwd %9.3f ms\n", time_ms(run_sm_bwd, tb, reps));
+    }
+    if (kern_xent_create(&xe, ctx, 2048, 2048, &err) == RZ_OK) {
+        tb->op = xe;
+        printf("  xent 2048x2048 fwd     %9.3f ms\n", time_ms(run_xent_fwd, tb, reps));
+        printf("  xent 2048x2048 bwd     %9.3f ms\n", time_ms(run_xent_bwd, tb, reps));
+    }
+    kern_layernorm_destroy(ln);
+    kern_gelu_destroy(ge);
+    kern_softmax_destroy(sm);
+    kern_xent_destroy(xe);
+}
+
+/* Timing-only buffers: no ck_assert here, print_timings runs outside the test runner. */
+static float *timing_vec(size_t n, uint32_t seed, float lo, float hi)
+{
+    float *p = rz_alloc_aligned(n * sizeof(float));
+    if (p != NULL)
+        fill(p, n, seed, lo, hi);
+    return p;
+}
+
+static void time_backends(struct timing_bufs *tb)
+{
+    struct rz_err err;
+    for (int i = 0; i < 2; i++) {
+        struct kern_ctx *ctx = NULL;
+        if (kern_ctx_create(&ctx, i ? KERN_DNNL : KERN_REF, &err) != RZ_OK) {
+            printf("timings: %s\n", err.msg);
+            continue;
+        }
+        printf("kernel timings, backend %s (%s), ms per call:\n", i ? "dnnl" : "ref",
+               kern_ctx_isa(ctx));
+        time_matmuls(ctx, tb, i ? 20 : 1);
+        time_rows(ctx, tb, i ? 50 : 2);
+        double gf = 0.0;
+        if (i && kern_measure_peak(ctx, 2048, 2048, 256, 1.0, &gf, &err) == RZ_OK)
+            printf("  measured peak (2048x256 @ 256x2048): %.1f GFLOP/s\n", gf);
+        kern_ctx_destroy(ctx);
+    }
+}
+
+static void print_timings(void)
+{
+    const size_t big = (size_t)2048 * 2048;
+    struct timing_bufs tb = {
+        .a = timing_vec(big, 1, -1, 1), .b = timing_vec(big, 2, -1, 1),
+        .c = timing_vec(big, 3, -1, 1), .d = timing_vec(2048, 4, -1, 1),
+        .e = timing_vec(8192, 5, -1, 1), .f = timing_vec(8192, 8, 0.5f, 1.5f), /* variances */
+        .g = timing_vec(2048, 6, -1, 1), .t = malloc(2048 * sizeof(int32_t)),
+    };
+    if (tb.a && tb.b && tb.c && tb.d && tb.e && tb.f && tb.g && tb.t) {
+        for (int r = 0; r < 2048; r++)
+            tb.t[r] = (int32_t)((r * 7919) % 2048);
+        time_backends(&tb);
+    } else {
+        printf("timings: out of memory\n");
+    }
+    free(tb.a), free(tb.b), free(tb.c), free(tb.d), free(tb.e), free(tb.f), free(tb.g);
+    free(tb.t);
+}
+
+/* ---- suite --------------------------------------------------------------------------------- */
+
+static Suite *kernels_suite(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *core = tcase_create("core");
+    tcase_add_checked_fixture(core, setup, teardown);
+    tcase_set_timeout(core, 300);
+    tcase_add_test(core, test_ref_matmul_hand);
+    tcase_add_test(core, test_matmul_small_combos);
+    tcase_add_loop_test(core, test_matmul_seed_shapes, 0, (int)RZ_ARRAY_LEN(seed_mm));
+    tcase_add_test(core, test_matmul_deterministic);
+    tcase_add_test(core, test_measure_peak);
+    tcase_add_test(core, test_ref_layernorm_hand);
+    tcase_add_test(core, test_layernorm_dnnl_vs_ref);
+    tcase_add_test(core, test_layernorm_grad_fd);
+    tcase_add_test(core, test_ref_gelu_hand);
+    tcase_add_test(core, test_gelu_dnnl_vs_ref);
+    tcase_add_test(core, test_gelu_grad_fd);
+    tcase_add_test(core, test_ref_softmax_hand);
+    tcase_add_test(core, test_softmax_dnnl_vs_ref);
+    tcase_add_test(core, test_softmax_grad_fd);
+    tcase_add_test(core, test_softmax_deterministic);
+    tcase_add_test(core, test_backward_in_place);
+    tcase_add_test(core, test_exp_accuracy);
+    tcase_add_test(core, test_ref_xent_hand);
+    tcase_add_test(core, test_xent_dnnl_vs_ref);
+    tcase_add_test(core, test_xent_grad_fd);
+    tcase_add_test(core, test_xent_extreme_logits);
+    tcase_add_test(core, test_layernorm_gelu_xent_deterministic);
+    suite_add_tcase(s, core);
+
+    TCase *errors = tcase_create("errors");
+    tcase_add_checked_fixture(errors, setup, teardown);
+    tcase_set_timeout(errors, 60);
+    tcase_add_test(errors, test_bad_backend_name);
+    tcase_add_loop_test(errors, test_bad_matmul_sizes, 0, 2);
+    tcase_add_loop_test(errors, test_bad_other_sizes, 0, 2);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(kernels_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    const char *timings = getenv("RZ_KERNEL_TIMINGS");
+    if (timings != NULL && strcmp(timings, "1") == 0)
+        print_timings();
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,427 @@
+/* check_model: the parameter table, finite-difference gradient checks of every layer and of the
+ * whole model (reference backend), oneDNN against the reference on the whole model, gradient
+ * accumulation, the overlap hook, and the error paths.
+ *
+ * Finite differences are central, h = 1e-3, in fp32 forward passes with the objective summed in
+ * double; the model is run with a large init_std so gradients are far above fp32 rounding.
+ * Tolerance per element: |fd - analytic| <= 2e-3 + 3e-2 |analytic|, and over the whole vector
+ * ||fd - analytic|| / ||analytic|| <= 5e-3. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/kernels.h"
+#include "model/layers.h"
+#include "model/model.h"
+
+static struct kern_ctx *ref_ctx;
+
+static void setup(void)
+{
+    ck_assert_int_eq(kern_ctx_create(&ref_ctx, KERN_REF, NULL), RZ_OK);
+}
+
+static void teardown(void)
+{
+    kern_ctx_destroy(ref_ctx);
+    ref_ctx = NULL;
+}
+
+static void fill(float *x, size_t n, uint64_t seed, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = scale * (float)rz_rand_normal(seed, i);
+}
+
+static double dot(const float *a, const float *b, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)a[i] * (double)b[i];
+    return s;
+}
+
+/* Compare an analytic gradient with finite differences; returns the vector relative error. */
+static double compare_grads(const char *what, const float *fd, const float *an, size_t n)
+{
+    double diff2 = 0, norm2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)fd[i] - (double)an[i];
+        diff2 += d * d;
+        norm2 += (double)an[i] * (double)an[i];
+        if (fabs(d) > 2e-3 + 3e-2 * fabs((double)an[i]))
+            ck_abort_msg("%s[%zu]: finite difference %.6g vs analytic %.6g", what, i,
+                         (double)fd[i], (double)an[i]);
+    }
+    ck_assert_msg(norm2 > 0, "%s: analytic gradient is all zero", what);
+    double rel = sqrt(diff2 / norm2);
+    ck_assert_msg(rel <= 5e-3, "%s: relative error %.3g", what, rel);
+    return rel;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static const struct model_dims seed_dims = {.vocab = 2048, .d_model = 256, .n_heads = 4,
+                                            .n_layers = 2, .d_ff = 512, .seq_len = 128,
+                                            .batch = 16, .ln_eps = 1e-5f, .init_std = 0.02f};
+
+START_TEST(seed_model_size_and_flops)
+{
+    ck_assert_uint_eq(model_count_params(&seed_dims), 2138112);
+    /* 1.309 GFLOP of matmuls per sample, as measured for the reference workload */
+    ck_assert_double_eq_tol(model_flops_per_sample(&seed_dims), 1.3086e9, 1e6);
+}
+END_TEST
+
+static const struct model_dims tiny = {.vocab = 13, .d_model = 8, .n_heads = 2, .n_layers = 2,
+                                       .d_ff = 12, .seq_len = 5, .batch = 2, .ln_eps = 1e-5f,
+                                       .init_std = 0.3f};
+
+START_TEST(table_is_contiguous_and_named)
+{
+    struct model *m;
+    ck_assert_int_eq(model_create(&m, &tiny, ref_ctx, NULL), RZ_OK);
+    size_t n;
+    const struct model_tensor *t = model_tensors(m, &n);
+    ck_assert_uint_eq(n, 6 + 12 * 2);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(t[i].offset, off);
+        off += (size_t)(t[i].rows * t[i].cols);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_str_ne(t[i].name, t[j].name);
+    }
+    ck_assert_uint_eq(off, model_num_params(m));
+    ck_assert_uint_eq(off, model_count_params(&tiny));
+    ck_assert_str_eq(t[0].name, "wte");
+    ck_assert_str_eq(t[12].name, "h0.mlp.proj.weight");
+    ck_assert_int_eq(t[12].rows, 8);
+    ck_assert_int_eq(t[12].cols, 12);
+    ck_assert_str_eq(t[n - 1].name, "head.bias");
+    model_destroy(m);
+}
+END_TEST
+
+START_TEST(init_is_deterministic)
+{
+    struct model *a, *b;
+    ck_assert_int_eq(model_create(&a, &tiny, ref_ctx, NULL), RZ_OK);
+    ck_assert_int_eq(model_create(&b, &tiny, ref_ctx, NULL), RZ_OK);
+    model_init_params(a, 5);
+    model_init_params(b, 5);
+    size_t n = model_num_params(a);
+    ck_assert_int_eq(memcmp(model_params(a), model_params(b), n * sizeof(float)), 0);
+    model_init_params(b, 6);
+    ck_assert_int_ne(memcmp(model_params(a), model_params(b), n * sizeof(float)), 0);
+    size_t nt;
+    const struct model_tensor *t = model_tensors(a, &nt);
+    ck_assert(model_params(a)[t[2].offset] == 1.0f);  /* h0.ln1.weight */
+    ck_assert(model_params(a)[t[3].offset] == 0.0f);  /* h0.ln1.bias */
+    model_destroy(a);
+    model_destroy(b);
+}
+END_TEST
+
+/* ---- layer finite-difference checks -------------------------------------------------------- */
+
+START_TEST(linear_gradients)
+{
+    enum { R = 3, I = 4, O = 5 };
+    struct linear lin;
+    ck_assert_int_eq(linear_init(&lin, ref_ctx, R, I, O, NULL), RZ_OK);
+    float x[R * I], w[O * I], b[O], r[R * O], y[R * O];
+    float dx[R * I], dw[O * I] = {0}, db[O] = {0}, fd[O * I];
+    fill(x, R * I, 1, 1.0f);
+    fill(w, O * I, 2, 1.0f);
+    fill(b, O, 3, 1.0f);
+    fill(r, R * O, 4, 1.0f);
+    linear_forward(&lin, y, x, w, b);
+    /* y[0][0] by hand */
+    double y00 = b[0];
+    for (int k = 0; k < I; k++)
+        y00 += (double)x[k] * (double)w[k];
+    ck_assert_double_eq_tol((double)y[0], y00, 1e-5);
+    linear_backward(&lin, dx, dw, db, r, x, w);
+    const float h = 1e-3f;
+    float *params[3] = {x, w, b};
+    float *grads[3] = {dx, dw, db};
+    size_t sizes[3] = {R * I, O * I, O};
+    const char *names[3] = {"linear dx", "linear dw", "linear db"};
+    for (int p = 0; p < 3; p++) {
+        for (size_t i = 0; i < sizes[p]; i++) {
+            float keep = params[p][i];
+            params[p][i] = keep + h;
+            linear_forward(&lin, y, x, w, b);
+            double up = dot(y, r, R * O);
+            params[p][i] = keep - h;
+            linear_forward(&lin, y, x, w, b);
+            double down = dot(y, r, R * O);
+            params[p][i] = keep;
+            fd[i] = (float)((up - down) / (2.0 * (double)h));
+        }
+        compare_grads(names[p], fd, grads[p], sizes[p]);
+    }
+    linear_free(&lin);
+}
+END_TEST
+
+START_TEST(attention_gradients)
+{
+    enum { B = 2, T = 4, C = 8, H = 2, N = B * T, A = B * H * T * T };
+    struct attention at;
+    ck_assert_int_eq(attention_init(&at, ref_ctx, B, T, C, H, NULL), RZ_OK);
+    static float qkv[N * 3 * C], r[N * C], y[N * C], dqkv[N * 3 * C], fd[N * 3 * C];
+    static float q[N * C], k[N * C], v[N * C], att[A];
+    static float scores[A], dscores[A], heads[N * C], dq[N * C], dk[N * C], dv[N * C];
+    struct attention_saved s = {q, k, v, att};
+    struct attention_scratch w = {scores, dscores, heads, dq, dk, dv};
+    fill(qkv, N * 3 * C, 11, 1.0f);
+    fill(r, N * C, 12, 1.0f);
+    attention_forward(&at, y, &s, &w, qkv);
+    /* causality: the first position of each sequence only sees itself */
+    for (int h = 0; h < H; h++)
+        for (int t = 1; t < T; t++)
+            ck_assert(att[h * T * T + t] == 0.0f);
+    ck_assert_float_eq_tol(y[0], qkv[2 * C], 1e-6);   /* t=0: output = v of t=0 */
+    attention_backward(&at, dqkv, r, &s, &w);
+    const float h = 1e-3f;
+    for (size_t i = 0; i < N * 3 * C; i++) {
+        float keep = qkv[i];
+        qkv[i] = keep + h;
+        attention_forward(&at, y, &s, &w, qkv);
+        double up = dot(y, r, N * C);
+        qkv[i] = keep - h;
+        attention_forward(&at, y, &s, &w, qkv);
+        double down = dot(y, r, N * C);
+        qkv[i] = keep;
+        fd[i] = (float)((up - down) / (2.0 * (double)h));
+    }
+    compare_grads("attention dqkv", fd, dqkv, N * 3 * C);
+    attention_free(&at);
+}
+END_TEST
+
+START_TEST(embedding_gradients)
+{
+    enum { B = 2, T = 3, C = 4, V = 5 };
+    int32_t tok[B * T] = {1, 4, 1, 0, 2, 1};
+    float wte[V * C], wpe[T * C], x[B * T * C], r[B * T * C];
+    float dwte[V * C] = {0}, dwpe[T * C] = {0};
+    fill(wte, V * C, 21, 1.0f);
+    fill(wpe, T * C, 22, 1.0f);
+    fill(r, B * T * C, 23, 1.0f);
+    embedding_forward(x, tok, wte, wpe, B, T, C);
+    ck_assert_float_eq_tol(x[C + 2], wte[4 * C + 2] + wpe[C + 2], 1e-7);
+    embedding_backward(dwte, dwpe, r, tok, B, T, C);
+    /* token 1 appears at (0,0), (0,2), (1,2): its gradient is the sum of those rows of r */
+    for (int c = 0; c < C; c++) {
+        float want = r[0 * C + c] + r[2 * C + c] + r[5 * C + c];
+        ck_assert_float_eq_tol(dwte[1 * C + c], want, 1e-6);
+        ck_assert(dwte[3 * C + c] == 0.0f); /* token 3 never occurs */
+        ck_assert_float_eq_tol(dwpe[1 * C + c], r[1 * C + c] + r[4 * C + c], 1e-6);
+    }
+}
+END_TEST
+
+/* ---- whole model --------------------------------------------------------------------------- */
+
+static void tiny_tokens(int32_t *in, int32_t *tg, const struct model_dims *d, uint64_t seed)
+{
+    int64_t n = d->batch * d->seq_len;
+    for (int64_t i = 0; i < n; i++) {
+        in[i] = (int32_t)(rz_rand64(seed, (uint64_t)i) % (uint64_t)d->vocab);
+        tg[i] = (int32_t)(rz_rand64(seed + 1, (uint64_t)i) % (uint64_t)d->vocab);
+    }
+}
+
+START_TEST(whole_model_gradients)
+{
+    struct model *m;
+    ck_assert_int_eq(model_create(&m, &tiny, ref_ctx, NULL), RZ_OK);
+    model_init_params(m, 77);
+    int32_t in[10], tg[10];
+    tiny_tokens(in, tg, &tiny, 99);
+    size_t n = model_num_params(m);
+    float *p = model_params(m), *g = model_grads(m);
+    float *fd = calloc(n, sizeof *fd);
+    model_zero_grads(m);
+    float loss = model_forward(m, in, tg);
+    ck_assert(isfinite(loss) && loss > 0.0f);
+    model_backward(m, 1.0f);
+    const float h = 1e-3f;
+    for (size_t i = 0; i < n; i++) {
+        float keep = p[i];
+        p[i] = keep + h;
+        double up = (double)model_forward(m, in, tg);
+        p[i] = keep - h;
+        double down = (double)model_forward(m, in, tg);
+        p[i] = keep;
+        fd[i] = (float)((up - down) / (2.0 * (double)h));
+    }
+    size_t nt;
+    const struct model_tensor *t = model_tensors(m, &nt);
+    for (size_t i = 0; i < nt; i++) {
+        size_t cnt = (size_t)(t[i].rows * t[i].cols);
+        /* wte rows of tokens that never occur have zero gradient; check the whole tensor */
+        double rel = compare_grads(t[i].name, fd + t[i].offset, g + t[i].offset, cnt);
+        ck_assert(rel <= 5e-3);
+    }
+    free(fd);
+    model_destroy(m);
+}
+END_TEST
+
+START_TEST(dnnl_matches_reference_on_the_model)
+{
+    struct kern_ctx *dctx;
+    ck_assert_int_eq(kern_ctx_create(&dctx, KERN_DNNL, NULL), RZ_OK);
+    struct model_dims d = {.vocab = 64, .d_model = 32, .n_heads = 4, .n_layers = 2, .d_ff = 48,
+                           .seq_len = 16, .batch = 3, .ln_eps = 1e-5f, .init_std = 0.1f};
+    struct model *a, *b;
+    ck_assert_int_eq(model_create(&a, &d, ref_ctx, NULL), RZ_OK);
+    ck_assert_int_eq(model_create(&b, &d, dctx, NULL), RZ_OK);
+    model_init_params(a, 3);
+    model_init_params(b, 3);
+    int32_t in[48], tg[48];
+    tiny_tokens(in, tg, &d, 4);
+    model_zero_grads(a);
+    model_zero_grads(b);
+    float la = model_forward(a, in, tg), lb = model_forward(b, in, tg);
+    ck_assert_float_eq_tol(la, lb, 1e-5f * la);
+    model_backward(a, 1.0f);
+    model_backward(b, 1.0f);
+    size_t n = model_num_params(a);
+    double diff2 = 0, norm2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)model_grads(a)[i] - (double)model_grads(b)[i];
+        diff2 += e * e;
+        norm2 += (double)model_grads(a)[i] * (double)model_grads(a)[i];
+    }
+    ck_assert_msg(sqrt(diff2 / norm2) < 1e-4, "dnnl vs ref gradient rel error %.3g",
+                  sqrt(diff2 / norm2));
+    model_destroy(a);
+    model_destroy(b);
+    kern_ctx_destroy(dctx);
+}
+END_TEST
+
+/* Two backward passes at loss_scale 0.5 add up to one at 1.0 (gradient accumulation). */
+START_TEST(backward_accumulates)
+{
+    struct model *m;
+    ck_assert_int_eq(model_create(&m, &tiny, ref_ctx, NULL), RZ_OK);
+    model_init_params(m, 8);
+    int32_t in[10], tg[10];
+    tiny_tokens(in, tg, &tiny, 9);
+    size_t n = model_num_params(m);
+    float *once = malloc(n * sizeof *once);
+    model_zero_grads(m);
+    model_forward(m, in, tg);
+    model_backward(m, 1.0f);
+    memcpy(once, model_grads(m), n * sizeof *once);
+    model_zero_grads(m);
+    for (int i = 0; i < 2; i++) {
+        model_forward(m, in, tg);
+        model_backward(m, 0.5f);
+    }
+    for (size_t i = 0; i < n; i++)
+        ck_assert_float_eq_tol(model_grads(m)[i], once[i], 1e-6f + 1e-5f * fabsf(once[i]));
+    free(once);
+    model_destroy(m);
+}
+END_TEST
+
+struct hook_log {
+    size_t n;
+    unsigned char *seen;
+    size_t calls, last_end;
+    int ordered;
+};
+
+static void record_ready(void *user, size_t offset, size_t count)
+{
+    struct hook_log *h = user;
+    for (size_t i = offset; i < offset + count && i < h->n; i++)
+        h->seen[i]++;
+    if (h->calls > 0 && offset + count != h->last_end)
+        h->ordered = 0; /* ranges must be adjacent, moving towards the start */
+    h->last_end = offset;
+    h->calls++;
+}
+
+START_TEST(grad_ready_hook_covers_every_parameter_once)
+{
+    struct model *m;
+    ck_assert_int_eq(model_create(&m, &tiny, ref_ctx, NULL), RZ_OK);
+    model_init_params(m, 1);
+    struct hook_log h = {.n = model_num_params(m), .ordered = 1};
+    h.seen = calloc(h.n, 1);
+    model_set_grad_ready_hook(m, record_ready, &h);
+    int32_t in[10], tg[10];
+    tiny_tokens(in, tg, &tiny, 2);
+    model_forward(m, in, tg);
+    model_backward(m, 1.0f);
+    ck_assert_uint_eq(h.calls, (size_t)tiny.n_layers + 2);
+    ck_assert_int_eq(h.ordered, 1);
+    ck_assert_uint_eq(h.last_end, 0);
+    for (size_t i = 0; i < h.n; i++)
+        ck_assert_int_eq(h.seen[i], 1);
+    free(h.seen);
+    model_destroy(m);
+}
+END_TEST
+
+START_TEST(bad_dims_are_refused)
+{
+    struct model *m = (struct model *)1;
+    struct rz_err e;
+    struct model_dims d = tiny;
+    d.n_heads = 3;
+    ck_assert_int_eq(model_create(&m, &d, ref_ctx, &e), RZ_ECONFIG);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(e.msg, "not divisible by n_heads 3"));
+    d = tiny;
+    d.seq_len = 0;
+    ck_assert_int_eq(model_create(&m, &d, ref_ctx, &e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "positive"));
+    model_destroy(NULL);
+}
+END_TEST
+
+static Suite *model_suite(void)
+{
+    Suite *s = suite_create("model");
+    TCase *core = tcase_create("core");
+    tcase_add_checked_fixture(core, setup, teardown);
+    tcase_set_timeout(core, 300);
+    tcase_add_test(core, seed_model_size_and_flops);
+    tcase_add_test(core, table_is_contiguous_and_named);
+    tcase_add_test(core, init_is_deterministic);
+    tcase_add_test(core, linear_gradients);
+    tcase_add_test(core, attention_gradients);
+    tcase_add_test(core, embedding_gradients);
+    tcase_add_test(core, whole_model_gradients);
+    tcase_add_test(core, dnnl_matches_reference_on_the_model);
+    tcase_add_test(core, backward_accumulates);
+    tcase_add_test(core, grad_ready_hook_covers_every_parameter_once);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("errors");
+    tcase_add_checked_fixture(errors, setup, teardown);
+    tcase_add_test(errors, bad_dims_are_refused);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(model_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

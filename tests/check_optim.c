@@ -1,0 +1,138 @@
+/* check_optim: Adam, AdamW, the LR schedule and clipping against hand-computed values. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim/optim.h"
+
+static struct optim_opts base_opts(void)
+{
+    struct optim_opts o = {.kind = OPTIM_ADAM, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999,
+                           .eps = 1e-8, .schedule = SCHED_COSINE, .total_steps = 100};
+    return o;
+}
+
+/* Adam's first step moves every parameter by lr * sign(g) (m_hat = g, v_hat = g^2). Second step
+ * by hand: g2 = 0.5 after g1 = 1: m = 0.9*0.1 + 0.1*0.5 = 0.14, v = 0.999*0.001 + 0.001*0.25 =
+ * 0.001249; m_hat = 0.14 / 0.19 = 0.736842; v_hat = 0.001249 / 0.001999 = 0.624812;
+ * step = 0.1 * 0.736842 / (0.790451 + 1e-8) = 0.0932179. */
+START_TEST(adam_two_steps_by_hand)
+{
+    struct optim_opts o = base_opts();
+    struct optim *opt;
+    struct rz_err e;
+    ck_assert_int_eq(optim_create(&opt, &o, 2, &e), RZ_OK);
+    float p[2] = {1.0f, -2.0f};
+    float g1[2] = {1.0f, -3.0f};
+    optim_step(opt, p, g1, 0.1);
+    ck_assert_float_eq_tol(p[0], 0.9f, 1e-6f);
+    ck_assert_float_eq_tol(p[1], -1.9f, 1e-6f);
+    float g2[2] = {0.5f, 0.0f};
+    optim_step(opt, p, g2, 0.1);
+    ck_assert_float_eq_tol(p[0], 0.9f - 0.0932179f, 2e-6f);
+    ck_assert_int_eq(opt->t, 2);
+    optim_destroy(opt);
+}
+END_TEST
+
+/* AdamW decays decoupled from the gradient: with g = 0 only p *= (1 - lr*wd) happens. */
+START_TEST(adamw_decoupled_decay)
+{
+    struct optim_opts o = base_opts();
+    o.kind = OPTIM_ADAMW;
+    o.weight_decay = 0.5;
+    struct optim *opt;
+    ck_assert_int_eq(optim_create(&opt, &o, 1, NULL), RZ_OK);
+    float p[1] = {2.0f}, g[1] = {0.0f};
+    optim_step(opt, p, g, 0.1);
+    ck_assert_float_eq_tol(p[0], 2.0f * (1.0f - 0.05f), 1e-6f);
+    optim_destroy(opt);
+    /* Adam's L2 decay goes through the moments: first step moves by lr * sign(wd * p). */
+    o.kind = OPTIM_ADAM;
+    ck_assert_int_eq(optim_create(&opt, &o, 1, NULL), RZ_OK);
+    p[0] = 2.0f;
+    optim_step(opt, p, g, 0.1);
+    ck_assert_float_eq_tol(p[0], 1.9f, 1e-6f);
+    optim_destroy(opt);
+}
+END_TEST
+
+START_TEST(cosine_schedule_values)
+{
+    struct optim_opts o = base_opts();
+    o.lr = 5e-4;
+    ck_assert_double_eq_tol(optim_lr_at(&o, 0), 5e-4, 1e-15);
+    ck_assert_double_eq_tol(optim_lr_at(&o, 50), 2.5e-4, 1e-15);  /* cos(pi/2) = 0 */
+    ck_assert_double_eq_tol(optim_lr_at(&o, 25), 5e-4 * (1 + cos(M_PI / 4)) / 2, 1e-15);
+    ck_assert_double_eq_tol(optim_lr_at(&o, 100), 0.0, 1e-15);
+    o.min_lr_ratio = 0.1;
+    ck_assert_double_eq_tol(optim_lr_at(&o, 100), 5e-5, 1e-15);
+    /* warm-up: linear from lr/warmup to lr, then cosine over the remaining steps */
+    o.min_lr_ratio = 0.0;
+    o.warmup_steps = 10;
+    ck_assert_double_eq_tol(optim_lr_at(&o, 0), 5e-5, 1e-15);
+    ck_assert_double_eq_tol(optim_lr_at(&o, 9), 5e-4, 1e-15);
+    ck_assert_double_eq_tol(optim_lr_at(&o, 10), 5e-4, 1e-15);
+    ck_assert_double_eq_tol(optim_lr_at(&o, 55), 2.5e-4, 1e-15);
+    o.schedule = SCHED_LINEAR;
+    ck_assert_double_eq_tol(optim_lr_at(&o, 55), 2.5e-4, 1e-15);
+    ck_assert_double_eq_tol(optim_lr_at(&o, 32), 5e-4 * (1 - 22.0 / 90.0), 1e-15);
+    o.schedule = SCHED_CONSTANT;
+    ck_assert_double_eq_tol(optim_lr_at(&o, 80), 5e-4, 1e-15);
+}
+END_TEST
+
+START_TEST(norm_and_clip)
+{
+    float g[3] = {3.0f, 4.0f, 0.0f};
+    double n = optim_grad_norm(g, 3);
+    ck_assert_double_eq_tol(n, 5.0, 1e-12);
+    ck_assert_float_eq(optim_clip(g, 3, n, 0.0), 1.0f);   /* off */
+    ck_assert_float_eq(optim_clip(g, 3, n, 10.0), 1.0f);  /* below the bound */
+    optim_clip(g, 3, n, 1.0);
+    ck_assert_double_eq_tol(optim_grad_norm(g, 3), 1.0, 1e-6);
+    ck_assert_float_eq_tol(g[0], 0.6f, 1e-6f);
+}
+END_TEST
+
+START_TEST(parse_errors_list_choices)
+{
+    struct rz_err e;
+    enum optim_kind k;
+    enum optim_schedule s;
+    ck_assert_int_eq(optim_kind_parse("sgd", &k, &e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "'sgd'"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "adamw"));
+    ck_assert_int_eq(optim_schedule_parse("step", &s, &e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "cosine"));
+    ck_assert_int_eq(optim_kind_parse("adamw", &k, &e), RZ_OK);
+    ck_assert_int_eq(k, OPTIM_ADAMW);
+}
+END_TEST
+
+static Suite *optim_suite(void)
+{
+    Suite *s = suite_create("optim");
+    TCase *core = tcase_create("core");
+    tcase_add_test(core, adam_two_steps_by_hand);
+    tcase_add_test(core, adamw_decoupled_decay);
+    tcase_add_test(core, cosine_schedule_values);
+    tcase_add_test(core, norm_and_clip);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, parse_errors_list_choices);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(optim_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

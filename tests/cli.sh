@@ -1,0 +1,66 @@
+#!/bin/sh
+# cli.sh: ryzen-train as a user runs it: usage errors, malformed configs and overrides exit 64
+# with file:line:column, a short run of the seed workload starts near ln(2048) and writes its
+# files, and docs/config.md is the generated key reference.
+set -u
+src=${top_srcdir:-.}
+bin=${top_builddir:-.}/ryzen-train
+tmp=$(mktemp -d /tmp/rz-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+. "$src/tests/lib.sh"
+
+expect "help" 0 "usage: ryzen-train" -- "$bin" --help
+expect "no arguments" 64 "--config FILE is required" -- "$bin"
+expect "unknown option" 64 "unknown option '--bogus'" -- "$bin" --config x.yaml --bogus
+expect "option without value" 64 "option '--run-dir' needs a value" -- "$bin" --config x.yaml --run-dir
+expect "missing config file" 64 "nonexistent.yaml" -- "$bin" --config "$tmp/nonexistent.yaml"
+
+printf 'model:\n  d_model: 256\n  n_heads: 4\ntraining:\n  batch_sise: 16\n' >"$tmp/typo.yaml"
+expect "unknown key with suggestion" 64 "typo.yaml:5:3: .*did you mean 'training.batch_size'" \
+  -- "$bin" --config "$tmp/typo.yaml"
+
+printf 'model:\n  d_model: 250\n  n_heads: 4\n' >"$tmp/heads.yaml"
+expect "d_model not divisible by heads" 64 "heads.yaml:[0-9]+:[0-9]+: .*n_heads" \
+  -- "$bin" --config "$tmp/heads.yaml"
+
+printf 'model:\n  d_model: [1, 2\n' >"$tmp/syntax.yaml"
+expect "yaml syntax error" 64 "syntax.yaml:[0-9]+:[0-9]+" -- "$bin" --config "$tmp/syntax.yaml"
+
+expect "bad --set key" 64 "--set training.stepz: .*did you mean 'training.steps'" \
+  -- "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.stepz=3
+expect "bad --set value" 64 "--set training.steps: " \
+  -- "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.steps=abc
+expect "--set without =" 64 "--set training.steps" \
+  -- "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.steps
+
+# token ids >= vocab are refused, naming the file and offset
+printf '\001\000\377\177' >"$tmp/tokens.bin"
+expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \
+  "$src/configs/seed_benchmark.yaml" --set data.kind=tokens --set data.path="$tmp/tokens.bin" \
+  --set model.seq_len=1 --set training.steps=1 --run-dir "$tmp/tok"
+
+# the seed workload: 3 steps; the first loss is near ln(2048) = 7.62
+expect "seed workload runs" 0 "2138112 parameters" -- "$bin" --config \
+  "$src/configs/seed_benchmark.yaml" --set training.steps=3 --set training.log_interval=1 \
+  --run-dir "$tmp/seed"
+first=$(sed -n 's/^step *1\/3 | loss \([0-9.]*\).*/\1/p' "$tmp/out")
+if [ -n "$first" ] && awk -v l="$first" 'BEGIN { d = l - 7.6246; exit !(d < 0.15 && d > -0.15) }'; then
+  ok "first loss $first is near ln(2048)"
+else
+  bad "first loss '$first' is not near ln(2048) = 7.62"
+fi
+if [ -s "$tmp/seed/summary.json" ] && [ "$(cat "$tmp"/seed/metrics/*/rank-00000.jsonl | wc -l)" -eq 3 ]; then
+  ok "summary.json and 3 metrics lines written"
+else
+  bad "summary.json or metrics missing under $tmp/seed"
+fi
+
+# docs/config.md is generated from the key table and must not drift
+"$bin" --config-reference >"$tmp/config.md"
+if cmp -s "$tmp/config.md" "$src/docs/config.md"; then
+  ok "docs/config.md matches the key table"
+else
+  bad "docs/config.md is stale: run 'make config-doc'"
+fi
+
+finish

@@ -1,0 +1,281 @@
+#!/bin/sh
+# mpi.sh: data parallelism, checkpoints, resume and failure handling of ryzen-train under a real
+# launcher (Open MPI's mpirun, oversubscribed on 2 cores):
+#   equivalence      4 x batch 4, 2 x batch 8 and 1 x batch 8 x accum 2 match 1 x batch 16
+#   exact resume     40 steps == 20 + resumed 20 (losses as hex floats, params and Adam hashes),
+#                    on 1 and on 2 ranks
+#   elastic resume   4 ranks for 20 steps, then 2 ranks: same global samples, loss on track
+#   crash injection  at each stage of the checkpoint commit: a restart never loads a partial file
+#   damage           flipped byte, truncated, empty: verify fails, resume falls back, quarantine
+#   signals          USR2 at start-up, mid-run and during a checkpoint write -> exit 75
+#   failures         kill -9 of a rank ends the job; a stopped rank trips the watchdog (76);
+#                    ranks that disagree on parameters exit 76; a wrong launch exits 70
+set -u
+src=${top_srcdir:-.}
+build=${top_builddir:-.}
+bin=$build/ryzen-train
+ckpt=$build/ryzen-ckpt
+tmp=$(mktemp -d /tmp/rz-mpi-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+. "$src/tests/lib.sh"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun=${MPIRUN:-mpirun}
+
+# A small model on Markov data: quick steps, a loss that moves.
+small="--config $src/configs/seed_benchmark.yaml --quiet --set model.vocab_size=128
+  --set model.d_model=64 --set model.n_heads=2 --set model.d_ff=128 --set model.seq_len=32
+  --set data.kind=markov --set data.markov_branching=4 --set optimizer.lr=2e-3
+  --set optimizer.warmup_steps=5 --set health.sync_check_interval=10"
+
+# train NAME NP [args...]: run ryzen-train on NP ranks with run dir $tmp/NAME, metrics id NAME.
+train() {
+  name=$1 np=$2
+  shift 2
+  if [ "$np" -eq 1 ]; then
+    RYZEN_RUN_ID=$name "$bin" $small --run-dir "$tmp/$name" "$@"
+  else
+    RYZEN_RUN_ID=$name "$mpirun" -np "$np" "$bin" $small --run-dir "$tmp/$name" "$@"
+  fi
+}
+
+# losses DIR ID: "step loss_hex loss" per line of rank 0's metrics.
+losses() {
+  sed -n 's/.*"step":\([0-9]*\),.*"loss":\([^,]*\),"loss_hex":"\([^"]*\)".*/\1 \3 \2/p' \
+    "$tmp/$1/metrics/$2/rank-00000.jsonl"
+}
+
+# close A B TOL FROM TO: per-step losses of runs A and B agree within relative TOL on steps
+# FROM..TO (all of them present).
+close() {
+  losses "$1" "$1" >"$tmp/a.txt"
+  losses "$2" "$2" >"$tmp/b.txt"
+  awk -v tol="$3" -v from="$4" -v to="$5" '
+    NR == FNR { a[$1] = $3; next }
+    $1 >= from && $1 <= to { n++; d = a[$1] - $3; if (d < 0) d = -d
+      r = d / (a[$1] < 0 ? -a[$1] : a[$1]); if (r > worst) worst = r
+      if (!($1 in a) || r > tol) bad++ }
+    END { printf "     (%d steps, max relative difference %.3g)\n", n, worst
+          exit !(n == to - from + 1 && bad == 0) }' "$tmp/a.txt" "$tmp/b.txt"
+}
+
+# same_hex A IDA B IDB FROM TO: losses of steps FROM..TO identical to the bit.
+same_hex() {
+  losses "$1" "$2" | awk -v f="$5" -v t="$6" '$1 >= f && $1 <= t { print $1, $2 }' >"$tmp/a.txt"
+  losses "$3" "$4" | awk -v f="$5" -v t="$6" '$1 >= f && $1 <= t { print $1, $2 }' >"$tmp/b.txt"
+  [ "$(wc -l <"$tmp/a.txt")" -eq $(($6 - $5 + 1)) ] && cmp -s "$tmp/a.txt" "$tmp/b.txt"
+}
+
+info() { "$ckpt" info "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
+
+# wait_step DIR ID N: wait (30 s at most) until rank 0's metrics reach step N.
+wait_step() {
+  i=0
+  while [ $i -lt 300 ]; do
+    last=$(tail -n 1 "$tmp/$1/metrics/$2/rank-00000.jsonl" 2>/dev/null |
+           sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
+    [ -n "$last" ] && [ "$last" -ge "$3" ] && return 0
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 1
+}
+
+echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
+train eq1 1 --set training.steps=30 --set training.batch_size=16 >/dev/null 2>&1
+train eq4 4 --set training.steps=30 --set training.batch_size=4 >/dev/null 2>&1
+train eq2 2 --set training.steps=30 --set training.batch_size=8 >/dev/null 2>&1
+train eqa 1 --set training.steps=30 --set training.batch_size=8 --set training.grad_accum=2 \
+  >/dev/null 2>&1
+check "4 ranks x batch 4 == 1 rank x batch 16 (1e-5)" close eq1 eq4 1e-5 1 30
+check "2 ranks x batch 8 == 1 rank x batch 16 (1e-5)" close eq1 eq2 1e-5 1 30
+check "1 rank x batch 8 x accum 2 == 1 rank x batch 16 (1e-5)" close eq1 eqa 1e-5 1 30
+check "2 ranks x batch 8 == 1 rank x batch 8 x accum 2 (1e-5)" close eqa eq2 1e-5 1 30
+check "metrics from every rank" test -s "$tmp/eq4/metrics/eq4/rank-00003.jsonl"
+check "sync checks agree" grep -q '"sync_ok":true' "$tmp/eq4/metrics/eq4/rank-00000.jsonl"
+check "summary lists 4 ranks" grep -q '"num_processes":4,' "$tmp/eq4/summary.json"
+
+for np in 1 2; do
+  echo "# exact resume on $np rank(s): 40 steps == 20 + 20"
+  train full$np $np --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
+  train seg$np $np --set training.steps=40 --set checkpoint.interval=0 --stop-at-step 20 \
+    >/dev/null 2>&1
+  train seg$np $np --set training.steps=40 >"$tmp/out" 2>&1   # --resume auto (default)
+  check "segment stopped at step 20" test -f "$tmp/seg$np/checkpoints/step-00000020.h5"
+  check "the second half resumed: 20 + 20 metrics lines" \
+    test "$(wc -l <"$tmp/seg$np/metrics/seg$np/rank-00000.jsonl")" -eq 40
+  check "losses of steps 21..40 identical as hex floats ($np rank)" \
+    same_hex full$np full$np seg$np seg$np 21 40
+  a=$(info "$tmp/full$np/checkpoints/step-00000040.h5" params_sha256)
+  b=$(info "$tmp/seg$np/checkpoints/step-00000040.h5" params_sha256)
+  check "final params_sha256 identical ($np rank): $a" test -n "$a" -a "$a" = "$b"
+  a=$(info "$tmp/full$np/checkpoints/step-00000040.h5" adam_sha256)
+  b=$(info "$tmp/seg$np/checkpoints/step-00000040.h5" adam_sha256)
+  check "final Adam state identical ($np rank)" test -n "$a" -a "$a" = "$b"
+done
+
+echo "# elastic resume: 4 ranks for 20 steps, then 2 ranks"
+train el4 4 --set training.steps=40 --set training.batch_size=4 >/dev/null 2>&1
+train els 4 --set training.steps=40 --set training.batch_size=4 --stop-at-step 20 \
+  >/dev/null 2>&1
+expect "resume on 2 ranks keeps the global batch" 0 "" -- \
+  env RYZEN_RUN_ID=els "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/els" \
+  --set training.steps=40 --set training.batch_size=4 --set training.log_interval=100
+check "it said how it kept the global batch 16" \
+  grep -q "keeping the global batch 16 on 2 ranks as batch 4 x accum 2" "$tmp/out"
+first=$(sed -n 21p "$tmp/els/metrics/els/rank-00000.jsonl")
+check "it continued at step 21, sample 336" \
+  sh -c "echo '$first' | grep -q '^{\"step\":21,\"samples_seen\":336,'"
+check "the 2-rank world is recorded" sh -c "echo '$first' | grep -q '\"world_size\":2'"
+check "loss on track with the 4-rank run (1e-4)" close el4 els 1e-4 21 40
+
+echo "# crash injection at each stage of the checkpoint commit (2 ranks)"
+for stage in before_fsync before_rename before_dirsync; do
+  d=crash-$stage
+  train $d 2 --set training.steps=30 --set checkpoint.interval=10 --stop-at-step 10 \
+    >/dev/null 2>&1
+  RYZEN_TEST_CKPT_CRASH=$stage train $d 2 --set training.steps=30 --set checkpoint.interval=10 \
+    >"$tmp/out" 2>&1
+  code=$?
+  check "$stage: the crashed run failed (exit $code)" test "$code" -ne 0
+  want=10
+  [ $stage = before_dirsync ] && want=20   # renamed already: a complete, valid file
+  newest=$(ls "$tmp/$d/checkpoints" | grep -v tmp | grep '^step-' | sort | tail -n 1)
+  check "$stage: newest complete checkpoint is step $want ($newest)" \
+    test "$newest" = "step-000000$want.h5"
+  expect "$stage: restart resumes and finishes" 0 "" -- \
+    env RYZEN_RUN_ID=$d "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/$d" --set \
+    training.steps=30 --set checkpoint.interval=10 --quiet
+  line=$(sed -n "$((want + 1))p" "$tmp/$d/metrics/$d/rank-00000.jsonl")
+  check "$stage: resumed at step $((want + 1))" \
+    sh -c "echo '$line' | grep -q '^{\"step\":$((want + 1)),'"
+  check "$stage: every checkpoint left verifies" \
+    sh -c "for f in '$tmp/$d'/checkpoints/step-*.h5; do '$ckpt' verify \"\$f\" >/dev/null || exit 1; done"
+done
+
+echo "# damaged checkpoints: verify fails, resume falls back, the file is quarantined"
+train dmg 1 --set training.steps=30 --set checkpoint.interval=10 >/dev/null 2>&1
+for kind in flip truncate empty; do
+  d=dmg-$kind
+  cp -r "$tmp/dmg" "$tmp/$d"
+  f=$tmp/$d/checkpoints/step-00000030.h5
+  size=$(stat -c %s "$f")
+  case $kind in
+    flip)
+      off=$((size / 2))
+      byte=$(od -An -tu1 -j "$off" -N1 "$f" | tr -d ' ')
+      if [ "$byte" = 255 ]; then printf '\000'; else printf '\377'; fi |
+        dd of="$f" bs=1 seek="$off" conv=notrunc 2>/dev/null ;;
+    truncate) truncate -s $((size / 2)) "$f" ;;
+    empty) : >"$f" ;;
+  esac
+  expect "$kind: ryzen-ckpt verify fails with 65" 65 "step-00000030.h5" -- "$ckpt" verify "$f"
+  expect "$kind: resume falls back to step 20" 0 "skipped damaged checkpoint .*step-00000030" -- \
+    env RYZEN_RUN_ID=$d "$bin" $small --run-dir "$tmp/$d" --set training.steps=35 \
+    --set checkpoint.interval=10
+  check "$kind: resumed at step 21" \
+    grep -q "resume: loaded .*step-00000020.h5: step 20" "$tmp/out"
+  check "$kind: quarantined with a reason" \
+    test -f "$tmp/$d/checkpoints/quarantine/step-00000030.h5" -a \
+         -s "$tmp/$d/checkpoints/quarantine/step-00000030.h5.reason"
+done
+expect "--resume PATH of a damaged file exits 65" 65 "step-00000030.h5" -- \
+  "$bin" $small --run-dir "$tmp/dmg-x" --resume "$tmp/dmg-flip/checkpoints/quarantine/step-00000030.h5"
+expect "--resume PATH of a missing file exits 65" 65 "nonexistent.h5" -- \
+  "$bin" $small --run-dir "$tmp/dmg-y" --resume "$tmp/nonexistent.h5"
+expect "a checkpoint of another model shape is refused (65)" 65 "wte" -- \
+  "$bin" $small --run-dir "$tmp/dmg-z" --set model.d_model=32 \
+  --resume "$tmp/dmg/checkpoints/step-00000030.h5"
+
+echo "# stop signals (2 ranks): USR2 to mpirun, which forwards it to the ranks"
+# start NAME ENV... -- ARGS...: launch in the background; $pid is mpirun's pid.
+start() {
+  name=$1
+  shift
+  env RYZEN_RUN_ID=$name "$@" >"$tmp/$name.out" 2>&1 &
+  pid=$!
+}
+finished() { # finished NAME CODE: wait for $pid (60 s at most); its exit status must be CODE
+  i=0
+  while kill -0 "$pid" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; wait "$pid"; bad "$1: still running after 60 s"; return; fi
+  wait "$pid"
+  got=$?
+  if [ "$got" -eq "$2" ]; then ok "$1 (exit $got)"; else bad "$1: exit $got, expected $2"; show "$tmp/$3.out"; fi
+}
+long="--set training.steps=100000 --set checkpoint.interval=0"
+
+start sig0 RYZEN_TEST_STARTUP_DELAY_S=4 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig0" $long
+sleep 2.5
+kill -USR2 "$pid"
+finished "USR2 at start-up: exit 75" 75 sig0
+check "... without a checkpoint" sh -c "! ls '$tmp/sig0/checkpoints'/step-* >/dev/null 2>&1"
+check "... and saying so" grep -q "stop signal before the first step" "$tmp/sig0.out"
+
+start sig1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig1" $long
+wait_step sig1 sig1 5
+kill -USR2 "$pid"
+finished "USR2 mid-run: exit 75" 75 sig1
+last=$(tail -n 1 "$tmp/sig1/metrics/sig1/rank-00000.jsonl" | sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
+f=$tmp/sig1/checkpoints/step-$(printf %08d "$last").h5
+check "... checkpoint of the last step ($last) committed and valid" "$ckpt" verify "$f"
+check "... both ranks reached the same step" \
+  test "$(tail -n 1 "$tmp/sig1/metrics/sig1/rank-00001.jsonl" | sed -n 's/^{"step":\([0-9]*\),.*/\1/p')" = "$last"
+expect "... and the requeued run finishes from it" 0 "resume: loaded .*step-$(printf %08d "$last").h5" -- \
+  env RYZEN_RUN_ID=sig1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig1" \
+  --set training.steps=$((last + 5))
+
+start sig2 RYZEN_TEST_SAVE_DELAY_S=3 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig2" \
+  --set training.steps=100000 --set checkpoint.interval=20
+wait_step sig2 sig2 20
+sleep 1   # inside the 3 s checkpoint write of step 20
+kill -USR2 "$pid"
+finished "USR2 during a checkpoint write: exit 75" 75 sig2
+check "... step 20 committed and valid" "$ckpt" verify "$tmp/sig2/checkpoints/step-00000020.h5"
+check "... then step 21 committed at the next boundary" \
+  "$ckpt" verify "$tmp/sig2/checkpoints/step-00000021.h5"
+check "... no partial files" sh -c "! ls '$tmp/sig2/checkpoints'/*.tmp >/dev/null 2>&1"
+
+echo "# failures"
+seed="--config $src/configs/seed_benchmark.yaml --quiet --set training.steps=100000
+  --set checkpoint.interval=0 --set health.watchdog_floor_s=4 --set health.watchdog_factor=5"
+start kill9 "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/kill9"
+wait_step kill9 kill9 3
+victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$tmp/kill9/health/rank-00001.hb")
+t0=$(date +%s)
+kill -9 "$victim"
+i=0
+while kill -0 "$pid" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+wait "$pid"
+code=$?
+check "kill -9 of rank 1: the job ended in $(($(date +%s) - t0)) s (bounded: < 30 s), exit $code" \
+  test $(($(date +%s) - t0)) -lt 30 -a "$code" -ne 0
+
+start hang "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/hang"
+wait_step hang hang 3
+victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$tmp/hang/health/rank-00001.hb")
+kill -STOP "$victim"
+finished "a stopped rank 1: the watchdog ends the step" 76 hang
+kill -CONT "$victim" 2>/dev/null
+check "... naming rank 1 as behind" grep -q "watchdog: rank 0: .*ranks behind: 1 (last at sync of step" "$tmp/hang.out"
+
+expect "ranks that disagree on parameters exit 76, naming the rank" 76 "differ on rank\(s\) 1 " -- \
+  env RYZEN_TEST_DESYNC_RANK=1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/desync" \
+  --set training.steps=30
+expect "a wrong launch (ranks that did not join one MPI job) exits 70" 70 "srun --mpi=pmix" -- \
+  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$bin" $small --run-dir "$tmp/wrong"
+
+echo "# preflight"
+expect "preflight on 2 ranks passes every check" 0 "preflight: isa +ok" -- \
+  "$mpirun" -np 2 "$bin" --config "$src/configs/seed_benchmark.yaml" --preflight \
+  --run-dir "$tmp/pf"
+check "... and records them in health.json" grep -q '^{"ok":true,.*"world_size":2,' "$tmp/pf/health.json"
+expect "preflight of a wrong launch exits 70" 70 "preflight failed: launch" -- \
+  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$bin" --config "$src/configs/seed_benchmark.yaml" \
+  --preflight --run-dir "$tmp/pf-bad"
+check "... and says why in health.json" \
+  grep -q '"name":"launch","ok":false,"detail":"launch check on rank 0' "$tmp/pf-bad/health.json"
+
+finish
