@@ -178,7 +178,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 37);
+    ck_assert_uint_eq(cfg_n_keys, 67);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;
@@ -208,7 +208,7 @@ START_TEST(key_table_is_consistent)
             ck_assert_msg(!same_sec || prev_same, "%s: section is split in the table", k->name);
         }
     }
-    ck_assert_uint_eq(cfg_n_sections, 9);
+    ck_assert_uint_eq(cfg_n_sections, 11);
 }
 END_TEST
 
@@ -221,9 +221,14 @@ START_TEST(seed_benchmark_is_the_defaults)
     ck_assert_msg(cfg_load(&c, path, &err) == RZ_OK, "%s", err.msg);
     cfg_defaults(&d);
     assert_all_equal(&c, &d);
+    /* The workload is written out in full; the phase and gate sections belong to the phase
+     * configs and stay at their defaults here. */
+    const char *workload[] = {"model.", "training.", "optimizer.", "data.", "kernels."};
     for (size_t i = 0; i < cfg_n_keys; i++)
-        ck_assert_msg(c.origin[i].kind == CFG_ORIGIN_FILE, "%s not written out in the file",
-                      cfg_keys[i].name);
+        for (size_t w = 0; w < sizeof workload / sizeof workload[0]; w++)
+            if (strncmp(cfg_keys[i].name, workload[w], strlen(workload[w])) == 0)
+                ck_assert_msg(c.origin[i].kind == CFG_ORIGIN_FILE,
+                              "%s not written out in the file", cfg_keys[i].name);
     ck_assert_str_eq(c.source, path);
     ck_assert_int_eq(cfg_validate(&c, &err), RZ_OK);
 }

@@ -70,6 +70,24 @@ START_TEST(json_writer_output)
 }
 END_TEST
 
+START_TEST(json_fixed_keeps_unix_time_precision)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct rz_json j;
+    rz_json_init(&j, f);
+    rz_json_object_begin(&j);
+    rz_json_kv_fixed(&j, "t", 1763694519.1234, 3);
+    rz_json_kv_double(&j, "coarse", 1763694519.1234);
+    rz_json_kv_fixed(&j, "nan", NAN, 3);
+    rz_json_object_end(&j);
+    fclose(f);
+    ck_assert_str_eq(buf, "{\"t\":1763694519.123,\"coarse\":1.76369452e+09,\"nan\":null}");
+    free(buf);
+}
+END_TEST
+
 START_TEST(rng_is_a_pure_function)
 {
     ck_assert_uint_eq(rz_rand64(7, 11), rz_rand64(7, 11));
@@ -146,6 +164,7 @@ static Suite *core_suite(void)
     tcase_add_test(core, exit_codes_match_contract);
     tcase_add_test(core, fail_records_and_appends);
     tcase_add_test(core, json_writer_output);
+    tcase_add_test(core, json_fixed_keeps_unix_time_precision);
     tcase_add_test(core, rng_is_a_pure_function);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);

@@ -54,6 +54,11 @@ enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_e
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &c->size));
     MPI_CHECK(MPI_Get_processor_name(c->host, &len));
+    /* Under Slurm the node name is what operators know (and, on a dev cluster of virtual nodes
+     * on one machine, the only name that tells the nodes apart). */
+    const char *node = getenv("SLURMD_NODENAME");
+    if (node != NULL && node[0] != '\0')
+        snprintf(c->host, sizeof c->host, "%s", node);
     c->mpi = true;
     *out = c;
     return RZ_OK;

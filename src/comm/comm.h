@@ -32,7 +32,7 @@ void comm_abort(struct comm *c, int code);
 
 int comm_rank(const struct comm *c);
 int comm_size(const struct comm *c);
-/* This rank's host name (MPI_Get_processor_name). */
+/* This rank's node: $SLURMD_NODENAME under Slurm, else MPI_Get_processor_name. */
 const char *comm_host(const struct comm *c);
 
 /* Launch check: under Slurm, MPI size must equal SLURM_NTASKS (else RZ_EHEALTH with a message

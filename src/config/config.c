@@ -766,3 +766,19 @@ void cfg_write_reference(FILE *out)
         write_reference_row(out, k);
     }
 }
+
+bool cfg_phase_name(const char *path, char *out, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    base = base != NULL ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
+        n -= 5;
+    else if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
+        n -= 4;
+    if (n >= len)
+        return false;
+    memcpy(out, base, n);
+    out[n] = '\0';
+    return true;
+}

@@ -95,6 +95,35 @@ struct cfg_comm {
     double bucket_mb;
 };
 
+/* The scaling phase this config is, and what follows its verdict (ryzen-step, ryzen-gate). */
+struct cfg_phase {
+    char previous[CFG_STR_MAX];  /* phase whose latest report is the baseline ("" = none) */
+    char next[CFG_STR_MAX];      /* phase submitted on GO ("" = none) */
+    char on_go[CFG_STR_MAX];     /* "promote" | "stop" */
+    char on_no_go[CFG_STR_MAX];  /* "rollback" | "stop" */
+    char on_hold[CFG_STR_MAX];   /* "stop" | "promote" | "rollback" */
+};
+
+/* Go/no-go thresholds (docs/gates.md).  For "higher is better" metrics GO needs value >= go and
+ * NO-GO trips at value < no_go; for "lower is better" ones GO needs value <= go and NO-GO trips
+ * at value > no_go.  Between the two: HOLD. */
+struct cfg_gates {
+    double throughput_go, throughput_no_go;            /* samples/s, median over windows */
+    double efficiency_go, efficiency_no_go;            /* weak scaling vs the baseline */
+    double comm_go, comm_no_go;                        /* exposed comm / step time */
+    double allreduce_p99_ms_go, allreduce_p99_ms_no_go;
+    double sync_agreement_go, sync_agreement_no_go;    /* share of agreeing sync checks */
+    double grad_norm_spread_go, grad_norm_spread_no_go;
+    double loss_vs_baseline_pct_go, loss_vs_baseline_pct_no_go;
+    double entropy_gap_go, entropy_gap_no_go;          /* nats above the markov floor */
+    double failures_go, failures_no_go;                /* failure restarts */
+    double memory_go, memory_no_go;                    /* peak RSS per node / node memory */
+    double uptime_go, uptime_no_go;                    /* training time / wall time */
+    double min_duration_h;                             /* shorter runs are HOLD, never GO */
+    int64_t min_steps;
+    char prom_dir[CFG_PATH_MAX];                       /* node_exporter textfile dir ("" = off) */
+};
+
 struct cfg {
     char source[CFG_PATH_MAX];  /* file the config came from ("" if none) */
     struct cfg_model model;
@@ -106,6 +135,8 @@ struct cfg {
     struct cfg_restart restart;
     struct cfg_health health;
     struct cfg_comm comm;
+    struct cfg_phase phase;
+    struct cfg_gates gates;
     struct cfg_origin origin[CFG_MAX_KEYS]; /* indexed like the key table (config/keys.h) */
 };
 
@@ -125,6 +156,10 @@ enum rz_status cfg_set(struct cfg *c, const char *assignment, struct rz_err *err
 
 /* Cross-key consistency (d_model % n_heads, data.path required for text/tokens, ...). */
 enum rz_status cfg_validate(const struct cfg *c, struct rz_err *err);
+
+/* The phase name of a config file: its base name without .yaml/.yml ("configs/phase1_4proc.yaml"
+ * -> "phase1_4proc"), which names the run directory and the reports.  False if it does not fit. */
+bool cfg_phase_name(const char *path, char *out, size_t len);
 
 /* Write the resolved config as YAML (used in checkpoints and run directories). */
 void cfg_write_yaml(const struct cfg *c, FILE *out);

@@ -37,6 +37,11 @@
     { .name = n, .type = CFG_ENUM, .offset = offsetof(struct cfg, f), .size = CFG_SIZE_STR(f),    \
       .choices = ch, .def = d, .doc = doc_ }
 
+/* A gate: GATE(x, ...) is the two keys gates.x_go and gates.x_no_go (config.h: cfg_gates). */
+#define GATE(m, go, nogo, doc_)                                                                   \
+    KEY_FLOAT("gates." #m "_go", gates.m##_go, -1e30, 1e30, 0u, #go, "GO threshold: " doc_),   \
+    KEY_FLOAT("gates." #m "_no_go", gates.m##_no_go, -1e30, 1e30, 0u, #nogo, "NO-GO threshold.")
+
 #define BIG INT64_C(1000000000000) /* 1e12: "effectively unbounded" step counts */
 
 const struct cfg_key cfg_keys[] = {
@@ -115,6 +120,40 @@ const struct cfg_key cfg_keys[] = {
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),
+
+    KEY_STRING("phase.previous", phase.previous, "",
+               "Phase whose latest report is this phase's baseline (\"\" = none)."),
+    KEY_STRING("phase.next", phase.next, "", "Phase submitted on GO (\"\" = none)."),
+    KEY_ENUM("phase.on_go", phase.on_go, "promote|stop", "promote",
+             "On GO: submit phase.next, or stop."),
+    KEY_ENUM("phase.on_no_go", phase.on_no_go, "rollback|stop", "rollback",
+             "On NO-GO: resubmit phase.previous from this phase's last good checkpoint, or stop."),
+    KEY_ENUM("phase.on_hold", phase.on_hold, "stop|promote|rollback", "stop",
+             "On HOLD (between the GO and NO-GO thresholds)."),
+
+    GATE(throughput, 250, 200, "Samples/s, median over windows (higher is better)."),
+    GATE(efficiency, 0.90, 0.80,
+         "Weak-scaling efficiency vs the baseline report (higher is better; >1.02 is suspect)."),
+    GATE(comm, 0.10, 0.20, "Exposed communication / step time (lower is better)."),
+    GATE(allreduce_p99_ms, 3, 10, "Small-allreduce latency p99 in ms (lower is better)."),
+    GATE(sync_agreement, 1, 1,
+         "Share of sync checks with identical parameter hashes (higher is better)."),
+    GATE(grad_norm_spread, 1e-5, 1e-3,
+         "Max relative spread of per-rank post-allreduce gradient norms (lower is better)."),
+    GATE(loss_vs_baseline_pct, 2, 10,
+         "Loss above the baseline at matched samples seen, in percent (lower is better)."),
+    GATE(entropy_gap, 0.15, 0.5,
+         "Final loss minus the markov entropy floor, nats (lower is better; markov data only)."),
+    GATE(failures, 0, 3, "Failure restarts of the job (lower is better)."),
+    GATE(memory, 0.80, 0.95, "Peak RSS per node / node memory (lower is better)."),
+    GATE(uptime, 0.95, 0.80,
+         "Training time / wall time including restarts (higher is better)."),
+    KEY_FLOAT("gates.min_duration_h", gates.min_duration_h, 0.0, 1e6, 0u, "72",
+              "Training hours required for GO (shorter runs are HOLD, never NO-GO)."),
+    KEY_INT("gates.min_steps", gates.min_steps, 0, BIG, "0",
+            "Optimizer steps required for GO (shorter runs are HOLD)."),
+    KEY_STRING("gates.prom_dir", gates.prom_dir, "",
+               "Also copy gate.prom into this node_exporter textfile directory (\"\" = off)."),
 };
 const size_t cfg_n_keys = RZ_ARRAY_LEN(cfg_keys);
 
@@ -130,6 +169,8 @@ const struct cfg_section cfg_sections[] = {
     {"restart", "Automatic restart after failures."},
     {"health", "Cross-rank consistency checks, stop signals and the hang watchdog."},
     {"comm", "Gradient communication between ranks."},
+    {"phase", "Where this phase sits in the scaling chain, and what its verdict triggers."},
+    {"gates", "Go/no-go thresholds of the phase report (docs/gates.md)."},
 };
 const size_t cfg_n_sections = RZ_ARRAY_LEN(cfg_sections);
 

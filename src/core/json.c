@@ -130,3 +130,13 @@ void rz_json_kv_double(struct rz_json *j, const char *key, double v) { rz_json_k
 void rz_json_kv_int(struct rz_json *j, const char *key, int64_t v) { rz_json_key(j, key); rz_json_int(j, v); }
 void rz_json_kv_uint(struct rz_json *j, const char *key, uint64_t v) { rz_json_key(j, key); rz_json_uint(j, v); }
 void rz_json_kv_bool(struct rz_json *j, const char *key, bool v) { rz_json_key(j, key); rz_json_bool(j, v); }
+
+void rz_json_kv_fixed(struct rz_json *j, const char *key, double v, int decimals)
+{
+    rz_json_key(j, key);
+    before_value(j);
+    if (!isfinite(v))
+        fputs("null", j->out);
+    else
+        fprintf(j->out, "%.*f", decimals, v);
+}

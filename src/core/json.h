@@ -40,5 +40,8 @@ void rz_json_kv_double(struct rz_json *j, const char *key, double v);
 void rz_json_kv_int(struct rz_json *j, const char *key, int64_t v);
 void rz_json_kv_uint(struct rz_json *j, const char *key, uint64_t v);
 void rz_json_kv_bool(struct rz_json *j, const char *key, bool v);
+/* A number with a fixed count of decimals ("%.*f"), e.g. Unix times in seconds: the default
+ * 9 significant digits would round them to 10 s. */
+void rz_json_kv_fixed(struct rz_json *j, const char *key, double v, int decimals);
 
 #endif

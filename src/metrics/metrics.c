@@ -56,6 +56,7 @@ enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step 
     rz_json_object_begin(&j);
     rz_json_kv_int(&j, "step", s->step);
     rz_json_kv_int(&j, "samples_seen", s->samples_seen);
+    rz_json_kv_int(&j, "run_step", s->run_step);
     rz_json_kv_double(&j, "loss", s->loss);
     char hex[64];
     snprintf(hex, sizeof hex, "%a", s->loss); /* exact, for bit-exact comparisons */

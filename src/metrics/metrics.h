@@ -15,6 +15,8 @@
 
 struct metrics_step {
     int64_t step;            /* 1-based optimizer step just completed */
+    int64_t run_step;        /* 1-based step within this process's run (warm-up detection:
+                              * after a restart, steps are re-counted from 1) */
     int64_t samples_seen;    /* global samples consumed so far */
     double loss;             /* mean loss of this step (all micro-steps, all ranks) */
     double lr;               /* learning rate used for this step */

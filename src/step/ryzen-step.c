@@ -24,62 +24,66 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "step/step.h"
+#include "step/wrapper.h"
 
-#define MAX_SETS 256
-
-struct args {
-    const char *config;
-    const char *sets[MAX_SETS];
-    int n_sets;
-};
-
-struct ctx {
-    struct args a;
-    struct cfg cfg;
-    struct step_env env;
-    char run_dir[2048], phase[256], train[4096], mpi[64];
-    struct step_events *ev;
-};
 
 static void usage(FILE *f)
 {
-    fputs("usage: ryzen-step --config FILE [--set key=value]...\n"
+    fputs("usage: ryzen-step --config FILE [--set [PHASE:]key=value]...\n"
           "The job-step wrapper run by the sbatch templates (sbatch/phase*.sh): validates the\n"
           "config, runs the preflight on every rank, launches ryzen-train with srun, forwards\n"
           "SIGUSR2/SIGTERM as SIGUSR2, and requeues the job on a signal checkpoint (75) or a\n"
-          "failure while restart.max_restarts lasts.  Events: RUN_DIR/events.jsonl.\n"
+          "failure while restart.max_restarts lasts.  At the end it runs ryzen-gate and, by\n"
+          "the verdict and the config's phase section, submits the next phase (GO) or rolls back\n"
+          "to the previous one from the last good checkpoint (NO-GO).  Overrides are passed on\n"
+          "along the chain; PHASE:key=value applies only to that phase.\n"
+          "Events: RUN_DIR/events.jsonl.\n"
           "Environment: RYZEN_RUN_ROOT (default $SLURM_SUBMIT_DIR/runs), RYZEN_TRAIN (the\n"
-          "trainer; default: next to ryzen-step, else PATH), RYZEN_SRUN_MPI (srun --mpi plugin,\n"
-          "default pmix).\n", f);
+          "trainer; default: next to ryzen-step, else PATH), RYZEN_GATE (likewise), RYZEN_SRUN_MPI\n"
+          "(srun --mpi plugin, default pmix), RYZEN_RESUME_FROM (set by a rollback: the checkpoint\n"
+          "to resume from when this run directory has no newer one).\n", f);
 }
 
-static int parse_args(struct args *a, int argc, char **argv)
+static int parse_args(struct wrapper *w, int argc, char **argv)
 {
-    memset(a, 0, sizeof *a);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return -1;
         if (i + 1 < argc && strcmp(argv[i], "--config") == 0) {
-            a->config = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--set") == 0 && a->n_sets < MAX_SETS) {
-            a->sets[a->n_sets++] = argv[++i];
+            w->config = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--set") == 0 &&
+                   w->n_raw < WRAPPER_MAX_SETS) {
+            w->raw_sets[w->n_raw++] = argv[++i];
         } else {
             fprintf(stderr, "ryzen-step: unexpected argument '%s' (template arguments must be "
                     "--set key=value overrides)\n", argv[i]);
             return RZ_EXIT_USAGE;
         }
     }
-    if (a->config == NULL) {
+    if (w->config == NULL) {
         fprintf(stderr, "ryzen-step: --config FILE is required\n");
         return RZ_EXIT_USAGE;
     }
     return 0;
 }
 
-/* The trainer: RYZEN_TRAIN, else ryzen-train next to this program, else the PATH. */
-static void find_trainer(char *out, size_t len)
+/* Keep the overrides that apply to this phase: unqualified ones, and "PHASE:key=value" ones
+ * whose PHASE is this one (prefix removed).  A ':' after the '=' belongs to the value. */
+static void select_sets(struct wrapper *w)
 {
-    const char *env = getenv("RYZEN_TRAIN");
+    for (int i = 0; i < w->n_raw; i++) {
+        const char *s = w->raw_sets[i], *colon = strchr(s, ':'), *eq = strchr(s, '=');
+        if (colon == NULL || (eq != NULL && eq < colon))
+            w->sets[w->n_sets++] = s;
+        else if ((size_t)(colon - s) == strlen(w->phase) &&
+                 strncmp(s, w->phase, strlen(w->phase)) == 0)
+            w->sets[w->n_sets++] = colon + 1;
+    }
+}
+
+void wrapper_find_program(char *out, size_t len, const char *var, const char *name)
+{
+    const char *env = getenv(var);
     if (env != NULL && env[0] != '\0') {
         snprintf(out, len, "%s", env);
         return;
@@ -91,38 +95,46 @@ static void find_trainer(char *out, size_t len)
         char *slash = strrchr(self, '/');
         if (slash != NULL) {
             *slash = '\0';
-            if (snprintf(out, len, "%s/ryzen-train", self) < (int)len && access(out, X_OK) == 0)
+            if (snprintf(out, len, "%s/%s", self, name) < (int)len && access(out, X_OK) == 0)
                 return;
         }
     }
-    snprintf(out, len, "ryzen-train");
+    snprintf(out, len, "%s", name);
 }
 
-static enum rz_status load_config(struct ctx *c, struct rz_err *err)
+enum rz_status wrapper_add_sets(const struct wrapper *w, struct step_argv *v, struct rz_err *err)
 {
-    enum rz_status st = cfg_load(&c->cfg, c->a.config, err);
-    for (int i = 0; st == RZ_OK && i < c->a.n_sets; i++)
-        st = cfg_set(&c->cfg, c->a.sets[i], err);
+    enum rz_status st = RZ_OK;
+    for (int i = 0; st == RZ_OK && i < w->n_sets; i++) {
+        st = step_argv_add(v, "--set", err);
+        if (st == RZ_OK)
+            st = step_argv_add(v, w->sets[i], err);
+    }
+    return st;
+}
+
+static enum rz_status load_config(struct wrapper *c, struct rz_err *err)
+{
+    enum rz_status st = cfg_load(&c->cfg, c->config, err);
+    for (int i = 0; st == RZ_OK && i < c->n_sets; i++)
+        st = cfg_set(&c->cfg, c->sets[i], err);
     if (st == RZ_OK)
         st = cfg_validate(&c->cfg, err);
     return st;
 }
 
 /* srun --mpi=X -K1 TRAINER --config F [--set k=v]... --run-dir D EXTRA */
-static enum rz_status trainer_argv(const struct ctx *c, struct step_argv *v, const char *extra1,
+static enum rz_status trainer_argv(const struct wrapper *c, struct step_argv *v, const char *extra1,
                                    const char *extra2, struct rz_err *err)
 {
     char mpi[96];
     snprintf(mpi, sizeof mpi, "--mpi=%s", c->mpi);
-    const char *head[] = {"srun", mpi, "--kill-on-bad-exit=1", c->train, "--config", c->a.config};
+    const char *head[] = {"srun", mpi, "--kill-on-bad-exit=1", c->train, "--config", c->config};
     enum rz_status st = RZ_OK;
     for (size_t i = 0; st == RZ_OK && i < RZ_ARRAY_LEN(head); i++)
         st = step_argv_add(v, head[i], err);
-    for (int i = 0; st == RZ_OK && i < c->a.n_sets; i++) {
-        st = step_argv_add(v, "--set", err);
-        if (st == RZ_OK)
-            st = step_argv_add(v, c->a.sets[i], err);
-    }
+    if (st == RZ_OK)
+        st = wrapper_add_sets(c, v, err);
     if (st == RZ_OK) st = step_argv_add(v, "--run-dir", err);
     if (st == RZ_OK) st = step_argv_add(v, c->run_dir, err);
     if (st == RZ_OK && extra1 != NULL) st = step_argv_add(v, extra1, err);
@@ -131,7 +143,7 @@ static enum rz_status trainer_argv(const struct ctx *c, struct step_argv *v, con
 }
 
 /* NO-GO (health) report stub: the preflight failed, so there is nothing to measure. */
-static void write_health_report(const struct ctx *c, int status)
+static void write_health_report(const struct wrapper *c, int status)
 {
     char dir[2300], path[2400], health[2300];
     snprintf(dir, sizeof dir, "%s/reports/%s", c->run_dir, c->env.job_id);
@@ -175,39 +187,58 @@ static void write_health_report(const struct ctx *c, int status)
 
 static void on_quarantine(void *user, const char *path, const char *reason)
 {
-    struct ctx *c = user;
+    struct wrapper *c = user;
     char msg[4600];
     snprintf(msg, sizeof msg, "damaged checkpoint %s skipped and quarantined: %s", path, reason);
     struct step_kv kv[] = {{"checkpoint", path, 0}, {"reason", reason, 0}};
     step_event(c->ev, "checkpoint_quarantined", msg, kv, 2);
 }
 
-static void announce_resume(struct ctx *c)
+/* Which checkpoint the trainer will use, said once here: "auto" (the newest valid one in this
+ * run directory; damaged ones are quarantined on the way), or the rollback checkpoint named by
+ * RYZEN_RESUME_FROM when this run directory has nothing newer. */
+static void choose_resume(struct wrapper *c, char *resume, size_t len)
 {
-    char dir[2100], path[4096], msg[4400];
+    char dir[2100], path[4096], msg[8400];
     struct rz_err err;
-    struct ckpt_meta meta;
+    struct ckpt_meta meta, from;
+    int64_t own = -1;
+    snprintf(resume, len, "auto");
     snprintf(dir, sizeof dir, "%s/checkpoints", c->run_dir);
     if (ckpt_find_latest(dir, path, sizeof path, on_quarantine, c, &err) != RZ_OK) {
         step_event(c->ev, "resume", err.msg, NULL, 0);
         return;
     }
-    if (path[0] == '\0') {
+    if (path[0] != '\0' && ckpt_read_meta(path, &meta, &err) == RZ_OK) {
+        own = meta.step;
+        ckpt_meta_free(&meta);
+    }
+    const char *rollback = getenv("RYZEN_RESUME_FROM");
+    if (rollback != NULL && rollback[0] != '\0' && ckpt_read_meta(rollback, &from, &err) == RZ_OK) {
+        bool newer = from.step > own;
+        if (newer) {
+            snprintf(resume, len, "%s", rollback);
+            snprintf(msg, sizeof msg, "rollback: resuming from %s (step %lld, written by %lld "
+                     "ranks)", rollback, (long long)from.step, (long long)from.world_size);
+            struct step_kv kv[] = {{"checkpoint", rollback, 0}, {"step", NULL, (double)from.step},
+                                   {"rollback", "yes", 0}};
+            step_event(c->ev, "resume", msg, kv, 3);
+        }
+        ckpt_meta_free(&from);
+        if (newer)
+            return;
+    }
+    if (own < 0) {
         step_event(c->ev, "resume", "no checkpoint yet: starting fresh", NULL, 0);
         return;
     }
-    if (ckpt_read_meta(path, &meta, &err) != RZ_OK) {
-        step_event(c->ev, "resume", err.msg, NULL, 0);
-        return;
-    }
     snprintf(msg, sizeof msg, "resuming from %s (step %lld, the newest that verifies)", path,
-             (long long)meta.step);
-    struct step_kv kv[] = {{"checkpoint", path, 0}, {"step", NULL, (double)meta.step}};
+             (long long)own);
+    struct step_kv kv[] = {{"checkpoint", path, 0}, {"step", NULL, (double)own}};
     step_event(c->ev, "resume", msg, kv, 2);
-    ckpt_meta_free(&meta);
 }
 
-static int preflight(struct ctx *c)
+static int preflight(struct wrapper *c)
 {
     struct step_argv v = {0};
     struct rz_err err;
@@ -233,7 +264,7 @@ static int preflight(struct ctx *c)
     return RZ_EXIT_HEALTH;
 }
 
-static int requeue(struct ctx *c, const char *reason, int status, long failures)
+static int requeue(struct wrapper *c, const char *reason, int status, long failures)
 {
     char msg[512];
     if (strcmp(c->env.job_id, "local") == 0) {
@@ -268,12 +299,12 @@ static int requeue(struct ctx *c, const char *reason, int status, long failures)
     return RZ_EXIT_REQUEUE;
 }
 
-static int train(struct ctx *c)
+static int train(struct wrapper *c, const char *resume)
 {
     struct step_argv v = {0};
     struct rz_err err;
     char cmd[8192], msg[8400];
-    if (trainer_argv(c, &v, "--resume", "auto", &err) != RZ_OK) {
+    if (trainer_argv(c, &v, "--resume", resume, &err) != RZ_OK) {
         step_event(c->ev, "train", err.msg, NULL, 0);
         return RZ_EXIT_HEALTH;
     }
@@ -297,7 +328,7 @@ static int train(struct ctx *c)
     return rc;
 }
 
-static int decide(struct ctx *c, int rc)
+static int decide(struct wrapper *c, int rc)
 {
     char msg[512];
     long failures = step_count_failures(step_events_path(c->ev), c->env.job_id);
@@ -306,7 +337,7 @@ static int decide(struct ctx *c, int rc)
     switch (act) {
     case STEP_DONE:
         step_event(c->ev, "finished", "training finished", kv, 1);
-        return 0;
+        return chain_finish_phase(c);
     case STEP_REQUEUE_SIGNAL:
         return requeue(c, "signal", rc, failures);
     case STEP_REQUEUE_FAILURE:
@@ -329,22 +360,24 @@ static int decide(struct ctx *c, int rc)
 
 int main(int argc, char **argv)
 {
-    static struct ctx c;
+    static struct wrapper c;
     static struct rz_err err;
-    int rc = parse_args(&c.a, argc, argv);
+    int rc = parse_args(&c, argc, argv);
     if (rc != 0) {
         usage(rc < 0 ? stdout : stderr);
         return rc < 0 ? 0 : rc;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     step_env_read(&c.env);
-    find_trainer(c.train, sizeof c.train);
+    wrapper_find_program(c.train, sizeof c.train, "RYZEN_TRAIN", "ryzen-train");
+    wrapper_find_program(c.gate, sizeof c.gate, "RYZEN_GATE", "ryzen-gate");
     const char *mpi = getenv("RYZEN_SRUN_MPI");
     snprintf(c.mpi, sizeof c.mpi, "%s", mpi != NULL && mpi[0] ? mpi : "pmix");
-    if (!step_run_dir(c.run_dir, sizeof c.run_dir, &c.env, c.a.config, c.phase, sizeof c.phase)) {
+    if (!step_run_dir(c.run_dir, sizeof c.run_dir, &c.env, c.config, c.phase, sizeof c.phase)) {
         fprintf(stderr, "ryzen-step: run directory path too long\n");
         return RZ_EXIT_USAGE;
     }
+    select_sets(&c);
     if (step_events_open(&c.ev, c.run_dir, &c.env, c.phase, stdout, &err) != RZ_OK) {
         fprintf(stderr, "ryzen-step: %s\n", err.msg);
         return RZ_EXIT_IO;
@@ -352,9 +385,9 @@ int main(int argc, char **argv)
     char msg[4600];
     snprintf(msg, sizeof msg, "job %s (restart %ld) on %ld node(s) x %ld task(s): config %s, "
              "run dir %s", c.env.job_id, c.env.restart_count, c.env.nnodes, c.env.ntasks,
-             c.a.config, c.run_dir);
+             c.config, c.run_dir);
     struct step_kv kv[] = {{"nodes", NULL, (double)c.env.nnodes},
-                           {"ntasks", NULL, (double)c.env.ntasks}, {"config", c.a.config, 0},
+                           {"ntasks", NULL, (double)c.env.ntasks}, {"config", c.config, 0},
                            {"run_dir", c.run_dir, 0}};
     step_event(c.ev, "start", msg, kv, 4);
     if (load_config(&c, &err) != RZ_OK) {
@@ -366,8 +399,9 @@ int main(int argc, char **argv)
     }
     rc = preflight(&c);
     if (rc == 0) {
-        announce_resume(&c);
-        rc = decide(&c, train(&c));
+        char resume[4096];
+        choose_resume(&c, resume, sizeof resume);
+        rc = decide(&c, train(&c, resume));
     }
     step_events_close(c.ev);
     return rc;

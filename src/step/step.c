@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "core/json.h"
 #include "core/util.h"
 
@@ -49,14 +50,7 @@ void step_env_read(struct step_env *e)
 bool step_run_dir(char *out, size_t len, const struct step_env *e, const char *config,
                   char *phase, size_t phase_len)
 {
-    const char *base = strrchr(config, '/');
-    base = base != NULL ? base + 1 : config;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
-        n -= 5;
-    else if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
-        n -= 4;
-    if (snprintf(phase, phase_len, "%.*s", (int)n, base) >= (int)phase_len)
+    if (!cfg_phase_name(config, phase, phase_len))
         return false;
     const char *root = getenv("RYZEN_RUN_ROOT");
     int w = root != NULL && root[0] ? snprintf(out, len, "%s/%s", root, phase)
@@ -114,7 +108,9 @@ void step_event(struct step_events *ev, const char *event, const char *message,
     rz_json_init(&j, ev->f);
     rz_json_object_begin(&j);
     rz_json_kv_string(&j, "time", stamp);
-    rz_json_kv_double(&j, "t", (double)time(NULL));
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    rz_json_kv_fixed(&j, "t", (double)now.tv_sec + 1e-9 * (double)now.tv_nsec, 3);
     rz_json_kv_string(&j, "job", ev->env.job_id);
     rz_json_kv_int(&j, "restart", ev->env.restart_count);
     rz_json_kv_string(&j, "phase", ev->phase);
@@ -288,6 +284,48 @@ int step_run(const struct step_argv *a, struct rz_err *err)
     pid_t pid;
     if (step_spawn(a, &pid, err) != RZ_OK)
         return -1;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int step_run_capture(const struct step_argv *a, char *out, size_t len, struct rz_err *err)
+{
+    int fds[2];
+    out[0] = '\0';
+    if (pipe(fds) != 0) {
+        rz_fail(err, RZ_EIO, "pipe for '%s': %s", a->argv[0], strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, a->argv[0], &fa, NULL, a->argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        rz_fail(err, RZ_EHEALTH, "start '%s': %s", a->argv[0], strerror(rc));
+        return -1;
+    }
+    size_t used = 0;
+    for (;;) {
+        char buf[512];
+        ssize_t got = read(fds[0], buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        size_t keep = (size_t)got < len - 1 - used ? (size_t)got : len - 1 - used;
+        memcpy(out + used, buf, keep);
+        used += keep;
+    }
+    out[used] = '\0';
+    close(fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)

@@ -92,5 +92,8 @@ int step_signals_seen(void);
 
 /* Run to completion; the exit code or 128 + signal, -1 if it could not start. */
 int step_run(const struct step_argv *a, struct rz_err *err);
+/* Same, with the program's standard output captured into out (NUL-terminated, cut at len - 1;
+ * stderr stays inherited). */
+int step_run_capture(const struct step_argv *a, char *out, size_t len, struct rz_err *err);
 
 #endif

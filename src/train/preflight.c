@@ -26,6 +26,7 @@ struct probe {
     char host[64];
     char isa[48];
     double mem_available;    /* bytes, this node */
+    double mem_total;        /* bytes, this node */
     double need;             /* bytes this rank will use */
     int ckpt_ok;
     double ckpt_free;        /* bytes free under the checkpoint directory */
@@ -41,13 +42,15 @@ struct verdict {
     char detail[N_CHECKS][512];
 };
 
-static double mem_available(void)
+/* A "Name:  N kB" field of /proc/meminfo, in bytes (0 if absent). */
+static double meminfo(const char *field)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
+    size_t n = strlen(field);
     double kb = 0.0;
     while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+        if (strncmp(line, field, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%lf", &kb) == 1)
             break;
     if (f != NULL)
         fclose(f);
@@ -85,13 +88,13 @@ static void probe_self(const struct preflight_opts *o, const struct model_dims *
 {
     memset(p, 0, sizeof *p);
     p->rank = comm_rank(o->comm);
-    const char *node = getenv("SLURMD_NODENAME"); /* the virtual node on a dev cluster */
-    snprintf(p->host, sizeof p->host, "%s", node != NULL ? node : comm_host(o->comm));
+    snprintf(p->host, sizeof p->host, "%s", comm_host(o->comm));
     struct kern_ctx *k = NULL;
     if (kern_ctx_create(&k, KERN_DNNL, NULL) == RZ_OK)
         snprintf(p->isa, sizeof p->isa, "%s", kern_ctx_isa(k));
     kern_ctx_destroy(k);
-    p->mem_available = mem_available();
+    p->mem_available = meminfo("MemAvailable");
+    p->mem_total = meminfo("MemTotal");
     p->need = (double)model_memory_bytes(d) + RUNTIME_BYTES;
     probe_ckpt_dir(o->run_dir, p);
 }
@@ -201,6 +204,7 @@ static enum rz_status write_health(const char *run_dir, const struct preflight_o
         rz_json_kv_string(&j, "host", all[r].host);
         rz_json_kv_string(&j, "isa", all[r].isa);
         rz_json_kv_double(&j, "mem_available_bytes", all[r].mem_available);
+        rz_json_kv_double(&j, "mem_total_bytes", all[r].mem_total);
         rz_json_kv_double(&j, "mem_need_bytes", all[r].need);
         rz_json_kv_double(&j, "ckpt_free_bytes", all[r].ckpt_free);
         rz_json_object_end(&j);

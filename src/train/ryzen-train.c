@@ -122,14 +122,10 @@ static int default_run_dir(char *buf, size_t len, const char *config)
         snprintf(rootbuf, sizeof rootbuf, "%s/runs", submit != NULL && submit[0] ? submit : ".");
         root = rootbuf;
     }
-    const char *base = strrchr(config, '/');
-    base = base != NULL ? base + 1 : config;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
-        n -= 5;
-    else if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
-        n -= 4;
-    int w = snprintf(buf, len, "%s/%.*s", root, (int)n, base);
+    char phase[256];
+    if (!cfg_phase_name(config, phase, sizeof phase))
+        return -1;
+    int w = snprintf(buf, len, "%s/%s", root, phase);
     return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 

@@ -543,7 +543,8 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
 {
     double flops = model_flops_per_sample(&t->dims);
     struct metrics_step s = {
-        .step = t->step, .samples_seen = t->step * t->global_batch, .loss = o->loss,
+        .step = t->step, .samples_seen = t->step * t->global_batch,
+        .run_step = t->step - r->start_step, .loss = o->loss,
         .lr = t->last_lr, .grad_norm = o->grad_norm, .step_time_s = dt, .comm_time_s = o->comm_s,
         .samples_per_sec = (double)t->global_batch / dt,
         .tokens_per_sec = (double)(t->global_batch * t->dims.seq_len) / dt,

@@ -1,0 +1,194 @@
+/* gate.h: go/no-go gate evaluation of one phase job and its reports (docs/gates.md).
+ *
+ *   gate_read      RUN_DIR/metrics/<job>/rank-*.jsonl, events.jsonl, summary.json, health.json,
+ *                  checkpoints/ and the baseline report -> struct gate_input
+ *   gate_evaluate  criteria, verdict, rollback checkpoint, planned action -> struct gate_result
+ *   gate_write_*   report.json, report.md, report.html, gate.prom (one FILE each)
+ *   gate_write_reports  all of them into RUN_DIR/reports/<job>/ (temp name + rename) and the
+ *                  optional copy of gate.prom into gates.prom_dir
+ *
+ * Malformed input is RZ_EDATA with "FILE:LINE[:COLUMN]: cause"; a missing rank file names the
+ * rank.  Ownership: gate_read/gate_evaluate fill caller-owned structs whose arrays they allocate;
+ * gate_input_free/gate_result_free release them (safe on zeroed or half-filled structs). */
+#ifndef RZ_GATE_GATE_H
+#define RZ_GATE_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config/config.h"
+#include "core/status.h"
+
+/* Criterion status; the values are the ryzen_gate_criterion_status codes in gate.prom. */
+enum gate_status { GATE_GO = 0, GATE_NO_GO = 1, GATE_HOLD = 2, GATE_NOT_JUDGED = 3, GATE_NA = 4 };
+
+/* Verdict; the values are ryzen-gate's exit codes and ryzen_gate_verdict in gate.prom. */
+enum gate_verdict { GATE_VERDICT_GO = 0, GATE_VERDICT_NO_GO = 1, GATE_VERDICT_HOLD = 2 };
+
+enum gate_crit {
+    GATE_THROUGHPUT, GATE_EFFICIENCY, GATE_COMM, GATE_ALLREDUCE_P99_MS, GATE_SYNC_AGREEMENT,
+    GATE_GRAD_NORM_SPREAD, GATE_LOSS_VS_BASELINE_PCT, GATE_ENTROPY_GAP, GATE_FAILURES,
+    GATE_MEMORY, GATE_UPTIME, GATE_DURATION, GATE_N_CRIT
+};
+
+#define GATE_NOTE_MAX 512
+#define GATE_NAME_MAX 128
+#define GATE_MAX_POINTS 200     /* loss curve points kept in a report */
+
+/* One metrics line of one rank, after de-duplication by step (the last occurrence wins). */
+struct gate_row {
+    int64_t step, run_step, samples_seen;
+    double loss, step_time_s, comm_time_s, allreduce_s;
+    uint64_t rss_bytes;
+    bool has_sync, sync_ok;
+    double gnorm_post_spread;
+};
+
+struct gate_rank {
+    int rank;
+    char host[GATE_NAME_MAX];   /* health.json, else summary.json, else "unknown" */
+    double mem_total_bytes;     /* health.json; 0 when unknown */
+    struct gate_row *rows;      /* ascending step */
+    size_t n_rows;
+};
+
+/* One optimizer step present on every rank. */
+struct gate_step {
+    int64_t step, run_step, samples_seen;
+    double global_batch;        /* samples of this step (all ranks) */
+    double loss;                /* rank 0's (the loss is already the global mean) */
+    double step_time_s;         /* slowest rank */
+    int sync_ranks, sync_ok_ranks; /* ranks that ran / passed a sync check at this step */
+    double gnorm_post_spread;   /* max over ranks */
+};
+
+struct gate_event {
+    char job[64], event[64], phase[GATE_NAME_MAX], reason[64];
+    double t;                   /* seconds since the epoch */
+    char *json;                 /* the line as read (valid JSON object) */
+};
+
+struct gate_baseline {
+    bool wanted;                /* phase.previous set or --baseline given */
+    bool present;
+    char path[4096];
+    char reason[GATE_NOTE_MAX]; /* why it is absent */
+    char phase[GATE_NAME_MAX], job[64];
+    double throughput;          /* NaN when the baseline had none */
+    int64_t world_size;
+    double *curve;              /* n_curve (samples_seen, loss) pairs */
+    size_t n_curve;
+};
+
+struct gate_ckpt {
+    int64_t step;
+    bool valid;
+    char path[4096];
+};
+
+struct gate_input {
+    char run_dir[4096], job[64], phase[GATE_NAME_MAX];
+    char metrics_dir[4096];
+    int world_size;
+    struct gate_rank *ranks;    /* world_size */
+    struct gate_step *steps;
+    size_t n_steps;
+    struct gate_event *events;  /* every line of events.jsonl (all jobs) */
+    size_t n_events;
+    bool has_summary;
+    double entropy_floor;       /* NaN when unknown */
+    int64_t summary_restarts;
+    bool has_health;
+    char isa[64];
+    struct gate_ckpt *ckpts;    /* ascending step */
+    size_t n_ckpts;
+    struct gate_baseline baseline;
+    char config_sha256[65];
+};
+
+struct gate_criterion {
+    const char *name;           /* static: "throughput", ... */
+    const char *unit;
+    bool higher_is_better;
+    double measured;            /* NaN when not judged / n/a */
+    double go, no_go;           /* NaN when the criterion has no such threshold */
+    enum gate_status status;
+    int64_t samples;            /* data points the measurement rests on */
+    char note[GATE_NOTE_MAX];
+};
+
+/* Throughput of one window of steady-state steps. */
+struct gate_window {
+    int64_t first_step, last_step;
+    double samples_per_sec;
+};
+
+struct gate_rank_stat {
+    int64_t steps;
+    double mean_step_s, comm_share;
+    uint64_t peak_rss_bytes;
+    double q[5];                /* steady step time min, p25, median, p75, max */
+};
+
+struct gate_result {
+    struct gate_criterion crit[GATE_N_CRIT];
+    enum gate_verdict verdict;
+    double throughput_p10, allreduce_p50_ms;
+    struct gate_window *windows;
+    size_t n_windows;
+    int64_t *restart_steps;     /* steps at which a resumed run started */
+    size_t n_restarts;
+    double *loss_curve;         /* n_loss (samples_seen, loss) pairs, <= GATE_MAX_POINTS */
+    int64_t *loss_steps;        /* the step of each loss point */
+    size_t n_loss;
+    struct gate_rank_stat *rank_stats; /* world_size */
+    bool has_rollback;
+    int64_t rollback_step, last_good_sync_step;
+    char rollback_path[4096];
+    char action[16];            /* "promote" | "rollback" | "stop" */
+    char action_phase[GATE_NAME_MAX];
+    char action_note[GATE_NOTE_MAX];
+    char suspect[GATE_NOTE_MAX]; /* "" or why the efficiency is suspect */
+};
+
+/* Read every input of job `job` (NULL: $SLURM_JOB_ID, else the newest metrics/<id>/).
+ * `baseline_path` NULL: RUNROOT/<phase.previous>/reports/newest/report.json. */
+enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char *run_dir,
+                         const char *job, const char *baseline_path, struct rz_err *err);
+void gate_input_free(struct gate_input *in);
+
+/* Read a report.json written by gate_write_json as a baseline (fills b->present and data). */
+enum rz_status gate_read_baseline(struct gate_baseline *b, const char *path, struct rz_err *err);
+
+enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *in,
+                             const struct cfg *c, struct rz_err *err);
+void gate_result_free(struct gate_result *res);
+
+/* GO/HOLD/NO-GO of one value against thresholds (NO-GO is checked first). */
+enum gate_status gate_judge(double value, double go, double no_go, bool higher_is_better);
+enum gate_verdict gate_verdict_of(const struct gate_criterion *crit, size_t n);
+
+const char *gate_status_name(enum gate_status s);      /* "go", "no_go", "hold", ... */
+const char *gate_verdict_name(enum gate_verdict v);    /* "GO", "NO-GO", "HOLD" */
+
+void gate_write_json(FILE *f, const struct gate_input *in, const struct gate_result *res,
+                     const struct cfg *c);
+void gate_write_md(FILE *f, const struct gate_input *in, const struct gate_result *res,
+                   const struct cfg *c);
+void gate_write_html(FILE *f, const struct gate_input *in, const struct gate_result *res,
+                     const struct cfg *c);
+void gate_write_prom(FILE *f, const struct gate_input *in, const struct gate_result *res);
+
+/* Write the four files into RUN_DIR/reports/<job>/ (dir_out receives that path) and copy
+ * gate.prom to gates.prom_dir/ryzen_<phase>.prom when set.  A failed copy is not an error: its
+ * message goes to warn ("" when none). */
+enum rz_status gate_write_reports(const struct gate_input *in, const struct gate_result *res,
+                                  const struct cfg *c, char *dir_out, size_t dir_len,
+                                  char *warn, size_t warn_len, struct rz_err *err);
+
+/* Shared formatting helper: "%.6g" or "n/a" for NaN, into buf. */
+const char *gate_fmt_num(char *buf, size_t len, double v);
+
+#endif

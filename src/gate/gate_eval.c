@@ -1,0 +1,617 @@
+#include "config.h"
+
+/* gate_eval.c: the gate criteria of docs/gates.md, the verdict, the rollback checkpoint and the
+ * planned action, computed from a struct gate_input.
+ * Deliberately not here: reading files (gate_read.c, gate_baseline.c), rendering (gate_report.c,
+ * gate_html.c, gate_prom.c) and acting on the verdict (ryzen-step submits and rolls back). */
+
+#include "gate/gate.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "gate/gate_internal.h"
+
+#define GATE_SUSPECT_EFFICIENCY 1.02
+
+/* ---- small helpers --------------------------------------------------------------------------- */
+
+static int gate_dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double gate_quantile(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, n, sizeof *v, gate_dbl_cmp);
+    double pos = q * (double)(n - 1);
+    size_t i = (size_t)pos;
+    if (i + 1 >= n)
+        return v[n - 1];
+    return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
+}
+
+enum gate_status gate_judge(double value, double go, double no_go, bool higher_is_better)
+{
+    if (isnan(value))
+        return GATE_NOT_JUDGED;
+    if (higher_is_better) {
+        if (!isnan(no_go) && value < no_go)
+            return GATE_NO_GO;
+        return value >= go ? GATE_GO : GATE_HOLD;
+    }
+    if (!isnan(no_go) && value > no_go)
+        return GATE_NO_GO;
+    return value <= go ? GATE_GO : GATE_HOLD;
+}
+
+enum gate_verdict gate_verdict_of(const struct gate_criterion *crit, size_t n)
+{
+    bool hold = false;
+    for (size_t i = 0; i < n; i++) {
+        if (crit[i].status == GATE_NO_GO)
+            return GATE_VERDICT_NO_GO;
+        hold |= crit[i].status == GATE_HOLD || crit[i].status == GATE_NOT_JUDGED;
+    }
+    return hold ? GATE_VERDICT_HOLD : GATE_VERDICT_GO;
+}
+
+const char *gate_status_name(enum gate_status s)
+{
+    static const char *const names[] = {"go", "no_go", "hold", "not_judged", "n/a"};
+    return (unsigned)s < RZ_ARRAY_LEN(names) ? names[s] : "?";
+}
+
+const char *gate_verdict_name(enum gate_verdict v)
+{
+    static const char *const names[] = {"GO", "NO-GO", "HOLD"};
+    return (unsigned)v < RZ_ARRAY_LEN(names) ? names[v] : "?";
+}
+
+static void gate_note(struct gate_criterion *k, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void gate_note(struct gate_criterion *k, const char *fmt, ...)
+{
+    size_t used = strlen(k->note);
+    if (used + 3 >= sizeof k->note)
+        return;
+    if (used > 0) {
+        memcpy(k->note + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->note + used, sizeof k->note - used, fmt, ap);
+    va_end(ap);
+}
+
+static void gate_measure(struct gate_criterion *k, double value, int64_t samples)
+{
+    k->measured = value;
+    k->samples = samples;
+    k->status = gate_judge(value, k->go, k->no_go, k->higher_is_better);
+}
+
+static void gate_set(struct gate_criterion *k, enum gate_status s)
+{
+    k->status = s;
+    k->measured = NAN;
+}
+
+static void gate_crit_init(struct gate_result *res, const struct cfg *c)
+{
+    const struct cfg_gates *g = &c->gates;
+    const struct {
+        const char *name, *unit;
+        bool hi;
+        double go, no_go;
+    } t[GATE_N_CRIT] = {
+        {"throughput", "samples/s", true, g->throughput_go, g->throughput_no_go},
+        {"efficiency", "ratio", true, g->efficiency_go, g->efficiency_no_go},
+        {"comm", "share", false, g->comm_go, g->comm_no_go},
+        {"allreduce_p99_ms", "ms", false, g->allreduce_p99_ms_go, g->allreduce_p99_ms_no_go},
+        {"sync_agreement", "share", true, g->sync_agreement_go, g->sync_agreement_no_go},
+        {"grad_norm_spread", "relative", false, g->grad_norm_spread_go, g->grad_norm_spread_no_go},
+        {"loss_vs_baseline_pct", "%", false, g->loss_vs_baseline_pct_go,
+         g->loss_vs_baseline_pct_no_go},
+        {"entropy_gap", "nats", false, g->entropy_gap_go, g->entropy_gap_no_go},
+        {"failures", "count", false, g->failures_go, g->failures_no_go},
+        {"memory", "share", false, g->memory_go, g->memory_no_go},
+        {"uptime", "share", true, g->uptime_go, g->uptime_no_go},
+        {"duration", "h", true, g->min_duration_h, NAN},
+    };
+    for (int i = 0; i < GATE_N_CRIT; i++) {
+        struct gate_criterion *k = &res->crit[i];
+        memset(k, 0, sizeof *k);
+        k->name = t[i].name;
+        k->unit = t[i].unit;
+        k->higher_is_better = t[i].hi;
+        k->go = t[i].go;
+        k->no_go = t[i].no_go;
+        gate_set(k, GATE_NOT_JUDGED);
+    }
+}
+
+static bool gate_steady(const struct cfg *c, int64_t run_step)
+{
+    return run_step > c->training.warmup_bench;
+}
+
+/* ---- performance ----------------------------------------------------------------------------- */
+
+static enum rz_status gate_throughput(struct gate_result *res, const struct gate_input *in,
+                                      const struct cfg *c, struct rz_err *err)
+{
+    struct gate_criterion *k = &res->crit[GATE_THROUGHPUT];
+    size_t n = 0;
+    for (size_t i = 0; i < in->n_steps; i++)
+        n += gate_steady(c, in->steps[i].run_step);
+    if (n == 0) {
+        gate_note(k, "no steady-state steps: all %zu steps are within the first %lld of a run "
+                  "(training.warmup_bench)", in->n_steps, (long long)c->training.warmup_bench);
+        return RZ_OK;
+    }
+    size_t w = n / 10 > 5 ? n / 10 : 5, nw = n / w > 0 ? n / w : 1;
+    res->windows = calloc(nw, sizeof *res->windows);
+    double *rates = calloc(nw, sizeof *rates);
+    if (res->windows == NULL || rates == NULL) {
+        free(rates);
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    }
+    size_t seen = 0;
+    double samples = 0, secs = 0;
+    for (size_t i = 0; i < in->n_steps; i++) {
+        const struct gate_step *s = &in->steps[i];
+        if (!gate_steady(c, s->run_step))
+            continue;
+        struct gate_window *win = &res->windows[res->n_windows];
+        if (samples == 0 && secs == 0)
+            win->first_step = s->step;
+        samples += s->global_batch;
+        secs += s->step_time_s;
+        seen++;
+        if ((seen % w == 0 && res->n_windows + 1 < nw) || seen == n) {
+            win->last_step = s->step;
+            win->samples_per_sec = samples / secs;
+            rates[res->n_windows++] = win->samples_per_sec;
+            samples = secs = 0;
+        }
+    }
+    gate_measure(k, gate_quantile(rates, res->n_windows, 0.5), (int64_t)n);
+    res->throughput_p10 = gate_quantile(rates, res->n_windows, 0.1);
+    gate_note(k, "median of %zu window(s) of %zu steady steps; p10 %.6g samples/s", nw, w,
+              res->throughput_p10);
+    free(rates);
+    return RZ_OK;
+}
+
+static void gate_efficiency(struct gate_result *res, const struct gate_input *in)
+{
+    struct gate_criterion *k = &res->crit[GATE_EFFICIENCY];
+    const struct gate_baseline *b = &in->baseline;
+    double tp = res->crit[GATE_THROUGHPUT].measured;
+    if (!b->wanted) {
+        gate_set(k, GATE_NA);
+        gate_note(k, "%s", b->reason);
+    } else if (!b->present) {
+        gate_note(k, "%s", b->reason);
+    } else if (isnan(tp) || !(b->throughput > 0)) {
+        gate_note(k, "no throughput measured %s", isnan(tp) ? "in this run" : "in the baseline");
+    } else {
+        double eff = (tp / in->world_size) / (b->throughput / (double)b->world_size);
+        gate_measure(k, eff, res->crit[GATE_THROUGHPUT].samples);
+        gate_note(k, "weak scaling: (%.6g/%d) / (%.6g/%lld) vs %s job %s", tp, in->world_size,
+                  b->throughput, (long long)b->world_size, b->phase, b->job);
+        if (eff > GATE_SUSPECT_EFFICIENCY) {
+            rz_fmt(res->suspect, sizeof res->suspect,
+                     "efficiency %.4g > %.2f is suspect under weak scaling; likely causes: the "
+                     "baseline was measured under heavier contention, a different global or "
+                     "per-rank batch, too few windows, or a different machine or ISA",
+                     eff, GATE_SUSPECT_EFFICIENCY);
+            gate_note(k, "SUSPECT: %s", res->suspect);
+        }
+    }
+}
+
+/* Per-rank table and the comm criterion (worst rank's exposed-communication share). */
+static enum rz_status gate_ranks(struct gate_result *res, const struct gate_input *in,
+                                 const struct cfg *c, struct rz_err *err)
+{
+    res->rank_stats = calloc((size_t)in->world_size, sizeof *res->rank_stats);
+    if (res->rank_stats == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    struct gate_criterion *k = &res->crit[GATE_COMM];
+    double worst = NAN;
+    int worst_rank = -1;
+    int64_t samples = 0;
+    for (int r = 0; r < in->world_size; r++) {
+        const struct gate_rank *rk = &in->ranks[r];
+        struct gate_rank_stat *rs = &res->rank_stats[r];
+        double *t = calloc(rk->n_rows + 1, sizeof *t), comm = 0, step = 0;
+        if (t == NULL)
+            return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+        size_t m = 0;
+        for (size_t i = 0; i < rk->n_rows; i++) {
+            const struct gate_row *row = &rk->rows[i];
+            rs->peak_rss_bytes = row->rss_bytes > rs->peak_rss_bytes ? row->rss_bytes
+                                                                     : rs->peak_rss_bytes;
+            if (!gate_steady(c, row->run_step))
+                continue;
+            comm += row->comm_time_s;
+            step += row->step_time_s;
+            t[m++] = row->step_time_s;
+        }
+        rs->steps = (int64_t)rk->n_rows;
+        rs->mean_step_s = m ? step / (double)m : (double)NAN;
+        rs->comm_share = m ? comm / step : (double)NAN;
+        for (int q = 0; q < 5; q++)
+            rs->q[q] = gate_quantile(t, m, q / 4.0);
+        free(t);
+        samples += (int64_t)m;
+        if (m > 0 && (isnan(worst) || rs->comm_share > worst)) {
+            worst = rs->comm_share;
+            worst_rank = r;
+        }
+    }
+    if (worst_rank < 0) {
+        gate_note(k, "no steady-state steps");
+        return RZ_OK;
+    }
+    gate_measure(k, worst, samples);
+    gate_note(k, "worst rank %d (%s): sum comm_time_s / sum step_time_s over steady steps",
+              worst_rank, in->ranks[worst_rank].host);
+    return RZ_OK;
+}
+
+static enum rz_status gate_allreduce(struct gate_result *res, const struct gate_input *in,
+                                     const struct cfg *c, struct rz_err *err)
+{
+    struct gate_criterion *k = &res->crit[GATE_ALLREDUCE_P99_MS];
+    size_t total = 0, m = 0;
+    for (int r = 0; r < in->world_size; r++)
+        total += in->ranks[r].n_rows;
+    double *v = calloc(total + 1, sizeof *v);
+    if (v == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    for (int r = 0; r < in->world_size; r++)
+        for (size_t i = 0; i < in->ranks[r].n_rows; i++)
+            if (gate_steady(c, in->ranks[r].rows[i].run_step))
+                v[m++] = in->ranks[r].rows[i].allreduce_s * 1000.0;
+    if (m == 0) {
+        gate_note(k, "no steady-state steps");
+    } else {
+        res->allreduce_p50_ms = gate_quantile(v, m, 0.5);
+        gate_measure(k, gate_quantile(v, m, 0.99), (int64_t)m);
+        gate_note(k, "p50 %.4g ms, p99 %.4g ms over steady steps of all ranks",
+                  res->allreduce_p50_ms, k->measured);
+    }
+    free(v);
+    return RZ_OK;
+}
+
+/* ---- correctness ----------------------------------------------------------------------------- */
+
+static void gate_sync(struct gate_result *res, const struct gate_input *in)
+{
+    struct gate_criterion *ks = &res->crit[GATE_SYNC_AGREEMENT];
+    struct gate_criterion *kg = &res->crit[GATE_GRAD_NORM_SPREAD];
+    int64_t checks = 0, agree = 0, first_bad = -1;
+    double spread = 0;
+    res->last_good_sync_step = -1;
+    for (size_t i = 0; i < in->n_steps; i++) {
+        const struct gate_step *s = &in->steps[i];
+        if (s->sync_ranks == 0)
+            continue;
+        checks++;
+        spread = fmax(spread, s->gnorm_post_spread);
+        if (s->sync_ok_ranks == in->world_size) {
+            agree++;
+            res->last_good_sync_step = s->step;
+        } else if (first_bad < 0) {
+            first_bad = s->step;
+        }
+    }
+    if (checks == 0) {
+        gate_note(ks, "no sync checks in the metrics (health.sync_check_interval = 0, or the run "
+                  "was shorter than one interval)");
+        gate_note(kg, "no sync checks in the metrics");
+        return;
+    }
+    gate_measure(ks, (double)agree / (double)checks, checks);
+    gate_note(ks, "%lld of %lld sync checks agreed on every rank", (long long)agree,
+              (long long)checks);
+    if (first_bad >= 0)
+        gate_note(ks, "first disagreement at step %lld", (long long)first_bad);
+    gate_measure(kg, spread, checks);
+    gate_note(kg, "max relative spread of post-allreduce gradient norms over sync checks");
+}
+
+/* Baseline loss at samples_seen x, linear between curve points (x inside the curve's range). */
+static double gate_interp(const struct gate_baseline *b, double x)
+{
+    size_t lo = 0, hi = b->n_curve - 1;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (b->curve[2 * mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double x0 = b->curve[2 * lo], x1 = b->curve[2 * hi];
+    double y0 = b->curve[2 * lo + 1], y1 = b->curve[2 * hi + 1];
+    return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y1;
+}
+
+static void gate_loss_vs_baseline(struct gate_result *res, const struct gate_input *in)
+{
+    struct gate_criterion *k = &res->crit[GATE_LOSS_VS_BASELINE_PCT];
+    const struct gate_baseline *b = &in->baseline;
+    if (!b->wanted || !b->present) {
+        if (!b->wanted)
+            gate_set(k, GATE_NA);
+        gate_note(k, "%s", b->reason);
+        return;
+    }
+    if (b->n_curve == 0 || in->n_steps == 0) {
+        gate_note(k, "no loss curve in %s", b->n_curve == 0 ? "the baseline" : "this run");
+        return;
+    }
+    double lo = fmax((double)in->steps[0].samples_seen, b->curve[0]);
+    double hi = fmin((double)in->steps[in->n_steps - 1].samples_seen, b->curve[2 * b->n_curve - 2]);
+    double cut = hi - 0.1 * (hi - lo), ours = 0, base = 0;
+    int64_t m = 0;
+    for (size_t i = 0; hi >= lo && i < in->n_steps; i++) {
+        double x = (double)in->steps[i].samples_seen;
+        if (x < cut || x > hi)
+            continue;
+        ours += in->steps[i].loss;
+        base += gate_interp(b, x);
+        m++;
+    }
+    if (m == 0) {
+        gate_note(k, "no overlap in samples seen with the baseline (%s job %s: %.6g..%.6g)",
+                  b->phase, b->job, b->curve[0], b->curve[2 * b->n_curve - 2]);
+        return;
+    }
+    ours /= (double)m;
+    base /= (double)m;
+    gate_measure(k, 100.0 * (ours - base) / base, m);
+    gate_note(k, "mean loss %.6g vs baseline %.6g (%s job %s) over samples seen %.6g..%.6g",
+              ours, base, b->phase, b->job, cut, hi);
+}
+
+static void gate_entropy(struct gate_result *res, const struct gate_input *in,
+                         const struct cfg *c)
+{
+    struct gate_criterion *k = &res->crit[GATE_ENTROPY_GAP];
+    if (strcmp(c->data.kind, "markov") != 0) {
+        gate_set(k, GATE_NA);
+        gate_note(k, "data.kind is %s: no known entropy floor", c->data.kind);
+    } else if (isnan(in->entropy_floor)) {
+        gate_note(k, "summary.json has no entropy_floor");
+    } else if (in->n_steps == 0) {
+        gate_note(k, "no steps");
+    } else {
+        size_t m = in->n_steps < 10 ? in->n_steps : 10;
+        double sum = 0;
+        for (size_t i = in->n_steps - m; i < in->n_steps; i++)
+            sum += in->steps[i].loss;
+        gate_measure(k, sum / (double)m - in->entropy_floor, (int64_t)m);
+        gate_note(k, "mean loss of the last %zu steps minus the entropy floor %.6g", m,
+                  in->entropy_floor);
+    }
+}
+
+/* ---- operations ------------------------------------------------------------------------------ */
+
+static void gate_failures_uptime(struct gate_result *res, const struct gate_input *in)
+{
+    struct gate_criterion *kf = &res->crit[GATE_FAILURES], *ku = &res->crit[GATE_UPTIME];
+    int64_t fail = 0, sig = 0, resumes = 0, n = 0;
+    double first = NAN, last = NAN;
+    for (size_t i = 0; i < in->n_events; i++) {
+        const struct gate_event *e = &in->events[i];
+        if (strcmp(e->job, in->job) != 0)
+            continue;
+        n++;
+        bool requeue = strcmp(e->event, "requeue") == 0;
+        fail += (requeue && strcmp(e->reason, "failure") == 0) || strcmp(e->event, "give_up") == 0;
+        sig += requeue && strcmp(e->reason, "signal") == 0;
+        resumes += strcmp(e->event, "resume") == 0;
+        if (strcmp(e->event, "start") == 0 && isnan(first))
+            first = e->t;
+        last = e->t;
+    }
+    if (n == 0) {
+        gate_note(kf, "no events of job %s in events.jsonl (not run by ryzen-step?)", in->job);
+        gate_note(ku, "no events of job %s in events.jsonl", in->job);
+        return;
+    }
+    gate_measure(kf, (double)fail, n);
+    gate_note(kf, "restarts: %lld requeue(s) after a failure or give-up, %lld after a signal, "
+              "%lld resume(s) from a checkpoint", (long long)fail, (long long)sig,
+              (long long)resumes);
+    double train = 0;
+    for (size_t i = 0; i < in->n_steps; i++)
+        train += in->steps[i].step_time_s;
+    if (isnan(first) || !(last > first)) {
+        gate_note(ku, isnan(first) ? "no start event of job %s" : "job %s: wall time is 0 s",
+                  in->job);
+        return;
+    }
+    double up = train / (last - first);
+    gate_measure(ku, fmin(up, 1.0), (int64_t)in->n_steps);
+    gate_note(ku, "%.6g s of steps / %.6g s from the first start to the last event", train,
+              last - first);
+    if (up > 1.0)
+        gate_note(ku, "capped at 1 (event times have 1 s resolution)");
+}
+
+static void gate_memory(struct gate_result *res, const struct gate_input *in)
+{
+    struct gate_criterion *k = &res->crit[GATE_MEMORY];
+    if (!in->has_health) {
+        gate_note(k, "no health.json (written by ryzen-train --preflight): node memory unknown");
+        return;
+    }
+    double worst = -1;
+    const char *worst_host = "";
+    for (int r = 0; r < in->world_size; r++) {
+        if (!(in->ranks[r].mem_total_bytes > 0)) {
+            gate_note(k, "rank %d is not in health.json", r);
+            return;
+        }
+        bool first = true;
+        for (int q = 0; q < r && first; q++)
+            first = strcmp(in->ranks[q].host, in->ranks[r].host) != 0;
+        if (!first)
+            continue;
+        double used = 0;
+        for (int q = r; q < in->world_size; q++)
+            if (strcmp(in->ranks[q].host, in->ranks[r].host) == 0)
+                used += (double)res->rank_stats[q].peak_rss_bytes;
+        if (used / in->ranks[r].mem_total_bytes > worst) {
+            worst = used / in->ranks[r].mem_total_bytes;
+            worst_host = in->ranks[r].host;
+        }
+    }
+    gate_measure(k, worst, in->world_size);
+    gate_note(k, "worst node %s: sum of its ranks' peak RSS / its memory", worst_host);
+}
+
+static void gate_duration(struct gate_result *res, const struct gate_input *in,
+                          const struct cfg *c)
+{
+    struct gate_criterion *k = &res->crit[GATE_DURATION];
+    double secs = 0;
+    for (size_t i = 0; i < in->n_steps; i++)
+        secs += in->steps[i].step_time_s;
+    k->measured = secs / 3600.0;
+    k->samples = (int64_t)in->n_steps;
+    bool ok = k->measured >= c->gates.min_duration_h &&
+              (int64_t)in->n_steps >= c->gates.min_steps;
+    k->status = ok ? GATE_GO : GATE_HOLD;
+    gate_note(k, "%.4g h of training (gates.min_duration_h %.6g), %zu steps (gates.min_steps "
+              "%lld); too short is HOLD, never NO-GO", k->measured, c->gates.min_duration_h,
+              in->n_steps, (long long)c->gates.min_steps);
+}
+
+/* ---- curves, rollback and the plan ----------------------------------------------------------- */
+
+static enum rz_status gate_curves(struct gate_result *res, const struct gate_input *in,
+                                  struct rz_err *err)
+{
+    size_t n = in->n_steps, m = n < GATE_MAX_POINTS ? n : GATE_MAX_POINTS;
+    res->loss_curve = calloc(2 * m + 1, sizeof *res->loss_curve);
+    res->loss_steps = calloc(m + 1, sizeof *res->loss_steps);
+    res->restart_steps = calloc(n + 1, sizeof *res->restart_steps);
+    if (res->loss_curve == NULL || res->loss_steps == NULL || res->restart_steps == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    for (size_t i = 0; i < m; i++) {
+        size_t j = m > 1 ? (size_t)llround((double)i * (double)(n - 1) / (double)(m - 1)) : 0;
+        res->loss_curve[2 * i] = (double)in->steps[j].samples_seen;
+        res->loss_curve[2 * i + 1] = in->steps[j].loss;
+        res->loss_steps[i] = in->steps[j].step;
+    }
+    res->n_loss = m;
+    for (size_t i = 1; i < n; i++)
+        if (in->steps[i].run_step == 1)
+            res->restart_steps[res->n_restarts++] = in->steps[i].step;
+    return RZ_OK;
+}
+
+/* The newest valid checkpoint at or before the last step whose sync check passed on every rank. */
+static void gate_rollback(struct gate_result *res, const struct gate_input *in)
+{
+    res->has_rollback = false;
+    for (size_t i = in->n_ckpts; res->last_good_sync_step >= 0 && i-- > 0;) {
+        if (in->ckpts[i].valid && in->ckpts[i].step <= res->last_good_sync_step) {
+            res->has_rollback = true;
+            res->rollback_step = in->ckpts[i].step;
+            rz_fmt(res->rollback_path, sizeof res->rollback_path, "%s", in->ckpts[i].path);
+            return;
+        }
+    }
+}
+
+static void gate_plan(struct gate_result *res, const struct cfg *c)
+{
+    const struct cfg_phase *p = &c->phase;
+    const char *policy = res->verdict == GATE_VERDICT_GO      ? p->on_go
+                         : res->verdict == GATE_VERDICT_NO_GO ? p->on_no_go
+                                                              : p->on_hold;
+    rz_fmt(res->action, sizeof res->action, "stop");
+    res->action_phase[0] = '\0';
+    if (strcmp(policy, "promote") == 0 && p->next[0] != '\0') {
+        rz_fmt(res->action, sizeof res->action, "promote");
+        rz_fmt(res->action_phase, sizeof res->action_phase, "%s", p->next);
+        rz_fmt(res->action_note, sizeof res->action_note, "submit %s", p->next);
+    } else if (strcmp(policy, "rollback") == 0 && p->previous[0] != '\0' && res->has_rollback) {
+        rz_fmt(res->action, sizeof res->action, "rollback");
+        rz_fmt(res->action_phase, sizeof res->action_phase, "%s", p->previous);
+        rz_fmt(res->action_note, sizeof res->action_note, "submit %s resuming from %s",
+               p->previous, res->rollback_path);
+    } else if (strcmp(policy, "stop") == 0) {
+        rz_fmt(res->action_note, sizeof res->action_note, "policy is stop");
+    } else {
+        rz_fmt(res->action_note, sizeof res->action_note, "policy %s is impossible: %s", policy,
+               strcmp(policy, "promote") == 0 ? "phase.next is empty"
+               : p->previous[0] == '\0'       ? "phase.previous is empty"
+                                              : "no checkpoint at or before a passed sync check");
+    }
+}
+
+enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *in,
+                             const struct cfg *c, struct rz_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->throughput_p10 = res->allreduce_p50_ms = NAN;
+    gate_crit_init(res, c);
+    enum rz_status st = gate_throughput(res, in, c, err);
+    if (st == RZ_OK)
+        st = gate_ranks(res, in, c, err);
+    if (st == RZ_OK)
+        st = gate_allreduce(res, in, c, err);
+    if (st == RZ_OK)
+        st = gate_curves(res, in, err);
+    if (st != RZ_OK)
+        return st;
+    gate_efficiency(res, in);
+    gate_sync(res, in);
+    gate_loss_vs_baseline(res, in);
+    gate_entropy(res, in, c);
+    gate_failures_uptime(res, in);
+    gate_memory(res, in);
+    gate_duration(res, in, c);
+    res->verdict = gate_verdict_of(res->crit, GATE_N_CRIT);
+    gate_rollback(res, in);
+    gate_plan(res, c);
+    return RZ_OK;
+}
+
+void gate_result_free(struct gate_result *res)
+{
+    if (res == NULL)
+        return;
+    free(res->windows);
+    free(res->restart_steps);
+    free(res->loss_curve);
+    free(res->loss_steps);
+    free(res->rank_stats);
+    memset(res, 0, sizeof *res);
+}
+
+const char *gate_fmt_num(char *buf, size_t len, double v)
+{
+    if (isnan(v))
+        rz_fmt(buf, len, "n/a");
+    else
+        rz_fmt(buf, len, "%.6g", v);
+    return buf;
+}

@@ -1,0 +1,404 @@
+#include "config.h"
+
+/* gate_html.c: report.html, one self-contained page (inline CSS and SVG; no scripts, fonts or
+ * other files) with four charts, each an <svg> with a stable id:
+ *   chart-loss        loss vs samples seen (one circle.pt per loss_curve point), the baseline's
+ *                     curve (polyline.base) and the entropy floor (line.floor) when known
+ *   chart-throughput  samples/s per window (circle.pt), restarts as line.restart at their step
+ *   chart-steptime    per-rank steady step-time box plot (g.box with data-min..data-max)
+ *   chart-comm        per-rank exposed-communication share (rect.bar)
+ * Every plotted point carries its value in data-* attributes so tests can check the page
+ * against the metrics.  Deliberately not here: any judgement (gate_eval.c) or interactivity. */
+
+#include "gate/gate.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "gate/gate_internal.h"
+
+#define GATE_W 540.0
+#define GATE_H 300.0
+#define GATE_L 64.0            /* plot area margins */
+#define GATE_R 16.0
+#define GATE_T 30.0
+#define GATE_B 42.0
+
+struct gate_axes {
+    double x0, x1, y0, y1;
+};
+
+static void gate_html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static double gate_px(const struct gate_axes *a, double x)
+{
+    return GATE_L + (x - a->x0) / (a->x1 - a->x0) * (GATE_W - GATE_L - GATE_R);
+}
+
+static double gate_py(const struct gate_axes *a, double y)
+{
+    return GATE_H - GATE_B - (y - a->y0) / (a->y1 - a->y0) * (GATE_H - GATE_T - GATE_B);
+}
+
+/* Widen a degenerate or unset range and pad it by 5% (`pad`). */
+static void gate_range(double *lo, double *hi, bool pad)
+{
+    if (!isfinite(*lo) || !isfinite(*hi)) {
+        *lo = 0;
+        *hi = 1;
+    }
+    if (*hi - *lo < 1e-12 * fmax(1.0, fabs(*hi))) {
+        double d = fabs(*hi) > 0 ? fabs(*hi) * 0.05 : 1;
+        *lo -= d;
+        *hi += d;
+    }
+    double d = pad ? (*hi - *lo) * 0.05 : 0;
+    *lo -= d;
+    *hi += d;
+}
+
+static void gate_svg_begin(FILE *f, const char *id, const char *title, const char *xl,
+                           const char *yl, const struct gate_axes *a)
+{
+    fprintf(f, "<figure><svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\"><title>%s</title>\n",
+            id, GATE_W, GATE_H, GATE_W, GATE_H, title);
+    fprintf(f, "<text class=\"t\" x=\"%.1f\" y=\"18\">%s</text>\n", GATE_L, title);
+    fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
+            GATE_L, GATE_T, GATE_W - GATE_L - GATE_R, GATE_H - GATE_T - GATE_B);
+    for (int i = 0; i <= 4; i++) {
+        double y = a->y0 + (a->y1 - a->y0) * i / 4.0;
+        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
+                GATE_L - 4, gate_py(a, y) + 4, y);
+    }
+    /* x ticks: quarters, or one per rank on the per-rank charts (x0 == -0.5) */
+    bool ranks = a->x0 == -0.5;
+    int nx = ranks ? (int)(a->x1 + 0.5) : 5, every = nx > 16 ? nx / 16 + 1 : 1;
+    for (int i = 0; i < nx; i += every) {
+        double x = ranks ? (double)i : a->x0 + (a->x1 - a->x0) * i / 4.0;
+        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n",
+                gate_px(a, x), GATE_H - GATE_B + 14, x);
+    }
+    fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
+               "<text class=\"lab\" x=\"12\" y=\"%.1f\" text-anchor=\"middle\" "
+               "transform=\"rotate(-90 12 %.1f)\">%s</text>\n",
+            (GATE_L + GATE_W - GATE_R) / 2, GATE_H - 6, xl, GATE_H / 2, GATE_H / 2, yl);
+}
+
+static void gate_svg_end(FILE *f)
+{
+    fputs("</svg></figure>\n", f);
+}
+
+static void gate_svg_empty(FILE *f, const char *why)
+{
+    fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+            GATE_W / 2, GATE_H / 2, why);
+}
+
+static void gate_hline(FILE *f, const struct gate_axes *a, double y, const char *cls,
+                       const char *label)
+{
+    if (isnan(y) || y < a->y0 || y > a->y1)
+        return;
+    fprintf(f, "<line class=\"%s\" data-value=\"%.9g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.2f\" "
+               "y2=\"%.2f\"/>\n<text class=\"tick\" x=\"%.1f\" y=\"%.2f\" "
+               "text-anchor=\"end\">%s</text>\n",
+            cls, y, GATE_L, GATE_W - GATE_R, gate_py(a, y), gate_py(a, y), GATE_W - GATE_R - 2,
+            gate_py(a, y) - 3, label);
+}
+
+/* ---- the four charts ------------------------------------------------------------------------- */
+
+static void gate_chart_loss(FILE *f, const struct gate_input *in, const struct gate_result *res)
+{
+    const struct gate_baseline *b = &in->baseline;
+    struct gate_axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+    for (size_t i = 0; i < res->n_loss; i++) {
+        a.x0 = fmin(a.x0, res->loss_curve[2 * i]);
+        a.x1 = fmax(a.x1, res->loss_curve[2 * i]);
+        a.y0 = fmin(a.y0, res->loss_curve[2 * i + 1]);
+        a.y1 = fmax(a.y1, res->loss_curve[2 * i + 1]);
+    }
+    for (size_t i = 0; b->present && i < b->n_curve; i++) {
+        a.x0 = fmin(a.x0, b->curve[2 * i]);
+        a.x1 = fmax(a.x1, b->curve[2 * i]);
+        a.y0 = fmin(a.y0, b->curve[2 * i + 1]);
+        a.y1 = fmax(a.y1, b->curve[2 * i + 1]);
+    }
+    if (!isnan(in->entropy_floor)) {
+        a.y0 = fmin(a.y0, in->entropy_floor);
+        a.y1 = fmax(a.y1, in->entropy_floor);
+    }
+    gate_range(&a.x0, &a.x1, false);
+    gate_range(&a.y0, &a.y1, true);
+    gate_svg_begin(f, "chart-loss", "Loss vs samples seen", "samples seen", "loss", &a);
+    if (b->present && b->n_curve > 0) {
+        fprintf(f, "<polyline class=\"base\" data-points=\"%zu\" points=\"", b->n_curve);
+        for (size_t i = 0; i < b->n_curve; i++)
+            fprintf(f, "%s%.2f,%.2f", i ? " " : "", gate_px(&a, b->curve[2 * i]),
+                    gate_py(&a, b->curve[2 * i + 1]));
+        fputs("\"/>\n", f);
+    }
+    gate_hline(f, &a, in->entropy_floor, "floor", "entropy floor");
+    fputs("<polyline class=\"line\" points=\"", f);
+    for (size_t i = 0; i < res->n_loss; i++)
+        fprintf(f, "%s%.2f,%.2f", i ? " " : "", gate_px(&a, res->loss_curve[2 * i]),
+                gate_py(&a, res->loss_curve[2 * i + 1]));
+    fputs("\"/>\n", f);
+    for (size_t i = 0; i < res->n_loss; i++)
+        fprintf(f, "<circle class=\"pt\" r=\"2\" cx=\"%.2f\" cy=\"%.2f\" data-step=\"%lld\" "
+                   "data-samples=\"%.9g\" data-loss=\"%.9g\"/>\n",
+                gate_px(&a, res->loss_curve[2 * i]), gate_py(&a, res->loss_curve[2 * i + 1]),
+                (long long)res->loss_steps[i], res->loss_curve[2 * i], res->loss_curve[2 * i + 1]);
+    if (res->n_loss == 0)
+        gate_svg_empty(f, "no steps");
+    gate_svg_end(f);
+}
+
+static void gate_chart_throughput(FILE *f, const struct gate_input *in,
+                                  const struct gate_result *res)
+{
+    const struct gate_criterion *k = &res->crit[GATE_THROUGHPUT];
+    struct gate_axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+    if (in->n_steps > 0) {
+        a.x0 = (double)in->steps[0].step;
+        a.x1 = (double)in->steps[in->n_steps - 1].step;
+    }
+    for (size_t i = 0; i < res->n_windows; i++) {
+        a.y0 = fmin(a.y0, res->windows[i].samples_per_sec);
+        a.y1 = fmax(a.y1, res->windows[i].samples_per_sec);
+    }
+    a.y0 = fmin(a.y0, k->no_go);
+    a.y1 = fmax(a.y1, k->go);
+    gate_range(&a.x0, &a.x1, false);
+    gate_range(&a.y0, &a.y1, true);
+    gate_svg_begin(f, "chart-throughput", "Throughput per window (restarts marked)", "step",
+                   "samples/s", &a);
+    gate_hline(f, &a, k->go, "thr-go", "go");
+    gate_hline(f, &a, k->no_go, "thr-nogo", "no-go");
+    for (size_t i = 0; i < res->n_restarts; i++)
+        fprintf(f, "<line class=\"restart\" data-step=\"%lld\" x1=\"%.2f\" x2=\"%.2f\" "
+                   "y1=\"%.1f\" y2=\"%.1f\"/>\n", (long long)res->restart_steps[i],
+                gate_px(&a, (double)res->restart_steps[i]),
+                gate_px(&a, (double)res->restart_steps[i]), GATE_T, GATE_H - GATE_B);
+    fputs("<polyline class=\"line\" points=\"", f);
+    for (size_t i = 0; i < res->n_windows; i++) {
+        const struct gate_window *w = &res->windows[i];
+        fprintf(f, "%s%.2f,%.2f", i ? " " : "",
+                gate_px(&a, 0.5 * (double)(w->first_step + w->last_step)),
+                gate_py(&a, w->samples_per_sec));
+    }
+    fputs("\"/>\n", f);
+    for (size_t i = 0; i < res->n_windows; i++) {
+        const struct gate_window *w = &res->windows[i];
+        fprintf(f, "<circle class=\"pt\" r=\"3\" cx=\"%.2f\" cy=\"%.2f\" data-first-step=\"%lld\" "
+                   "data-last-step=\"%lld\" data-sps=\"%.9g\"/>\n",
+                gate_px(&a, 0.5 * (double)(w->first_step + w->last_step)),
+                gate_py(&a, w->samples_per_sec), (long long)w->first_step,
+                (long long)w->last_step, w->samples_per_sec);
+    }
+    if (res->n_windows == 0)
+        gate_svg_empty(f, "no steady-state steps");
+    gate_svg_end(f);
+}
+
+static void gate_chart_steptime(FILE *f, const struct gate_input *in,
+                                const struct gate_result *res)
+{
+    struct gate_axes a = {-0.5, in->world_size - 0.5, INFINITY, -INFINITY};
+    for (int r = 0; r < in->world_size; r++) {
+        if (isnan(res->rank_stats[r].q[0]))
+            continue;
+        a.y0 = fmin(a.y0, res->rank_stats[r].q[0]);
+        a.y1 = fmax(a.y1, res->rank_stats[r].q[4]);
+    }
+    gate_range(&a.y0, &a.y1, true);
+    gate_svg_begin(f, "chart-steptime", "Steady step time per rank (min, quartiles, max)",
+                   "rank", "seconds", &a);
+    double bw = (GATE_W - GATE_L - GATE_R) / in->world_size * 0.5;
+    for (int r = 0; r < in->world_size; r++) {
+        const double *q = res->rank_stats[r].q;
+        if (isnan(q[0]))
+            continue;
+        double x = gate_px(&a, r);
+        fprintf(f, "<g class=\"box\" data-rank=\"%d\" data-min=\"%.9g\" data-q1=\"%.9g\" "
+                   "data-median=\"%.9g\" data-q3=\"%.9g\" data-max=\"%.9g\">", r, q[0], q[1],
+                q[2], q[3], q[4]);
+        fprintf(f, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.2f\" y2=\"%.2f\"/>", x, x,
+                gate_py(&a, q[0]), gate_py(&a, q[4]));
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>", x - bw / 2,
+                gate_py(&a, q[3]), bw, fmax(gate_py(&a, q[1]) - gate_py(&a, q[3]), 0.5));
+        fprintf(f, "<line class=\"med\" x1=\"%.2f\" x2=\"%.2f\" y1=\"%.2f\" y2=\"%.2f\"/></g>\n",
+                x - bw / 2, x + bw / 2, gate_py(&a, q[2]), gate_py(&a, q[2]));
+    }
+    gate_svg_end(f);
+}
+
+static void gate_chart_comm(FILE *f, const struct gate_input *in, const struct gate_result *res,
+                            const struct cfg *c)
+{
+    struct gate_axes a = {-0.5, in->world_size - 0.5, 0, c->gates.comm_go};
+    for (int r = 0; r < in->world_size; r++)
+        if (!isnan(res->rank_stats[r].comm_share))
+            a.y1 = fmax(a.y1, res->rank_stats[r].comm_share);
+    a.y1 = a.y1 > 0 ? a.y1 * 1.1 : 1;
+    gate_svg_begin(f, "chart-comm", "Exposed communication share per rank", "rank",
+                   "comm time / step time", &a);
+    gate_hline(f, &a, c->gates.comm_go, "thr-go", "go");
+    gate_hline(f, &a, c->gates.comm_no_go, "thr-nogo", "no-go");
+    double bw = (GATE_W - GATE_L - GATE_R) / in->world_size * 0.6;
+    for (int r = 0; r < in->world_size; r++) {
+        double v = res->rank_stats[r].comm_share;
+        if (isnan(v))
+            continue;
+        fprintf(f, "<rect class=\"bar\" data-rank=\"%d\" data-comm=\"%.9g\" x=\"%.2f\" "
+                   "y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>\n", r, v,
+                gate_px(&a, r) - bw / 2, gate_py(&a, v), bw, gate_py(&a, 0) - gate_py(&a, v));
+    }
+    gate_svg_end(f);
+}
+
+/* ---- the page -------------------------------------------------------------------------------- */
+
+static const char gate_css[] =
+    "body{font-family:sans-serif;margin:16px;color:#222;max-width:1160px}"
+    "h1{margin:0 0 8px}h2{margin:18px 0 6px;font-size:18px}"
+    ".v{display:inline-block;padding:4px 14px;border-radius:4px;color:#fff;font-weight:bold}"
+    ".GO{background:#2e7d32}.NO-GO{background:#c62828}.HOLD{background:#ef8f00}"
+    "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
+    "text-align:left;vertical-align:top}"
+    ".s-go{background:#d7f0d8}.s-no_go{background:#f8d0d0}.s-hold{background:#ffe9c2}"
+    ".s-not_judged{background:#e4e4e4}.s-na{color:#888}"
+    ".charts{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #ddd}"
+    "svg .frame{fill:none;stroke:#999}svg .t{font-size:14px;font-weight:bold}"
+    "svg .tick{font-size:10px;fill:#555}svg .lab{font-size:11px;fill:#333}"
+    "svg .line{fill:none;stroke:#1565c0;stroke-width:1.5}svg .pt{fill:#1565c0}"
+    "svg .base{fill:none;stroke:#888;stroke-width:1.5;stroke-dasharray:5 3}"
+    "svg .floor{stroke:#6a1b9a;stroke-dasharray:2 2}svg .restart{stroke:#c62828;stroke-width:1.5}"
+    "svg .thr-go{stroke:#2e7d32;stroke-dasharray:4 3}svg .thr-nogo{stroke:#c62828;"
+    "stroke-dasharray:4 3}svg .box rect{fill:#bbdefb;stroke:#1565c0}svg .box line{stroke:#1565c0}"
+    "svg .box .med{stroke:#0d47a1;stroke-width:2}svg .bar{fill:#64b5f6}"
+    ".ev{font-family:monospace;font-size:11px;white-space:pre-wrap;word-break:break-all}";
+
+static void gate_html_criteria(FILE *f, const struct gate_result *res)
+{
+    fputs("<h2>Criteria</h2>\n<table><tr><th>criterion</th><th>measured</th><th>go</th>"
+          "<th>no-go</th><th>status</th><th>samples</th><th>note</th></tr>\n", f);
+    for (int i = 0; i < GATE_N_CRIT; i++) {
+        const struct gate_criterion *k = &res->crit[i];
+        char m[32], g[32], n[32];
+        fprintf(f, "<tr class=\"s-%s\"><td>%s</td><td>%s %s</td><td>%s %s</td><td>%s %s</td>"
+                   "<td>%s</td><td>%lld</td><td>",
+                k->status == GATE_NA ? "na" : gate_status_name(k->status), k->name,
+                gate_fmt_num(m, sizeof m, k->measured), k->unit,
+                k->higher_is_better ? "&gt;=" : "&lt;=", gate_fmt_num(g, sizeof g, k->go),
+                isnan(k->no_go) ? "" : k->higher_is_better ? "&lt;" : "&gt;",
+                gate_fmt_num(n, sizeof n, k->no_go), gate_status_name(k->status),
+                (long long)k->samples);
+        gate_html_text(f, k->note);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+static void gate_html_ranks(FILE *f, const struct gate_input *in, const struct gate_result *res)
+{
+    fputs("<h2>Per rank (steady state)</h2>\n<table><tr><th>rank</th><th>host</th><th>steps"
+          "</th><th>mean step s</th><th>comm share</th><th>peak RSS MiB</th></tr>\n", f);
+    for (int r = 0; r < in->world_size; r++) {
+        const struct gate_rank_stat *rs = &res->rank_stats[r];
+        fprintf(f, "<tr><td>%d</td><td>", r);
+        gate_html_text(f, in->ranks[r].host);
+        fprintf(f, "</td><td>%lld</td><td>%.4g</td><td>%.4g</td><td>%.1f</td></tr>\n",
+                (long long)rs->steps, rs->mean_step_s, rs->comm_share,
+                (double)rs->peak_rss_bytes / 1048576.0);
+    }
+    fputs("</table>\n", f);
+}
+
+static void gate_html_env(FILE *f, const struct gate_input *in, const struct cfg *c)
+{
+    fputs("<h2>Environment</h2>\n<table>", f);
+    const char *cpus = getenv("SLURM_CPUS_PER_TASK");
+    const char *rows[][2] = {
+        {"phase", in->phase}, {"job", in->job}, {"run directory", in->run_dir},
+        {"config", c->source}, {"config SHA-256", in->config_sha256},
+        {"oneDNN ISA", in->isa[0] ? in->isa : "unknown"},
+        {"CPUs per rank", cpus != NULL && cpus[0] ? cpus : "unknown"},
+        {"ryzen-llm", PACKAGE_VERSION}, {"data", c->data.kind},
+        {"baseline", in->baseline.present ? in->baseline.path : in->baseline.reason},
+    };
+    for (size_t i = 0; i < RZ_ARRAY_LEN(rows); i++) {
+        fprintf(f, "<tr><th>%s</th><td>", rows[i][0]);
+        gate_html_text(f, rows[i][1]);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+static void gate_html_events(FILE *f, const struct gate_input *in, bool chain)
+{
+    fprintf(f, "<h2>%s</h2>\n<div class=\"ev\">", chain ? "Promotion and rollback chain"
+                                                         : "Timeline of this job");
+    size_t n = 0;
+    for (size_t i = 0; i < in->n_events; i++) {
+        const struct gate_event *e = &in->events[i];
+        if (chain ? !gate_is_chain_event(e) : strcmp(e->job, in->job) != 0)
+            continue;
+        gate_html_text(f, e->json);
+        fputc('\n', f);
+        n++;
+    }
+    fputs(n == 0 ? "(none)</div>\n" : "</div>\n", f);
+}
+
+void gate_write_html(FILE *f, const struct gate_input *in, const struct gate_result *res,
+                     const struct cfg *c)
+{
+    const char *v = gate_verdict_name(res->verdict);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>", f);
+    gate_html_text(f, in->phase);
+    fprintf(f, " job %s: %s</title><style>%s</style></head><body>\n", in->job, v, gate_css);
+    fprintf(f, "<h1><span class=\"v %s\" id=\"verdict\">%s</span> ", v, v);
+    gate_html_text(f, in->phase);
+    fprintf(f, " &middot; job ");
+    gate_html_text(f, in->job);
+    fprintf(f, "</h1>\n<p>%d rank(s), %zu steps. Planned action: <b>%s</b> ", in->world_size,
+            in->n_steps, res->action);
+    gate_html_text(f, res->action_phase);
+    fputs(" (", f);
+    gate_html_text(f, res->action_note);
+    fputs(").</p>\n", f);
+    if (res->suspect[0] != '\0') {
+        fputs("<h2>Suspect measurements</h2>\n<p id=\"suspect\">", f);
+        gate_html_text(f, res->suspect);
+        fputs("</p>\n", f);
+    }
+    gate_html_criteria(f, res);
+    fputs("<h2>Charts</h2>\n<div class=\"charts\">\n", f);
+    gate_chart_loss(f, in, res);
+    gate_chart_throughput(f, in, res);
+    gate_chart_steptime(f, in, res);
+    gate_chart_comm(f, in, res, c);
+    fputs("</div>\n", f);
+    gate_html_ranks(f, in, res);
+    gate_html_env(f, in, c);
+    gate_html_events(f, in, true);
+    gate_html_events(f, in, false);
+    fputs("</body></html>\n", f);
+}

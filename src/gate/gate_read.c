@@ -1,0 +1,541 @@
+#include "config.h"
+
+/* gate_read.c: the gate's inputs: which job, every rank's metrics JSONL (validated line by line,
+ * de-duplicated by step keeping the last occurrence, merged into steps present on every rank),
+ * events.jsonl, summary.json, health.json, the checkpoint list and the config hash.
+ * Deliberately not here: any judgement (gate_eval.c) or the baseline report (gate_baseline.c). */
+
+#include "gate/gate.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt/ckpt.h"
+#include "core/sha256.h"
+#include "core/util.h"
+#include "gate/gate_internal.h"
+#include "gate/gate_json.h"
+
+/* ---- JSON Lines ------------------------------------------------------------------------------ */
+
+
+enum rz_status gate_read_jsonl(const char *path, gate_line_fn fn, void *ctx, struct rz_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return rz_fail(err, errno == ENOENT ? RZ_EDATA : RZ_EIO, "open '%s': %s", path,
+                       strerror(errno));
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long line = 0;
+    enum rz_status st = RZ_OK;
+    while (st == RZ_OK && (n = getline(&buf, &cap, f)) >= 0) {
+        line++;
+        if (n == 0 || buf[n - 1] != '\n') {
+            st = rz_fail(err, RZ_EDATA, "%s:%ld: truncated line (no newline at end of file): "
+                         "a writer died mid-line", path, line);
+            break;
+        }
+        size_t len = (size_t)n;
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+            buf[--len] = '\0';
+        if (strspn(buf, " \t") == len)
+            continue;
+        struct gj_value *v = NULL;
+        st = gj_parse(&v, buf, len, path, line, err);
+        if (st == RZ_OK && v->type != GJ_OBJ)
+            st = rz_fail(err, RZ_EDATA, "%s:%ld: a JSON object expected", path, line);
+        if (st == RZ_OK)
+            st = fn(ctx, v, path, line, buf, err);
+        gj_free(v);
+    }
+    if (st == RZ_OK && ferror(f))
+        st = rz_fail(err, RZ_EIO, "read '%s': %s", path, strerror(errno));
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+enum rz_status gate_read_json_file(const char *path, struct gj_value **out, struct rz_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    *out = NULL;
+    enum rz_status st = rz_read_file(path, &text, &len, err);
+    if (st != RZ_OK)
+        return st;
+    st = gj_parse(out, text, len, path, 1, err);
+    free(text);
+    return st;
+}
+
+/* ---- metrics --------------------------------------------------------------------------------- */
+
+struct gate_rows {
+    struct gate_row *v;
+    size_t n, cap;
+    int world_size;             /* from the lines; 0 until the first */
+};
+
+static enum rz_status gate_field_num(const struct gj_value *o, const char *key, double *out,
+                                     const char *path, long line, struct rz_err *err)
+{
+    const struct gj_value *v = gj_get(o, key);
+    if (v == NULL)
+        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is missing", path, line, key);
+    if (v->type == GJ_NULL)
+        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is null (a non-finite value: did "
+                       "training diverge?)", path, line, key);
+    if (v->type != GJ_NUM || !isfinite(v->num))
+        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is not a number", path, line, key);
+    *out = v->num;
+    return RZ_OK;
+}
+
+static enum rz_status gate_field_int(const struct gj_value *o, const char *key, int64_t *out,
+                                     int64_t min, const char *path, long line, struct rz_err *err)
+{
+    if (!gj_get_int(o, key, out) || *out < min)
+        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is not an integer >= %lld", path,
+                       line, key, (long long)min);
+    return RZ_OK;
+}
+
+static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const struct gj_value *o,
+                                     const char *path, long line, struct rz_err *err)
+{
+    double rss = 0;
+    enum rz_status st = gate_field_int(o, "step", &r->step, 1, path, line, err);
+    if (st == RZ_OK)
+        st = gate_field_int(o, "run_step", &r->run_step, 1, path, line, err);
+    if (st == RZ_OK)
+        st = gate_field_int(o, "samples_seen", &r->samples_seen, 0, path, line, err);
+    if (st == RZ_OK)
+        st = gate_field_int(o, "world_size", world, 1, path, line, err);
+    const char *keys[] = {"loss", "step_time_s", "comm_time_s", "allreduce_s", "rss_bytes"};
+    double *dst[] = {&r->loss, &r->step_time_s, &r->comm_time_s, &r->allreduce_s, &rss};
+    for (size_t i = 0; st == RZ_OK && i < RZ_ARRAY_LEN(keys); i++)
+        st = gate_field_num(o, keys[i], dst[i], path, line, err);
+    if (st == RZ_OK && (r->step_time_s <= 0 || r->comm_time_s < 0 || r->allreduce_s < 0 ||
+                        rss < 0))
+        st = rz_fail(err, RZ_EDATA, "%s:%ld: negative time or memory (step_time_s must be > 0)",
+                     path, line);
+    r->rss_bytes = (uint64_t)rss;
+    r->has_sync = gj_get_bool(o, "sync_ok", &r->sync_ok);
+    if (st == RZ_OK && gj_get(o, "sync_ok") != NULL && !r->has_sync)
+        st = rz_fail(err, RZ_EDATA, "%s:%ld: field 'sync_ok' is not true/false", path, line);
+    r->gnorm_post_spread = 0;
+    if (st == RZ_OK && r->has_sync)
+        st = gate_field_num(o, "gnorm_post_spread", &r->gnorm_post_spread, path, line, err);
+    return st;
+}
+
+static enum rz_status gate_row_line(void *ctx, const struct gj_value *v, const char *path,
+                                    long line, const char *text, struct rz_err *err)
+{
+    struct gate_rows *rows = ctx;
+    if (rows->n == rows->cap) {
+        size_t cap = rows->cap ? rows->cap * 2 : 256;
+        struct gate_row *nv = realloc(rows->v, cap * sizeof *nv);
+        if (nv == NULL)
+            return rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
+        rows->v = nv;
+        rows->cap = cap;
+    }
+    int64_t world = 0;
+    struct gate_row *r = &rows->v[rows->n];
+    enum rz_status st = gate_row_parse(r, &world, v, path, line, err);
+    if (st != RZ_OK)
+        return st;
+    if (rows->world_size != 0 && world != rows->world_size)
+        return rz_fail(err, RZ_EDATA, "%s:%ld: world_size %lld differs from %d on earlier lines",
+                       path, line, (long long)world, rows->world_size);
+    rows->world_size = (int)world;
+    rows->n++;
+    return RZ_OK;
+}
+
+struct gate_key {
+    int64_t step;
+    size_t idx;                 /* file order */
+};
+
+static int gate_key_cmp(const void *a, const void *b)
+{
+    const struct gate_key *x = a, *y = b;
+    if (x->step != y->step)
+        return (x->step > y->step) - (x->step < y->step);
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Sort by step, keeping only the last occurrence (in file order) of each step: a requeued job
+ * redoes the steps after its last checkpoint, and the redone values are the ones that count. */
+static enum rz_status gate_rows_dedupe(struct gate_rows *rows, struct rz_err *err)
+{
+    struct gate_key *k = calloc(rows->n, sizeof *k);
+    struct gate_row *out = calloc(rows->n, sizeof *out);
+    if (k == NULL || out == NULL) {
+        free(k);
+        free(out);
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    }
+    for (size_t i = 0; i < rows->n; i++)
+        k[i] = (struct gate_key){rows->v[i].step, i};
+    qsort(k, rows->n, sizeof *k, gate_key_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < rows->n; i++)
+        if (i + 1 == rows->n || k[i + 1].step != k[i].step)
+            out[m++] = rows->v[k[i].idx];
+    free(k);
+    free(rows->v);
+    rows->v = out;
+    rows->n = m;
+    return RZ_OK;
+}
+
+static enum rz_status gate_read_rank(struct gate_rank *rk, int rank, const char *dir,
+                                     int *world, struct rz_err *err)
+{
+    char path[4200];
+    rz_fmt(path, sizeof path, "%s/rank-%05d.jsonl", dir, rank);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return rz_fail(err, RZ_EDATA, "metrics of rank %d missing: '%s': %s (world_size %d)",
+                       rank, path, strerror(errno), *world);
+    struct gate_rows rows = {0};
+    enum rz_status st = gate_read_jsonl(path, gate_row_line, &rows, err);
+    if (st == RZ_OK && rows.n == 0)
+        st = rz_fail(err, RZ_EDATA, "%s: no metrics lines", path);
+    if (st == RZ_OK && *world != 0 && rows.world_size != *world)
+        st = rz_fail(err, RZ_EDATA, "%s: world_size %d differs from rank 0's %d", path,
+                     rows.world_size, *world);
+    if (st == RZ_OK)
+        st = gate_rows_dedupe(&rows, err);
+    if (st != RZ_OK) {
+        free(rows.v);
+        return st;
+    }
+    *world = rows.world_size;
+    rk->rank = rank;
+    rk->rows = rows.v;
+    rk->n_rows = rows.n;
+    rz_fmt(rk->host, sizeof rk->host, "unknown");
+    return RZ_OK;
+}
+
+/* Steps present on every rank, in ascending order. */
+static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *c,
+                                       struct rz_err *err)
+{
+    in->steps = calloc(in->ranks[0].n_rows, sizeof *in->steps);
+    if (in->steps == NULL && in->ranks[0].n_rows > 0)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    size_t *cur = calloc((size_t)in->world_size, sizeof *cur);
+    if (cur == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    double batch = (double)(c->training.batch_size * c->training.grad_accum) * in->world_size;
+    for (size_t i = 0; i < in->ranks[0].n_rows; i++) {
+        const struct gate_row *r0 = &in->ranks[0].rows[i];
+        struct gate_step s = {.step = r0->step, .run_step = r0->run_step,
+                              .samples_seen = r0->samples_seen, .loss = r0->loss};
+        bool all = true;
+        for (int k = 0; k < in->world_size && all; k++) {
+            const struct gate_rank *rk = &in->ranks[k];
+            while (cur[k] < rk->n_rows && rk->rows[cur[k]].step < s.step)
+                cur[k]++;
+            all = cur[k] < rk->n_rows && rk->rows[cur[k]].step == s.step;
+            if (!all)
+                break;
+            const struct gate_row *r = &rk->rows[cur[k]];
+            s.step_time_s = fmax(s.step_time_s, r->step_time_s);
+            s.sync_ranks += r->has_sync;
+            s.sync_ok_ranks += r->has_sync && r->sync_ok;
+            s.gnorm_post_spread = fmax(s.gnorm_post_spread, r->gnorm_post_spread);
+        }
+        if (!all)
+            continue;
+        const struct gate_step *prev = in->n_steps ? &in->steps[in->n_steps - 1] : NULL;
+        s.global_batch = prev != NULL && prev->step == s.step - 1
+                             ? (double)(s.samples_seen - prev->samples_seen) : batch;
+        in->steps[in->n_steps++] = s;
+    }
+    free(cur);
+    return RZ_OK;
+}
+
+/* The newest RUN_DIR/metrics/<id>/ directory (mtime). */
+static enum rz_status gate_newest_job(char *job, size_t len, const char *mdir,
+                                      struct rz_err *err)
+{
+    DIR *d = opendir(mdir);
+    if (d == NULL)
+        return rz_fail(err, RZ_EDATA, "no metrics: open '%s': %s", mdir, strerror(errno));
+    struct dirent *e;
+    double best = -1;
+    job[0] = '\0';
+    while ((e = readdir(d)) != NULL) {
+        char p[4400];
+        struct stat sb;
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= len)
+            continue;
+        rz_fmt(p, sizeof p, "%s/%s", mdir, e->d_name);
+        if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode) && (double)sb.st_mtime > best) {
+            best = (double)sb.st_mtime;
+            rz_fmt(job, len, "%s", e->d_name);
+        }
+    }
+    closedir(d);
+    if (job[0] == '\0')
+        return rz_fail(err, RZ_EDATA, "no metrics: '%s' has no job directory", mdir);
+    return RZ_OK;
+}
+
+static enum rz_status gate_read_metrics(struct gate_input *in, const struct cfg *c,
+                                        struct rz_err *err)
+{
+    int world = 0;
+    struct gate_rank r0 = {0};
+    enum rz_status st = gate_read_rank(&r0, 0, in->metrics_dir, &world, err);
+    if (st != RZ_OK)
+        return st;
+    in->ranks = calloc((size_t)world, sizeof *in->ranks);
+    if (in->ranks == NULL) {
+        free(r0.rows);
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    }
+    in->world_size = world;
+    in->ranks[0] = r0;
+    for (int r = 1; r < world && st == RZ_OK; r++)
+        st = gate_read_rank(&in->ranks[r], r, in->metrics_dir, &world, err);
+    return st == RZ_OK ? gate_merge_steps(in, c, err) : st;
+}
+
+/* ---- events, summary, health, checkpoints ---------------------------------------------------- */
+
+static enum rz_status gate_event_line(void *ctx, const struct gj_value *v, const char *path,
+                                      long line, const char *text, struct rz_err *err)
+{
+    struct gate_input *in = ctx;
+    const char *job = gj_get_str(v, "job"), *event = gj_get_str(v, "event");
+    double t;
+    if (job == NULL || event == NULL || !gj_get_num(v, "t", &t))
+        return rz_fail(err, RZ_EDATA, "%s:%ld: an event needs string 'job', string 'event' and "
+                       "number 't'", path, line);
+    struct gate_event *ne = realloc(in->events, (in->n_events + 1) * sizeof *ne);
+    if (ne == NULL)
+        return rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
+    in->events = ne;
+    struct gate_event *e = &ne[in->n_events];
+    memset(e, 0, sizeof *e);
+    if ((e->json = strdup(text)) == NULL)
+        return rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
+    in->n_events++;
+    e->t = t;
+    const char *phase = gj_get_str(v, "phase"), *reason = gj_get_str(v, "reason");
+    rz_fmt(e->job, sizeof e->job, "%s", job);
+    rz_fmt(e->event, sizeof e->event, "%s", event);
+    rz_fmt(e->phase, sizeof e->phase, "%s", phase != NULL ? phase : "");
+    rz_fmt(e->reason, sizeof e->reason, "%s", reason != NULL ? reason : "");
+    return RZ_OK;
+}
+
+static enum rz_status gate_read_events(struct gate_input *in, struct rz_err *err)
+{
+    char path[4200];
+    struct stat sb;
+    rz_fmt(path, sizeof path, "%s/events.jsonl", in->run_dir);
+    if (stat(path, &sb) != 0)
+        return RZ_OK; /* a hand-run trainer has no wrapper events: criteria say so */
+    return gate_read_jsonl(path, gate_event_line, in, err);
+}
+
+static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *err)
+{
+    char path[4200];
+    struct stat sb;
+    struct gj_value *v = NULL;
+    rz_fmt(path, sizeof path, "%s/summary.json", in->run_dir);
+    if (stat(path, &sb) != 0)
+        return RZ_OK;
+    enum rz_status st = gate_read_json_file(path, &v, err);
+    if (st != RZ_OK)
+        return st;
+    const struct gj_value *agg = gj_get(v, "aggregated_metrics");
+    if (agg == NULL || agg->type != GJ_OBJ) {
+        gj_free(v);
+        return rz_fail(err, RZ_EDATA, "%s: 'aggregated_metrics' object missing", path);
+    }
+    in->has_summary = true;
+    (void)gj_get_num(agg, "entropy_floor", &in->entropy_floor);
+    (void)gj_get_int(agg, "restarts", &in->summary_restarts);
+    const struct gj_value *rr = gj_get(v, "rank_results");
+    for (size_t i = 0; rr != NULL && rr->type == GJ_ARR && i < rr->n; i++) {
+        int64_t rank;
+        const char *host = gj_get_str(&rr->items[i], "host");
+        if (gj_get_int(&rr->items[i], "rank", &rank) && host != NULL && rank >= 0 &&
+            rank < in->world_size)
+            rz_fmt(in->ranks[rank].host, sizeof in->ranks[rank].host, "%s", host);
+    }
+    gj_free(v);
+    return RZ_OK;
+}
+
+static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err)
+{
+    char path[4200];
+    struct stat sb;
+    struct gj_value *v = NULL;
+    rz_fmt(path, sizeof path, "%s/health.json", in->run_dir);
+    if (stat(path, &sb) != 0)
+        return RZ_OK;
+    enum rz_status st = gate_read_json_file(path, &v, err);
+    if (st != RZ_OK)
+        return st;
+    const struct gj_value *ranks = gj_get(v, "ranks");
+    if (ranks == NULL || ranks->type != GJ_ARR) {
+        gj_free(v);
+        return rz_fail(err, RZ_EDATA, "%s: 'ranks' array missing", path);
+    }
+    for (size_t i = 0; i < ranks->n; i++) {
+        const struct gj_value *o = &ranks->items[i];
+        int64_t rank;
+        double total;
+        const char *host = gj_get_str(o, "host"), *isa = gj_get_str(o, "isa");
+        if (!gj_get_int(o, "rank", &rank) || host == NULL || !gj_get_num(o, "mem_total_bytes",
+                                                                         &total)) {
+            gj_free(v);
+            return rz_fail(err, RZ_EDATA, "%s: ranks[%zu] needs 'rank', 'host' and "
+                           "'mem_total_bytes'", path, i);
+        }
+        if (isa != NULL && in->isa[0] == '\0')
+            rz_fmt(in->isa, sizeof in->isa, "%s", isa);
+        if (rank < 0 || rank >= in->world_size)
+            continue; /* preflight of another launch size: ignore that rank */
+        rz_fmt(in->ranks[rank].host, sizeof in->ranks[rank].host, "%s", host);
+        in->ranks[rank].mem_total_bytes = total;
+    }
+    in->has_health = true;
+    gj_free(v);
+    return RZ_OK;
+}
+
+static enum rz_status gate_read_ckpts(struct gate_input *in, struct rz_err *err)
+{
+    char dir[4200];
+    struct stat sb;
+    rz_fmt(dir, sizeof dir, "%s/checkpoints", in->run_dir);
+    if (stat(dir, &sb) != 0)
+        return RZ_OK;
+    struct ckpt_entry *e = NULL;
+    size_t n = 0;
+    enum rz_status st = ckpt_list(dir, &e, &n, err);
+    if (st == RZ_OK && n > 0 && (in->ckpts = calloc(n, sizeof *in->ckpts)) == NULL)
+        st = rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    for (size_t i = 0; st == RZ_OK && i < n; i++) {
+        in->ckpts[i].step = e[i].step;
+        in->ckpts[i].valid = e[i].valid != 0;
+        rz_fmt(in->ckpts[i].path, sizeof in->ckpts[i].path, "%s", e[i].path);
+    }
+    in->n_ckpts = st == RZ_OK ? n : 0;
+    free(e);
+    return st;
+}
+
+static enum rz_status gate_config_hash(struct gate_input *in, const struct cfg *c,
+                                       struct rz_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (m == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: config hash: out of memory");
+    cfg_write_yaml(c, m);
+    fclose(m);
+    rz_sha256_hex(buf, len, in->config_sha256);
+    free(buf);
+    return RZ_OK;
+}
+
+/* ---- entry points ---------------------------------------------------------------------------- */
+
+/* The phase is the config file's base name without .yaml (as ryzen-step names it), else the
+ * run directory's base name. */
+static void gate_phase_name(struct gate_input *in, const struct cfg *c)
+{
+    const char *src = c->source[0] != '\0' ? c->source : in->run_dir;
+    if (!cfg_phase_name(src, in->phase, sizeof in->phase))
+        in->phase[0] = '\0';
+}
+
+static enum rz_status gate_pick_job(struct gate_input *in, const char *job, struct rz_err *err)
+{
+    char mdir[4200];
+    rz_fmt(mdir, sizeof mdir, "%s/metrics", in->run_dir);
+    const char *env = getenv("SLURM_JOB_ID");
+    if (job == NULL && env != NULL && env[0] != '\0')
+        job = env;
+    if (job != NULL) {
+        if (job[0] == '\0' || strchr(job, '/') != NULL || strlen(job) >= sizeof in->job)
+            return rz_fail(err, RZ_ECONFIG, "--job '%s': not a job id", job);
+        rz_fmt(in->job, sizeof in->job, "%s", job);
+    } else {
+        enum rz_status st = gate_newest_job(in->job, sizeof in->job, mdir, err);
+        if (st != RZ_OK)
+            return st;
+    }
+    rz_fmt(in->metrics_dir, sizeof in->metrics_dir, "%s/%s", mdir, in->job);
+    return RZ_OK;
+}
+
+enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char *run_dir,
+                         const char *job, const char *baseline_path, struct rz_err *err)
+{
+    memset(in, 0, sizeof *in);
+    in->entropy_floor = NAN;
+    in->baseline.throughput = NAN;
+    size_t n = strlen(run_dir);
+    while (n > 1 && run_dir[n - 1] == '/')
+        n--;
+    if (n >= 3000) /* leaves room for metrics/<job>/rank-NNNNN.jsonl in 4096-byte paths */
+        return rz_fail(err, RZ_ECONFIG, "--run-dir: path longer than 3000 bytes");
+    memcpy(in->run_dir, run_dir, n);
+    in->run_dir[n] = '\0';
+    gate_phase_name(in, c);
+    enum rz_status st = gate_pick_job(in, job, err);
+    if (st == RZ_OK)
+        st = gate_read_metrics(in, c, err);
+    if (st == RZ_OK)
+        st = gate_read_summary(in, err);
+    if (st == RZ_OK)
+        st = gate_read_health(in, err);
+    if (st == RZ_OK)
+        st = gate_read_events(in, err);
+    if (st == RZ_OK)
+        st = gate_read_ckpts(in, err);
+    if (st == RZ_OK)
+        st = gate_config_hash(in, c, err);
+    if (st == RZ_OK)
+        st = gate_find_baseline(in, c, baseline_path, err);
+    return st;
+}
+
+void gate_input_free(struct gate_input *in)
+{
+    if (in == NULL)
+        return;
+    for (int r = 0; in->ranks != NULL && r < in->world_size; r++)
+        free(in->ranks[r].rows);
+    free(in->ranks);
+    free(in->steps);
+    for (size_t i = 0; i < in->n_events; i++)
+        free(in->events[i].json);
+    free(in->events);
+    free(in->ckpts);
+    free(in->baseline.curve);
+    memset(in, 0, sizeof *in);
+}

@@ -1,0 +1,781 @@
+#include "config.h"
+
+/* check_gate: gate evaluation on tiny hand-written run directories (metrics of two ranks,
+ * events.jsonl, summary.json, health.json, a baseline report) built in a mkdtemp directory:
+ * every criterion at its boundaries in both directions, the verdict rules, missing and empty
+ * baselines, suspect efficiency, keep-last de-duplication after a requeue, warm-up after each
+ * restart, the rollback checkpoint, malformed inputs (truncated line, missing rank, non-number
+ * loss, bad JSON) with their file:line, and the report files: report.md's first line, gate.prom
+ * syntax, report.json as the next baseline, and report.html's structure (balanced tags, four
+ * charts, one loss point per downsampled metrics point, metric values in data attributes).
+ * Checkpoints are injected into struct gate_input: ckpt_list itself is tested in check_ckpt. */
+
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "gate/gate.h"
+#include "gate/gate_json.h"
+
+/* ---- fixtures -------------------------------------------------------------------------------- */
+
+static char root[256], run[512];
+
+static void remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *de;
+        while (d != NULL && (de = readdir(d)) != NULL) {
+            char sub[4096];
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
+            remove_tree(sub);
+        }
+        if (d != NULL)
+            closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static void put(const char *rel, const char *mode, const char *text)
+{
+    char path[1024], dir[1024];
+    snprintf(path, sizeof path, "%s/%s", run, rel);
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    ck_assert_int_eq(rz_mkdirs(dir, NULL), RZ_OK);
+    FILE *f = fopen(path, mode);
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Steps [from, to] of one rank of job 7, run_step counting from run0; sync check every 10. */
+static void metrics(int rank, int from, int to, int run0, double step_time)
+{
+    char rel[64], line[1024];
+    snprintf(rel, sizeof rel, "metrics/7/rank-%05d.jsonl", rank);
+    for (int s = from; s <= to; s++) {
+        int n = snprintf(line, sizeof line,
+                         "{\"step\":%d,\"samples_seen\":%d,\"run_step\":%d,\"loss\":%.9g,\"lr\":"
+                         "0.0005,\"grad_norm\":1,\"step_time_s\":%.9g,\"comm_time_s\":0.0078125,"
+                         "\"samples_per_sec\":128,\"tokens_per_sec\":1,\"mfu\":0.5,\"rss_bytes\":"
+                         "1073741824,\"allreduce_s\":0.001953125,\"world_size\":2",
+                         s, 16 * s, run0 + s - from, 4.0 - 0.001 * s, step_time);
+        if (s % 10 == 0)
+            snprintf(line + n, sizeof line - (size_t)n, ",\"sync_ok\":true,\"param_spread\":0,"
+                     "\"gnorm_pre_min\":1,\"gnorm_pre_max\":1,\"gnorm_post_spread\":1e-06}\n");
+        else
+            snprintf(line + n, sizeof line - (size_t)n, "}\n");
+        put(rel, "a", line);
+    }
+}
+
+static void baseline_report(double throughput)
+{
+    char text[512];
+    snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"base\",\"job\":\"1\","
+             "\"throughput\":%.9g,\"world_size\":1,\"loss_curve\":[[0,3.96],[1000,3.96]]}\n",
+             throughput);
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", run);
+    snprintf(run, sizeof run, "%s/base", root);
+    put("reports/1/report.json", "w", text);
+    snprintf(run, sizeof run, "%s", saved);
+}
+
+/* A complete, healthy run of 40 steps on 2 ranks of one node: throughput 128 samples/s, comm
+ * 1/16, allreduce 1.953125 ms, memory 0.5, uptime 0.5, one failure requeue, efficiency 1. */
+static void fixture(void)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_gate.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s/phase", root);
+    for (int r = 0; r < 2; r++)
+        metrics(r, 1, 40, 1, 0.125);
+    put("events.jsonl", "w",
+        "{\"time\":\"x\",\"t\":1000,\"job\":\"7\",\"restart\":0,\"phase\":\"phase\",\"event\":"
+        "\"start\",\"message\":\"\"}\n"
+        "{\"time\":\"x\",\"t\":1001,\"job\":\"7\",\"restart\":0,\"phase\":\"phase\",\"event\":"
+        "\"requeue\",\"message\":\"\",\"reason\":\"failure\",\"status\":70,\"failures\":1}\n"
+        "{\"time\":\"x\",\"t\":1002,\"job\":\"6\",\"restart\":0,\"phase\":\"phase\",\"event\":"
+        "\"promote\",\"message\":\"\",\"next_job\":\"7\"}\n"
+        "{\"time\":\"x\",\"t\":1010,\"job\":\"7\",\"restart\":1,\"phase\":\"phase\",\"event\":"
+        "\"train_exit\",\"message\":\"\",\"status\":0}\n");
+    put("summary.json", "w", "{\"num_processes\":2,\"aggregated_metrics\":{\"avg_loss\":3.9,"
+        "\"entropy_floor\":3.9,\"restarts\":1},\"rank_results\":[]}\n");
+    put("health.json", "w", "{\"ok\":true,\"ranks\":[{\"rank\":0,\"host\":\"n1\",\"isa\":"
+        "\"avx2\",\"mem_total_bytes\":4294967296},{\"rank\":1,\"host\":\"n1\",\"isa\":\"avx2\","
+        "\"mem_total_bytes\":4294967296}]}\n");
+    baseline_report(64);
+}
+
+static void config(struct cfg *c)
+{
+    cfg_defaults(c);
+    c->training.batch_size = 8;
+    c->training.warmup_bench = 5;
+    snprintf(c->data.kind, sizeof c->data.kind, "markov");
+    snprintf(c->phase.previous, sizeof c->phase.previous, "base");
+    snprintf(c->phase.next, sizeof c->phase.next, "next");
+    c->gates.min_duration_h = 0;
+    c->gates.failures_go = 1;
+    c->gates.throughput_go = 100;
+    c->gates.throughput_no_go = 50;
+    c->gates.uptime_go = 0.5;
+    c->gates.uptime_no_go = 0.4;
+}
+
+static void teardown_fixture(void)
+{
+    remove_tree(root);
+}
+
+static enum rz_status judge(struct gate_input *in, struct gate_result *res, const struct cfg *c,
+                            struct rz_err *err)
+{
+    rz_err_clear(err);
+    enum rz_status st = gate_read(in, c, run, "7", NULL, err);
+    if (st == RZ_OK)
+        st = gate_evaluate(res, in, c, err);
+    return st;
+}
+
+/* ---- core ------------------------------------------------------------------------------------ */
+
+START_TEST(judge_boundaries_both_directions)
+{
+    ck_assert_int_eq(gate_judge(250, 250, 200, true), GATE_GO);
+    ck_assert_int_eq(gate_judge(249.999, 250, 200, true), GATE_HOLD);
+    ck_assert_int_eq(gate_judge(200, 250, 200, true), GATE_HOLD);
+    ck_assert_int_eq(gate_judge(199.999, 250, 200, true), GATE_NO_GO);
+    ck_assert_int_eq(gate_judge(0.1, 0.1, 0.2, false), GATE_GO);
+    ck_assert_int_eq(gate_judge(0.15, 0.1, 0.2, false), GATE_HOLD);
+    ck_assert_int_eq(gate_judge(0.2, 0.1, 0.2, false), GATE_HOLD);
+    ck_assert_int_eq(gate_judge(0.2001, 0.1, 0.2, false), GATE_NO_GO);
+    ck_assert_int_eq(gate_judge(1, 1, 1, true), GATE_GO); /* sync: go 1, no-go < 1 */
+    ck_assert_int_eq(gate_judge(0.99, 1, 1, true), GATE_NO_GO);
+    ck_assert_int_eq(gate_judge(NAN, 1, 1, true), GATE_NOT_JUDGED);
+}
+END_TEST
+
+START_TEST(fixture_measures_what_was_written)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(in.world_size, 2);
+    ck_assert_uint_eq(in.n_steps, 40);
+    ck_assert_double_eq(res.crit[GATE_THROUGHPUT].measured, 128.0);
+    ck_assert_int_eq(res.crit[GATE_THROUGHPUT].samples, 35);
+    ck_assert_double_eq(res.crit[GATE_EFFICIENCY].measured, 1.0);
+    ck_assert_double_eq(res.crit[GATE_COMM].measured, 0.0625);
+    ck_assert_double_eq(res.crit[GATE_ALLREDUCE_P99_MS].measured, 1.953125);
+    ck_assert_double_eq(res.crit[GATE_SYNC_AGREEMENT].measured, 1.0);
+    ck_assert_int_eq(res.crit[GATE_SYNC_AGREEMENT].samples, 4);
+    ck_assert_double_eq_tol(res.crit[GATE_GRAD_NORM_SPREAD].measured, 1e-6, 1e-15);
+    ck_assert_double_eq(res.crit[GATE_MEMORY].measured, 0.5);
+    ck_assert_double_eq(res.crit[GATE_UPTIME].measured, 0.5);
+    ck_assert_double_eq(res.crit[GATE_FAILURES].measured, 1.0);
+    /* last 10 steps: loss 4 - 0.001 s for s = 31..40, mean 3.9645; floor 3.9 */
+    ck_assert_double_eq_tol(res.crit[GATE_ENTROPY_GAP].measured, 0.0645, 1e-9);
+    /* overlap 16..640 samples, last 10%: steps 37..40, mean loss 3.9615 vs baseline 3.96 */
+    ck_assert_double_eq_tol(res.crit[GATE_LOSS_VS_BASELINE_PCT].measured,
+                            100.0 * 0.0015 / 3.96, 1e-9);
+    ck_assert_int_eq(res.crit[GATE_LOSS_VS_BASELINE_PCT].samples, 4);
+    ck_assert_int_eq(res.crit[GATE_DURATION].status, GATE_GO);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+/* Threshold fields of each judged criterion, so each can be put exactly at its measurement. */
+static void thresholds(struct cfg *c, int k, double **go, double **no_go)
+{
+    struct cfg_gates *g = &c->gates;
+    double *t[][2] = {
+        {&g->throughput_go, &g->throughput_no_go}, {&g->efficiency_go, &g->efficiency_no_go},
+        {&g->comm_go, &g->comm_no_go}, {&g->allreduce_p99_ms_go, &g->allreduce_p99_ms_no_go},
+        {&g->sync_agreement_go, &g->sync_agreement_no_go},
+        {&g->grad_norm_spread_go, &g->grad_norm_spread_no_go},
+        {&g->loss_vs_baseline_pct_go, &g->loss_vs_baseline_pct_no_go},
+        {&g->entropy_gap_go, &g->entropy_gap_no_go}, {&g->failures_go, &g->failures_no_go},
+        {&g->memory_go, &g->memory_no_go}, {&g->uptime_go, &g->uptime_no_go},
+    };
+    *go = t[k][0];
+    *no_go = t[k][1];
+}
+
+static enum gate_status status_with(struct cfg *c, int k, double go, double no_go)
+{
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    double *pg, *pn;
+    thresholds(c, k, &pg, &pn);
+    *pg = go;
+    *pn = no_go;
+    ck_assert_int_eq(judge(&in, &res, c, &err), RZ_OK);
+    enum gate_status s = res.crit[k].status;
+    gate_result_free(&res);
+    gate_input_free(&in);
+    return s;
+}
+
+START_TEST(each_criterion_at_its_boundaries)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    for (int k = 0; k < GATE_DURATION; k++) {
+        double m = res.crit[k].measured, d = fmax(fabs(m) * 1e-6, 1e-12);
+        bool hi = res.crit[k].higher_is_better;
+        double s = hi ? 1 : -1; /* the "better" direction */
+        ck_assert_msg(!isnan(m), "%s not measured", res.crit[k].name);
+        ck_assert_msg(status_with(&c, k, m, m - s * d) == GATE_GO, "%s at go", res.crit[k].name);
+        ck_assert_msg(status_with(&c, k, m + s * d, m - s * d) == GATE_HOLD, "%s hold",
+                      res.crit[k].name);
+        ck_assert_msg(status_with(&c, k, m + 2 * s * d, m + s * d) == GATE_NO_GO, "%s no-go",
+                      res.crit[k].name);
+        ck_assert_msg(status_with(&c, k, m + 2 * s * d, m) == GATE_HOLD, "%s at no-go",
+                      res.crit[k].name);
+        config(&c);
+    }
+    ck_assert_int_eq(res.crit[GATE_THROUGHPUT].higher_is_better, true);
+    ck_assert_int_eq(res.crit[GATE_COMM].higher_is_better, false);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* duration: too short is HOLD, never NO-GO */
+    c.gates.min_duration_h = 1;
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_DURATION].status, GATE_HOLD);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    c.gates.min_duration_h = 0;
+    c.gates.min_steps = 41;
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_DURATION].status, GATE_HOLD);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(verdict_rules)
+{
+    struct gate_criterion k[3];
+    memset(k, 0, sizeof k);
+    for (int i = 0; i < 3; i++)
+        k[i].status = GATE_GO;
+    ck_assert_int_eq(gate_verdict_of(k, 3), GATE_VERDICT_GO);
+    k[2].status = GATE_NA;
+    ck_assert_int_eq(gate_verdict_of(k, 3), GATE_VERDICT_GO);
+    k[1].status = GATE_HOLD;
+    ck_assert_int_eq(gate_verdict_of(k, 3), GATE_VERDICT_HOLD);
+    k[1].status = GATE_NOT_JUDGED;
+    ck_assert_int_eq(gate_verdict_of(k, 3), GATE_VERDICT_HOLD);
+    k[0].status = GATE_NO_GO;
+    ck_assert_int_eq(gate_verdict_of(k, 3), GATE_VERDICT_NO_GO);
+    ck_assert_str_eq(gate_verdict_name(GATE_VERDICT_NO_GO), "NO-GO");
+    ck_assert_str_eq(gate_status_name(GATE_NOT_JUDGED), "not_judged");
+}
+END_TEST
+
+START_TEST(fixture_verdicts_and_planned_actions)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    for (int k = 0; k < GATE_N_CRIT; k++)
+        ck_assert_msg(res.crit[k].status == GATE_GO, "%s: %s (%s)", res.crit[k].name,
+                      gate_status_name(res.crit[k].status), res.crit[k].note);
+    ck_assert_int_eq(res.verdict, GATE_VERDICT_GO);
+    ck_assert_str_eq(res.action, "promote");
+    ck_assert_str_eq(res.action_phase, "next");
+    gate_result_free(&res);
+    gate_input_free(&in);
+    c.gates.throughput_go = 200; /* 128 is between: HOLD */
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.verdict, GATE_VERDICT_HOLD);
+    ck_assert_str_eq(res.action, "stop");
+    gate_result_free(&res);
+    gate_input_free(&in);
+    c.gates.throughput_no_go = 150; /* NO-GO; no checkpoints: rollback impossible */
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.verdict, GATE_VERDICT_NO_GO);
+    ck_assert_str_eq(res.action, "stop");
+    ck_assert_ptr_nonnull(strstr(res.action_note, "no checkpoint"));
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(missing_and_empty_baselines)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    snprintf(c.phase.previous, sizeof c.phase.previous, "nowhere");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_EFFICIENCY].status, GATE_NOT_JUDGED);
+    ck_assert_int_eq(res.crit[GATE_LOSS_VS_BASELINE_PCT].status, GATE_NOT_JUDGED);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_EFFICIENCY].note, "no report of phase 'nowhere'"));
+    ck_assert_int_eq(res.verdict, GATE_VERDICT_HOLD);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    c.phase.previous[0] = '\0';
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_EFFICIENCY].status, GATE_NA);
+    ck_assert_int_eq(res.crit[GATE_LOSS_VS_BASELINE_PCT].status, GATE_NA);
+    ck_assert(isnan(res.crit[GATE_EFFICIENCY].measured));
+    gate_result_free(&res);
+    gate_input_free(&in);
+    snprintf(c.data.kind, sizeof c.data.kind, "random");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_ENTROPY_GAP].status, GATE_NA);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(suspect_efficiency_is_flagged)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    baseline_report(62.5); /* (128/2)/62.5 = 1.024 > 1.02 */
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_double_eq_tol(res.crit[GATE_EFFICIENCY].measured, 1.024, 1e-12);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_EFFICIENCY].note, "SUSPECT"));
+    ck_assert_ptr_nonnull(strstr(res.suspect, "contention"));
+    gate_result_free(&res);
+    gate_input_free(&in);
+    baseline_report(64); /* exactly 1: not suspect */
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_str_eq(res.suspect, "");
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(requeue_duplicates_keep_last_and_warmup_after_restart)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    for (int r = 0; r < 2; r++) {
+        char rel[1024];
+        snprintf(rel, sizeof rel, "%s/metrics/7/rank-%05d.jsonl", run, r);
+        unlink(rel);
+        metrics(r, 1, 20, 1, 1.0);   /* first run: steps 16..20 are lost (slow marker 1.0) */
+        metrics(r, 16, 40, 1, 0.125); /* requeued from the checkpoint at 15: run_step 1.. */
+    }
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_uint_eq(in.ranks[0].n_rows, 40);
+    ck_assert_uint_eq(in.n_steps, 40);
+    ck_assert_double_eq(in.ranks[1].rows[15].step_time_s, 0.125);
+    ck_assert_int_eq(in.ranks[1].rows[15].run_step, 1);
+    ck_assert_int_eq(in.steps[19].run_step, 5);
+    /* steady: run_step > 5: steps 6..15 of the first run and 21..40 of the second */
+    ck_assert_int_eq(res.crit[GATE_THROUGHPUT].samples, 30);
+    ck_assert_uint_eq(res.n_restarts, 1);
+    ck_assert_int_eq(res.restart_steps[0], 16);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(rollback_checkpoint_choice)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    for (int r = 0; r < 2; r++) { /* rank 1's sync check fails at step 40 */
+        char rel[1024];
+        snprintf(rel, sizeof rel, "%s/metrics/7/rank-%05d.jsonl", run, r);
+        unlink(rel);
+        metrics(r, 1, 39, 1, 0.125);
+    }
+    put("metrics/7/rank-00000.jsonl", "a", "{\"step\":40,\"samples_seen\":640,\"run_step\":40,"
+        "\"loss\":3.96,\"step_time_s\":0.125,\"comm_time_s\":0,\"rss_bytes\":1,\"allreduce_s\":0,"
+        "\"world_size\":2,\"sync_ok\":true,\"gnorm_post_spread\":0}\n");
+    put("metrics/7/rank-00001.jsonl", "a", "{\"step\":40,\"samples_seen\":640,\"run_step\":40,"
+        "\"loss\":3.96,\"step_time_s\":0.125,\"comm_time_s\":0,\"rss_bytes\":1,\"allreduce_s\":0,"
+        "\"world_size\":2,\"sync_ok\":false,\"gnorm_post_spread\":0}\n");
+    rz_err_clear(&err);
+    ck_assert_int_eq(gate_read(&in, &c, run, "7", NULL, &err), RZ_OK);
+    struct gate_ckpt ck[4] = {{10, true, "c10"}, {20, true, "c20"}, {30, false, "c30"},
+                              {40, true, "c40"}};
+    in.ckpts = malloc(sizeof ck);
+    memcpy(in.ckpts, ck, sizeof ck);
+    in.n_ckpts = 4;
+    ck_assert_int_eq(gate_evaluate(&res, &in, &c, &err), RZ_OK);
+    ck_assert_double_eq(res.crit[GATE_SYNC_AGREEMENT].measured, 0.75);
+    ck_assert_int_eq(res.crit[GATE_SYNC_AGREEMENT].status, GATE_NO_GO);
+    ck_assert_int_eq(res.verdict, GATE_VERDICT_NO_GO);
+    ck_assert_int_eq(res.last_good_sync_step, 30);
+    ck_assert(res.has_rollback);
+    ck_assert_int_eq(res.rollback_step, 20); /* 30 is damaged, 40 after the failed check */
+    ck_assert_str_eq(res.rollback_path, "c20");
+    ck_assert_str_eq(res.action, "rollback");
+    ck_assert_str_eq(res.action_phase, "base");
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+static char *slurp(const char *path)
+{
+    char *text = NULL;
+    size_t len;
+    ck_assert_int_eq(rz_read_file(path, &text, &len, NULL), RZ_OK);
+    return text;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Every tag opened is closed in order; void and self-closed ones stand alone. */
+static void assert_balanced(const char *html)
+{
+    char stack[64][32];
+    int depth = 0;
+    for (const char *p = strchr(html, '<'); p != NULL; p = strchr(p + 1, '<')) {
+        const char *end = strchr(p, '>');
+        ck_assert_ptr_nonnull(end);
+        if (p[1] == '!')
+            continue;
+        bool closing = p[1] == '/';
+        const char *n = p + 1 + closing;
+        size_t len = strcspn(n, " />\n");
+        char name[32];
+        ck_assert_uint_lt(len, sizeof name);
+        memcpy(name, n, len);
+        name[len] = '\0';
+        if (closing) {
+            ck_assert_msg(depth > 0 && strcmp(stack[depth - 1], name) == 0, "</%s> unbalanced",
+                          name);
+            depth--;
+        } else if (end[-1] != '/' && strcmp(name, "meta") != 0 && strcmp(name, "br") != 0) {
+            ck_assert_int_lt(depth, 64);
+            snprintf(stack[depth++], sizeof stack[0], "%s", name);
+        }
+    }
+    ck_assert_int_eq(depth, 0);
+}
+
+/* The text of <svg id="ID" ...>...</svg> (caller frees). */
+static char *chart(const char *html, const char *id)
+{
+    char key[64];
+    snprintf(key, sizeof key, "<svg id=\"%s\"", id);
+    const char *a = strstr(html, key);
+    ck_assert_msg(a != NULL, "%s missing", id);
+    const char *b = strstr(a, "</svg>");
+    ck_assert_ptr_nonnull(b);
+    return strndup(a, (size_t)(b - a));
+}
+
+START_TEST(reports_are_written_and_well_formed)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    char dir[4096], path[4200];
+    fixture();
+    for (int r = 0; r < 2; r++)  /* 250 steps in all: the loss curve is downsampled to 200 */
+        metrics(r, 41, 250, 41, 0.125);
+    config(&c);
+    c.gates.throughput_go = 200; /* 128: HOLD */
+    c.gates.throughput_no_go = 50;
+    snprintf(c.gates.prom_dir, sizeof c.gates.prom_dir, "%s/prom", root);
+    ck_assert_int_eq(rz_mkdirs(c.gates.prom_dir, NULL), RZ_OK);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    char warn[256];
+    ck_assert_int_eq(gate_write_reports(&in, &res, &c, dir, sizeof dir, warn, sizeof warn, &err),
+                     RZ_OK);
+    ck_assert_str_eq(warn, "");
+    ck_assert_uint_eq(res.n_loss, 200);
+
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html = slurp(path);
+    assert_balanced(html);
+    char *loss = chart(html, "chart-loss"), *tp = chart(html, "chart-throughput");
+    char *st = chart(html, "chart-steptime"), *cm = chart(html, "chart-comm");
+    ck_assert_uint_eq(count(loss, "<circle class=\"pt\""), res.n_loss);
+    ck_assert_ptr_nonnull(strstr(loss, "data-loss=\"3.999\""));   /* step 1 of the metrics */
+    ck_assert_ptr_nonnull(strstr(loss, "data-loss=\"3.75\""));    /* step 250 */
+    ck_assert_ptr_nonnull(strstr(loss, "class=\"base\""));
+    ck_assert_ptr_nonnull(strstr(loss, "class=\"floor\" data-value=\"3.9\""));
+    ck_assert_uint_eq(count(tp, "<circle class=\"pt\""), res.n_windows);
+    ck_assert_ptr_nonnull(strstr(tp, "data-sps=\"128\""));
+    ck_assert_uint_eq(count(st, "<g class=\"box\""), 2);
+    ck_assert_ptr_nonnull(strstr(st, "data-median=\"0.125\""));
+    ck_assert_uint_eq(count(cm, "<rect class=\"bar\""), 2);
+    ck_assert_ptr_nonnull(strstr(cm, "data-comm=\"0.0625\""));
+    ck_assert_ptr_null(strstr(html, "<script"));
+    ck_assert_ptr_null(strstr(html, "src=\""));
+    free(loss), free(tp), free(st), free(cm), free(html);
+
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = slurp(path);
+    ck_assert_msg(strncmp(md, "# Verdict: ", 11) == 0, "report.md starts: %.40s", md);
+    ck_assert_ptr_nonnull(strstr(md, "| throughput | 128 |"));
+    free(md);
+
+    regex_t re;
+    ck_assert_int_eq(regcomp(&re, "^[a-zA-Z_:][a-zA-Z0-9_:]*\\{([a-zA-Z_][a-zA-Z0-9_]*=\"[^\"]*\""
+                                  ",?)*\\} [^ ]+$", REG_EXTENDED | REG_NOSUB), 0);
+    snprintf(path, sizeof path, "%s/ryzen_phase.prom", c.gates.prom_dir); /* the copy */
+    char *prom = slurp(path), *save = NULL;
+    size_t samples = 0;
+    for (char *line = strtok_r(prom, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#') {
+            ck_assert(strncmp(line, "# HELP ryzen_", 13) == 0 ||
+                      strncmp(line, "# TYPE ryzen_", 13) == 0);
+            continue;
+        }
+        ck_assert_msg(regexec(&re, line, 0, NULL, 0) == 0, "bad sample line: %s", line);
+        char *num = strrchr(line, ' ') + 1, *endp;
+        (void)strtod(num, &endp);
+        ck_assert_msg(*endp == '\0' && endp != num, "bad value: %s", line);
+        samples++;
+    }
+    regfree(&re);
+    ck_assert_uint_gt(samples, 2 * GATE_N_CRIT);
+    free(prom);
+    snprintf(path, sizeof path, "%s/gate.prom", dir);
+    prom = slurp(path);
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_verdict{phase=\"phase\",job=\"7\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_throughput_samples_per_second{phase=\"phase\","
+                                       "job=\"7\"} 128\n"));
+    free(prom);
+
+    /* report.json is the next phase's baseline */
+    struct gate_baseline b = {0};
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    ck_assert_int_eq(gate_read_baseline(&b, path, &err), RZ_OK);
+    ck_assert_double_eq(b.throughput, 128.0);
+    ck_assert_int_eq(b.world_size, 2);
+    ck_assert_uint_eq(b.n_curve, 200);
+    ck_assert_double_eq(b.curve[0], 16.0);
+    free(b.curve);
+    char *json = slurp(path);
+    ck_assert_ptr_nonnull(strstr(json, "\"chain\":[{\"time\":\"x\",\"t\":1002,\"job\":\"6\""));
+    free(json);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(json_reader_escapes)
+{
+    struct gj_value *v = NULL;
+    const char *t = "{\"a\":\"x\\\"\\\\\\/\\n\\u00e9\\ud83d\\ude00\",\"b\":[1,-2.5e3,true,null],"
+                    "\"c\":{}}";
+    ck_assert_int_eq(gj_parse(&v, t, strlen(t), "t", 1, NULL), RZ_OK);
+    ck_assert_str_eq(gj_get_str(v, "a"), "x\"\\/\n\xc3\xa9\xf0\x9f\x98\x80");
+    const struct gj_value *b = gj_get(v, "b");
+    ck_assert_uint_eq(b->n, 4);
+    ck_assert_double_eq(b->items[1].num, -2500.0);
+    ck_assert_int_eq(b->items[3].type, GJ_NULL);
+    ck_assert_int_eq(gj_get(v, "c")->type, GJ_OBJ);
+    gj_free(v);
+}
+END_TEST
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+static void expect_error(const struct cfg *c, const char *needle, const char *needle2)
+{
+    struct gate_input in;
+    struct rz_err err;
+    rz_err_clear(&err);
+    enum rz_status st = gate_read(&in, c, run, "7", NULL, &err);
+    ck_assert_int_eq(st, RZ_EDATA);
+    ck_assert_int_eq(rz_exit_code(st), 64);
+    ck_assert_msg(strstr(err.msg, needle) != NULL, "'%s' not in: %s", needle, err.msg);
+    ck_assert_msg(needle2 == NULL || strstr(err.msg, needle2) != NULL, "'%s' not in: %s",
+                  needle2, err.msg);
+    gate_input_free(&in);
+}
+
+START_TEST(truncated_line_names_file_and_line)
+{
+    static struct cfg c;
+    fixture();
+    config(&c);
+    put("metrics/7/rank-00001.jsonl", "a", "{\"step\":41,\"samples_seen\":656,\"ru");
+    expect_error(&c, "rank-00001.jsonl:41:", "truncated");
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(missing_rank_is_named)
+{
+    static struct cfg c;
+    char path[1024];
+    fixture();
+    config(&c);
+    snprintf(path, sizeof path, "%s/metrics/7/rank-00001.jsonl", run);
+    unlink(path);
+    expect_error(&c, "metrics of rank 1 missing", "world_size 2");
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(non_number_loss_is_an_error)
+{
+    static struct cfg c;
+    fixture();
+    config(&c);
+    put("metrics/7/rank-00000.jsonl", "a", "{\"step\":41,\"samples_seen\":656,\"run_step\":41,"
+        "\"loss\":\"nan\",\"step_time_s\":0.125,\"comm_time_s\":0,\"rss_bytes\":1,"
+        "\"allreduce_s\":0,\"world_size\":2}\n");
+    expect_error(&c, "rank-00000.jsonl:41: field 'loss' is not a number", NULL);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(bad_json_names_line_and_column)
+{
+    static struct cfg c;
+    fixture();
+    config(&c);
+    put("events.jsonl", "a", "{\"t\":1,\"job\":\"7\",\"event\":\"x\",}\n");
+    expect_error(&c, "events.jsonl:5:30:", "object key");
+    teardown_fixture();
+    fixture();
+    put("health.json", "w", "{\"ranks\":[{\"rank\":0}]}\n");
+    expect_error(&c, "health.json: ranks[0] needs", NULL);
+    teardown_fixture();
+    fixture();
+    put("metrics/7/rank-00001.jsonl", "a", "{\"step\":41,\"samples_seen\":656,\"run_step\":1,"
+        "\"loss\":1,\"step_time_s\":0.125,\"comm_time_s\":0,\"rss_bytes\":1,"
+        "\"allreduce_s\":0,\"world_size\":3}\n");
+    expect_error(&c, "rank-00001.jsonl:41: world_size 3", NULL);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(malformed_baseline_and_absent_job)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    baseline_report(64);
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", run);
+    snprintf(run, sizeof run, "%s/base", root);
+    put("reports/1/report.json", "w", "{\"phase\":\"base\",\"job\":\"1\",\"world_size\":1,"
+        "\"throughput\":1,\"loss_curve\":[[1,2,3]]}\n");
+    snprintf(run, sizeof run, "%s", saved);
+    expect_error(&c, "loss_curve[0] is not [samples_seen, loss]", NULL);
+    rz_err_clear(&err);
+    ck_assert_int_eq(gate_read(&in, &c, run, "8", NULL, &err), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(err.msg, "metrics of rank 0 missing"));
+    gate_input_free(&in);
+    ck_assert_int_eq(gate_read(&in, &c, run, "../x", NULL, &err), RZ_ECONFIG);
+    gate_input_free(&in);
+    const char *bad[] = {"[1,]", "{\"a\":tru}", "\"\\x\"", "01", "[\"\\ud800\"]", "{} x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gj_value *v = NULL;
+        ck_assert_int_eq(gj_parse(&v, bad[i], strlen(bad[i]), "b", 1, &err), RZ_EDATA);
+        ck_assert_ptr_null(v);
+        ck_assert_ptr_nonnull(strstr(err.msg, "b:1:"));
+    }
+    teardown_fixture();
+}
+END_TEST
+
+static Suite *gate_suite(void)
+{
+    Suite *s = suite_create("gate");
+    TCase *core = tcase_create("core");
+    tcase_set_timeout(core, 60);
+    tcase_add_test(core, judge_boundaries_both_directions);
+    tcase_add_test(core, fixture_measures_what_was_written);
+    tcase_add_test(core, each_criterion_at_its_boundaries);
+    tcase_add_test(core, verdict_rules);
+    tcase_add_test(core, fixture_verdicts_and_planned_actions);
+    tcase_add_test(core, missing_and_empty_baselines);
+    tcase_add_test(core, suspect_efficiency_is_flagged);
+    tcase_add_test(core, requeue_duplicates_keep_last_and_warmup_after_restart);
+    tcase_add_test(core, rollback_checkpoint_choice);
+    tcase_add_test(core, reports_are_written_and_well_formed);
+    tcase_add_test(core, json_reader_escapes);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, truncated_line_names_file_and_line);
+    tcase_add_test(errors, missing_rank_is_named);
+    tcase_add_test(errors, non_number_loss_is_an_error);
+    tcase_add_test(errors, bad_json_names_line_and_column);
+    tcase_add_test(errors, malformed_baseline_and_absent_job);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(gate_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
