@@ -88,6 +88,10 @@ START_TEST(run_dir_from_submit_dir_and_phase)
     setenv("RYZEN_RUN_ROOT", "/scratch/r", 1);
     ck_assert(step_run_dir(run, sizeof run, &env, "x.yml", phase, sizeof phase));
     ck_assert_str_eq(run, "/scratch/r/x");
+    setenv("RYZEN_ROLLBACK_OF", "77", 1); /* a rollback lineage never shares checkpoints */
+    ck_assert(step_run_dir(run, sizeof run, &env, "x.yml", phase, sizeof phase));
+    ck_assert_str_eq(run, "/scratch/r/x/rollback-77");
+    unsetenv("RYZEN_ROLLBACK_OF");
     unsetenv("RYZEN_RUN_ROOT");
     ck_assert(!step_run_dir(run, 8, &env, "configs/phase1_4proc.yaml", phase, sizeof phase));
 }

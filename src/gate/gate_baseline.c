@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -106,13 +107,19 @@ enum rz_status gate_find_baseline(struct gate_input *in, const struct cfg *c, co
         return gate_read_baseline(b, path, err);
     char root[4096], dir[8200], found[8300];
     rz_fmt(root, sizeof root, "%s", in->run_dir);
-    char *slash = strrchr(root, '/');
-    if (slash == root)
-        slash[1] = '\0';
-    else if (slash != NULL)
-        *slash = '\0';
-    else
-        rz_fmt(root, sizeof root, ".");
+    /* RUNROOT/<phase>, or RUNROOT/<phase>/rollback-<job> for a rollback lineage (ryzen-step) */
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(root, '/');
+        bool rollback = slash != NULL && strncmp(slash + 1, "rollback-", 9) == 0;
+        if (slash == root)
+            slash[1] = '\0';
+        else if (slash != NULL)
+            *slash = '\0';
+        else
+            rz_fmt(root, sizeof root, ".");
+        if (!rollback)
+            break;
+    }
     rz_fmt(dir, sizeof dir, "%s/%s/reports", root, c->phase.previous);
     gate_newest_report(found, sizeof found, dir);
     if (found[0] == '\0') {

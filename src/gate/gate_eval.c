@@ -304,6 +304,15 @@ static void gate_sync(struct gate_result *res, const struct gate_input *in)
     int64_t checks = 0, agree = 0, first_bad = -1;
     double spread = 0;
     res->last_good_sync_step = -1;
+    if (in->world_size == 1) {
+        /* one rank has nobody to disagree with; its checkpoints are all "in sync" */
+        gate_set(ks, GATE_NA);
+        gate_set(kg, GATE_NA);
+        gate_note(ks, "one rank: nothing to synchronize");
+        gate_note(kg, "one rank: nothing to synchronize");
+        res->last_good_sync_step = in->n_steps > 0 ? in->steps[in->n_steps - 1].step : -1;
+        return;
+    }
     for (size_t i = 0; i < in->n_steps; i++) {
         const struct gate_step *s = &in->steps[i];
         if (s->sync_ranks == 0)

@@ -241,12 +241,17 @@ int chain_finish_phase(struct wrapper *w)
     const struct cfg_phase *p = &w->cfg.phase;
     const char *action = v == VERDICT_GO ? p->on_go : v == VERDICT_NO_GO ? p->on_no_go : p->on_hold;
     bool ok = true;
+    bool promoted = false;
     if (strcmp(action, "promote") == 0)
-        ok = promote(w);
+        ok = promoted = promote(w);
     else if (strcmp(action, "rollback") == 0)
         ok = rollback(w, names[v]);
     else
         step_event(w->ev, "stop", "the verdict's action is stop: nothing submitted", kv, 1);
     run_gate(w, true); /* render again: the report now shows the chain events */
-    return ok ? v : 1;
+    if (!ok)
+        return 1;
+    /* The next phase waits on --dependency=afterok: a promoting job must end with 0 (a HOLD
+     * promoted by phase.on_hold included); otherwise the exit status is the verdict's. */
+    return promoted ? 0 : v;
 }

@@ -220,9 +220,10 @@ static void choose_resume(struct wrapper *c, char *resume, size_t len)
             snprintf(resume, len, "%s", rollback);
             snprintf(msg, sizeof msg, "rollback: resuming from %s (step %lld, written by %lld "
                      "ranks)", rollback, (long long)from.step, (long long)from.world_size);
+            const char *of = getenv("RYZEN_ROLLBACK_OF");
             struct step_kv kv[] = {{"checkpoint", rollback, 0}, {"step", NULL, (double)from.step},
-                                   {"rollback", "yes", 0}};
-            step_event(c->ev, "resume", msg, kv, 3);
+                                   {"rollback_of", of != NULL ? of : "", 0}};
+            step_event(c->ev, "rollback_start", msg, kv, 3);
         }
         ckpt_meta_free(&from);
         if (newer)

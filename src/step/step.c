@@ -55,7 +55,14 @@ bool step_run_dir(char *out, size_t len, const struct step_env *e, const char *c
     const char *root = getenv("RYZEN_RUN_ROOT");
     int w = root != NULL && root[0] ? snprintf(out, len, "%s/%s", root, phase)
                                     : snprintf(out, len, "%s/runs/%s", e->submit_dir, phase);
-    return w > 0 && (size_t)w < len;
+    if (w <= 0 || (size_t)w >= len)
+        return false;
+    /* A rollback starts a new lineage of this phase from another phase's checkpoint: it gets
+     * a directory of its own, so its checkpoints never replace the first run's. */
+    const char *rollback_of = getenv("RYZEN_ROLLBACK_OF");
+    if (rollback_of != NULL && rollback_of[0] != '\0')
+        w += snprintf(out + w, len - (size_t)w, "/rollback-%s", rollback_of);
+    return (size_t)w < len;
 }
 
 /* ---- events ---------------------------------------------------------------------------------- */

@@ -28,7 +28,8 @@ struct step_env {
 void step_env_read(struct step_env *e);
 
 /* RUN_DIR = $RYZEN_RUN_ROOT/<phase>, RYZEN_RUN_ROOT defaulting to SUBMIT_DIR/runs; <phase> is
- * the config file's base name without .yaml.  Returns false if it does not fit. */
+ * the config file's base name without .yaml.  A rollback job (RYZEN_ROLLBACK_OF=<job>) uses
+ * RUN_DIR/rollback-<job>.  Returns false if it does not fit. */
 bool step_run_dir(char *out, size_t len, const struct step_env *e, const char *config,
                   char *phase, size_t phase_len);
 

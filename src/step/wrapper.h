@@ -30,7 +30,7 @@ enum rz_status wrapper_add_sets(const struct wrapper *w, struct step_argv *v, st
 
 /* After a finished training: run ryzen-gate, act on the verdict (promote / rollback / hold),
  * record the chain, and re-render the report so it shows the chain.  Returns the job's exit
- * status: 0 GO, 1 NO-GO, 2 HOLD, or the gate's error status. */
+ * status: 0 GO or promoted, 1 NO-GO, 2 HOLD, or 1 when the gate or a submission failed. */
 int chain_finish_phase(struct wrapper *w);
 
 #endif
