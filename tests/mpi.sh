@@ -83,6 +83,10 @@ wait_step() {
   return 1
 }
 
+echo "# the comm module's suite on 2 ranks"
+expect "check_comm under mpirun -np 2" 0 "100%: Checks: 7, Failures: 0, Errors: 0" -- \
+  "$mpirun" -np 2 "$build/tests/check_comm"
+
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
 train eq1 1 --set training.steps=30 --set training.batch_size=16 >/dev/null 2>&1
 train eq4 4 --set training.steps=30 --set training.batch_size=4 >/dev/null 2>&1

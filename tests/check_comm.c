@@ -1,0 +1,181 @@
+/* check_comm: the MPI module.  Run plainly it tests a local world of one and a real MPI
+ * singleton; tests/mpi.sh also runs it under `mpirun -np 2` (CK_FORK=no), where every test
+ * checks the cross-rank results against values computed in closed form. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+
+static struct comm *world; /* MPI_COMM_WORLD, set up once in main */
+
+START_TEST(gradient_buckets_average_over_ranks)
+{
+    int r = comm_rank(world), n = comm_size(world);
+    enum { N = 1000 };
+    float g[N];
+    for (int i = 0; i < N; i++)
+        g[i] = (float)(i % 7) + (float)r; /* rank r adds r */
+    comm_grads_begin(world, g, N, 64 * sizeof(float)); /* 16 buckets */
+    comm_grads_ready(world, 600, 400);                  /* as backward would: the end first */
+    comm_grads_ready(world, 0, 600);
+    double exposed = -1, sumsq = 0;
+    ck_assert_int_eq(comm_grads_finish(world, &exposed, &sumsq, NULL), RZ_OK);
+    ck_assert(exposed >= 0.0);
+    double local = 0;
+    for (int i = 0; i < N; i++) {
+        float want = (float)n * (float)(i % 7) + (float)(n * (n - 1) / 2);
+        ck_assert_msg(g[i] == want, "g[%d] = %g, want %g", i, (double)g[i], (double)want);
+        double mine = (double)(i % 7) + r;
+        local += mine * mine;
+    }
+    ck_assert_double_eq_tol(sumsq, local, 1e-6 * local); /* this rank's sum before the reduce */
+}
+END_TEST
+
+START_TEST(small_collectives)
+{
+    int r = comm_rank(world), n = comm_size(world);
+    int mx = -1;
+    ck_assert_int_eq(comm_max_int(world, r == n - 1 ? 5 : 0, &mx, NULL), RZ_OK);
+    ck_assert_int_eq(mx, 5);
+    double v[2] = {1.0, (double)r};
+    ck_assert_int_eq(comm_sum_doubles(world, v, 2, NULL), RZ_OK);
+    ck_assert(v[0] == (double)n && v[1] == (double)(n * (n - 1) / 2));
+    double *all = calloc((size_t)n, sizeof *all);
+    ck_assert_int_eq(comm_allgather_double(world, 10.0 + r, all, NULL), RZ_OK);
+    for (int q = 0; q < n; q++)
+        ck_assert(all[q] == 10.0 + q);
+    free(all);
+    char name[16] = "";
+    if (r == 0)
+        strcpy(name, "from-rank-0");
+    ck_assert_int_eq(comm_bcast_bytes(world, name, sizeof name, NULL), RZ_OK);
+    ck_assert_str_eq(name, "from-rank-0");
+    double lat = -1;
+    ck_assert_int_eq(comm_allreduce_latency(world, 5, &lat, NULL), RZ_OK);
+    ck_assert(lat >= 0.0 && (n > 1 || lat == 0.0));
+}
+END_TEST
+
+START_TEST(preflight_probes)
+{
+    bool ok = false;
+    ck_assert_int_eq(comm_ring_check(world, &ok, NULL), RZ_OK);
+    ck_assert(ok);
+    double rel = 1;
+    ck_assert_int_eq(comm_allreduce_check(world, 4096, &rel, NULL), RZ_OK);
+    ck_assert(rel == 0.0); /* the probe values sum exactly in fp32 */
+}
+END_TEST
+
+START_TEST(sync_check_agrees_on_identical_parameters)
+{
+    float p[64];
+    for (int i = 0; i < 64; i++)
+        p[i] = 0.25f * (float)i;
+    struct comm_sync s;
+    double pre = 1.0 + comm_rank(world); /* local norms differ, as with different data */
+    ck_assert_int_eq(comm_sync_check(world, p, 64, pre, 3.0, &s, NULL), RZ_OK);
+    ck_assert(s.agree);
+    ck_assert(s.param_spread == 0.0);
+    ck_assert(s.post_spread == 0.0);
+    ck_assert(s.pre_min == 1.0 && s.pre_max == (double)comm_size(world));
+    ck_assert_str_eq(s.bad_ranks, "");
+}
+END_TEST
+
+START_TEST(sync_check_names_the_rank_that_differs)
+{
+    int n = comm_size(world);
+    if (n < 2)
+        return; /* needs two ranks: run by tests/mpi.sh under mpirun */
+    float p[64];
+    for (int i = 0; i < 64; i++)
+        p[i] = 1.0f + (float)i;
+    if (comm_rank(world) == n - 1)
+        p[10] += 0.5f; /* the last rank drifted */
+    struct comm_sync s;
+    ck_assert_int_eq(comm_sync_check(world, p, 64, 1.0, 2.0 + comm_rank(world), &s, NULL), RZ_OK);
+    ck_assert(!s.agree);
+    char want[16];
+    snprintf(want, sizeof want, "%d", n - 1);
+    ck_assert_str_eq(s.bad_ranks, want);
+    ck_assert_double_eq_tol(s.param_spread, 0.5 / 64.0, 1e-9); /* max |diff| / max |p| */
+    ck_assert(s.post_spread > 0.0);
+}
+END_TEST
+
+START_TEST(launch_check_catches_a_wrong_world)
+{
+    struct rz_err e;
+    char want[16];
+    snprintf(want, sizeof want, "%d", comm_size(world) + 1);
+    setenv("SLURM_NTASKS", want, 1);
+    setenv("SLURM_STEP_ID", "0", 1);
+    ck_assert_int_eq(comm_check_launch(world, &e), RZ_EHEALTH);
+    ck_assert_ptr_nonnull(strstr(e.msg, "srun --mpi=pmix"));
+    snprintf(want, sizeof want, "%d", comm_size(world));
+    setenv("SLURM_NTASKS", want, 1);
+    ck_assert_int_eq(comm_check_launch(world, &e), RZ_OK);
+    unsetenv("SLURM_NTASKS");
+    unsetenv("SLURM_STEP_ID");
+}
+END_TEST
+
+START_TEST(local_world_needs_no_mpi)
+{
+    struct comm *c;
+    ck_assert_int_eq(comm_create_local(&c, NULL), RZ_OK);
+    ck_assert_int_eq(comm_rank(c), 0);
+    ck_assert_int_eq(comm_size(c), 1);
+    float g[3] = {3, 4, 0};
+    double exposed, sumsq;
+    comm_grads_begin(c, g, 3, 4);
+    ck_assert_int_eq(comm_grads_finish(c, &exposed, &sumsq, NULL), RZ_OK);
+    ck_assert(sumsq == 25.0); /* nothing reported: the whole buffer */
+    ck_assert(g[0] == 3.0f);
+    comm_finalize(c);
+}
+END_TEST
+
+static Suite *comm_suite(void)
+{
+    Suite *s = suite_create("comm");
+    TCase *core = tcase_create("core");
+    tcase_add_test(core, gradient_buckets_average_over_ranks);
+    tcase_add_test(core, small_collectives);
+    tcase_add_test(core, preflight_probes);
+    tcase_add_test(core, sync_check_agrees_on_identical_parameters);
+    tcase_add_test(core, local_world_needs_no_mpi);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, sync_check_names_the_rank_that_differs);
+    tcase_add_test(errors, launch_check_catches_a_wrong_world);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    struct rz_err err;
+    if (comm_init(&world, &argc, &argv, &err) != RZ_OK) {
+        fprintf(stderr, "check_comm: %s\n", err.msg);
+        return EXIT_FAILURE;
+    }
+    SRunner *sr = srunner_create(comm_suite());
+    /* MPI lives across the tests: run them in this process (a forked child cannot use the
+     * parent's MPI). */
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, comm_rank(world) == 0 ? CK_NORMAL : CK_SILENT);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    int any = 0;
+    comm_max_int(world, failed, &any, NULL);
+    comm_finalize(world);
+    return any == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
