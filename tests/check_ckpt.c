@@ -25,34 +25,11 @@
 #include "core/sha256.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "testutil.h"
 
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
 static char tmpdir[256];
-
-static void remove_tree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *de;
-        while (d != NULL && (de = readdir(d)) != NULL) {
-            char sub[4096];
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                continue;
-            snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
-            remove_tree(sub);
-        }
-        if (d != NULL)
-            closedir(d);
-        chmod(path, 0700);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static void setup(void)
 {
@@ -64,7 +41,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    remove_tree(tmpdir);
+    rz_test_rmtree(tmpdir);
 }
 
 static void path_in(char *buf, size_t len, const char *name)
@@ -935,9 +912,5 @@ static Suite *ckpt_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ckpt_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(ckpt_suite());
 }

@@ -18,6 +18,7 @@
 #include "config/keys.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "testutil.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -863,9 +864,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(config_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(config_suite());
 }

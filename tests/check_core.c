@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "testutil.h"
 
 START_TEST(exit_codes_match_contract)
 {
@@ -107,8 +108,8 @@ END_TEST
 
 START_TEST(mkdirs_and_read_file)
 {
-    char dir[] = "/tmp/rz-core-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char dir[64];
+    rz_test_tmpdir(dir, sizeof dir, "core");
     char path[256], file[300];
     snprintf(path, sizeof path, "%s/a/b/c", dir);
     struct rz_err e;
@@ -124,10 +125,8 @@ START_TEST(mkdirs_and_read_file)
     ck_assert_str_eq(text, "hello");
     ck_assert_uint_eq(len, 5);
     free(text);
-    unlink(file);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    rz_test_rmtree(dir);
+    ck_assert_int_ne(access(dir, F_OK), 0);
 }
 END_TEST
 
@@ -177,9 +176,5 @@ static Suite *core_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(core_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(core_suite());
 }

@@ -18,6 +18,7 @@
 #include "core/util.h"
 #include "data/data.h"
 #include "data/data_internal.h"
+#include "testutil.h"
 
 #define PATH_LEN 512
 
@@ -609,9 +610,5 @@ static Suite *data_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(data_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(data_suite());
 }

@@ -25,33 +25,11 @@
 #include "core/util.h"
 #include "gate/gate.h"
 #include "gate/gate_json.h"
+#include "testutil.h"
 
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
 static char root[256], run[512];
-
-static void remove_tree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *de;
-        while (d != NULL && (de = readdir(d)) != NULL) {
-            char sub[4096];
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                continue;
-            snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
-            remove_tree(sub);
-        }
-        if (d != NULL)
-            closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static void put(const char *rel, const char *mode, const char *text)
 {
@@ -145,7 +123,7 @@ static void config(struct cfg *c)
 
 static void teardown_fixture(void)
 {
-    remove_tree(root);
+    rz_test_rmtree(root);
 }
 
 static enum rz_status judge(struct gate_input *in, struct gate_result *res, const struct cfg *c,
@@ -773,9 +751,5 @@ static Suite *gate_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(gate_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(gate_suite());
 }

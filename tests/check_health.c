@@ -12,20 +12,18 @@
 
 #include "core/util.h"
 #include "health/health.h"
+#include "testutil.h"
 
 static char dir[64];
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/rz-health-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    rz_test_tmpdir(dir, sizeof dir, "health");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    rz_test_rmtree(dir);
 }
 
 START_TEST(signal_names_parse)
@@ -185,9 +183,5 @@ static Suite *health_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(health_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(health_suite());
 }

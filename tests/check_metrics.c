@@ -9,20 +9,18 @@
 
 #include "core/util.h"
 #include "metrics/metrics.h"
+#include "testutil.h"
 
 static char dir[64];
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/rz-metrics-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    rz_test_tmpdir(dir, sizeof dir, "metrics");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    rz_test_rmtree(dir);
 }
 
 START_TEST(step_line_has_every_field)
@@ -118,9 +116,5 @@ static Suite *metrics_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(metrics_suite());
 }

@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "model/layers.h"
 #include "model/model.h"
+#include "testutil.h"
 
 static struct kern_ctx *ref_ctx;
 
@@ -419,9 +420,5 @@ static Suite *model_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(model_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(model_suite());
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "optim/optim.h"
+#include "testutil.h"
 
 static struct optim_opts base_opts(void)
 {
@@ -130,9 +131,5 @@ static Suite *optim_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(optim_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(optim_suite());
 }

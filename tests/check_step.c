@@ -10,20 +10,18 @@
 
 #include "core/util.h"
 #include "step/step.h"
+#include "testutil.h"
 
 static char dir[64];
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/rz-step-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    rz_test_tmpdir(dir, sizeof dir, "step");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    rz_test_rmtree(dir);
 }
 
 START_TEST(exit_status_policy)
@@ -160,9 +158,5 @@ static Suite *step_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(step_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(step_suite());
 }

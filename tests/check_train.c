@@ -12,20 +12,18 @@
 #include "config/config.h"
 #include "core/util.h"
 #include "train/train.h"
+#include "testutil.h"
 
 static char run_root[64];
 
 static void setup(void)
 {
-    snprintf(run_root, sizeof run_root, "/tmp/rz-train-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(run_root));
+    rz_test_tmpdir(run_root, sizeof run_root, "train");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", run_root);
-    ck_assert_int_eq(system(cmd), 0);
+    rz_test_rmtree(run_root);
 }
 
 /* A small model on a small Markov chain: learnable to the floor in a few hundred steps. */
@@ -213,9 +211,5 @@ static Suite *train_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(train_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rz_test_main(train_suite());
 }
