@@ -340,13 +340,17 @@ END_TEST
 struct hook_log {
     size_t n;
     unsigned char *seen;
-    size_t calls, last_end;
+    size_t calls, last_end, progress_points;
     int ordered;
 };
 
 static void record_ready(void *user, size_t offset, size_t count)
 {
     struct hook_log *h = user;
+    if (count == 0) { /* a progress point between ranges */
+        h->progress_points++;
+        return;
+    }
     for (size_t i = offset; i < offset + count && i < h->n; i++)
         h->seen[i]++;
     if (h->calls > 0 && offset + count != h->last_end)
@@ -368,6 +372,7 @@ START_TEST(grad_ready_hook_covers_every_parameter_once)
     model_forward(m, in, tg);
     model_backward(m, 1.0f);
     ck_assert_uint_eq(h.calls, (size_t)tiny.n_layers + 2);
+    ck_assert_uint_eq(h.progress_points, 1 + 5 * (size_t)tiny.n_layers);
     ck_assert_int_eq(h.ordered, 1);
     ck_assert_uint_eq(h.last_end, 0);
     for (size_t i = 0; i < h.n; i++)

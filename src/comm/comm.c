@@ -140,6 +140,12 @@ static double sumsq(const float *x, size_t n)
 
 void comm_grads_ready(struct comm *c, size_t offset, size_t count)
 {
+    int flag = 0;
+    if (count == 0) { /* a progress point (model.h): let the buckets in flight advance */
+        if (c->n_req > 0)
+            MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
+        return;
+    }
     c->local_sumsq += sumsq(c->g + offset, count);
     c->reported += count;
     if (c->size == 1)
@@ -157,7 +163,6 @@ void comm_grads_ready(struct comm *c, size_t offset, size_t count)
     }
     /* Open MPI has no progress thread by default: poke the engine so earlier buckets move
      * while the next layer's backward runs. */
-    int flag = 0;
     MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
 }
 

@@ -44,7 +44,8 @@ enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err);
 /* Start a new gradient reduction of the buffer g (n floats), buckets of at most bucket_bytes. */
 void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes);
 /* g[offset .. offset+count) is final for this step: start its buckets.  Also accumulates the
- * local (pre-allreduce) sum of squares of the range. */
+ * local (pre-allreduce) sum of squares of the range.  count == 0 is a progress point: buckets
+ * already started advance (MPI_Testall). */
 void comm_grads_ready(struct comm *c, size_t offset, size_t count);
 /* Wait for every bucket; *exposed_s = time blocked here; *local_sumsq = this rank's sum of
  * squares before reduction.  Any range never reported is reduced here (blocking). */

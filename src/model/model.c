@@ -451,19 +451,31 @@ static void grad_ready(struct model *m, const float *first, const float *end)
         m->hook(m->hook_user, (size_t)(first - m->grads), (size_t)(end - first));
 }
 
+/* A progress point for communication started by the hook (an empty range: see model.h). */
+static void progress(struct model *m)
+{
+    if (m->hook != NULL)
+        m->hook(m->hook_user, 0, 0);
+}
+
 /* On entry s->dresid holds d(block output); on exit d(block input). */
 static void block_backward(struct model *m, const struct layer_params *p, struct layer_params *g,
                            const struct layer_acts *a)
 {
     struct acts *s = &m->a;
     linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, s->dresid, a->fcg, p->fc2_w);
+    progress(m);
     kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
     linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, a->ln2, p->fc_w);
+    progress(m);
     layernorm_backward_acc(m, s->dresid, false, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
                            a->ln2_var, p->ln2_w);
     linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, s->dresid, a->atty, p->proj_w);
+    progress(m);
     attention_backward(&m->attn, s->qkv, s->datty, &a->att, &s->att);
+    progress(m);
     linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->qkv, a->ln1, p->qkv_w);
+    progress(m);
     layernorm_backward_acc(m, s->dresid, false, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
                            a->ln1_var, p->ln1_w);
 }
@@ -476,6 +488,7 @@ void model_backward(struct model *m, float loss_scale)
     struct param_views *g = &m->g;
     kern_xent_backward(m->xent, a->probs, a->probs, m->targets, loss_scale / (float)N);
     linear_backward(&m->head, a->dln, g->head_w, g->head_b, a->probs, a->lnf, m->p.head_w);
+    progress(m);
     layernorm_backward_acc(m, a->dresid, true, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
                            a->lnf_var, m->p.lnf_w);
     grad_ready(m, g->lnf_w, m->grads + m->n_params);

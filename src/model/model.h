@@ -83,7 +83,9 @@ void model_backward(struct model *m, float loss_scale);
 
 /* Optional hook called during backward as soon as the gradients of a contiguous parameter range
  * are final for this micro-step (used by comm/ to overlap allreduce with backward).  Ranges are
- * reported from the end of the buffer towards the start. */
+ * reported from the end of the buffer towards the start.  Between ranges it is also called with
+ * count == 0 after each large kernel: a progress point, so that communication already started
+ * can advance while backward continues (MPI has no progress thread by default). */
 typedef void (*model_grad_ready_fn)(void *user, size_t offset, size_t count);
 void model_set_grad_ready_hook(struct model *m, model_grad_ready_fn fn, void *user);
 
