@@ -20,7 +20,7 @@ START_TEST(gradient_buckets_average_over_ranks)
     float g[N];
     for (int i = 0; i < N; i++)
         g[i] = (float)(i % 7) + (float)r; /* rank r adds r */
-    comm_grads_begin(world, g, N, 64 * sizeof(float)); /* 16 buckets */
+    comm_grads_begin(world, g, N, 64 * sizeof(float), true); /* 16 buckets */
     comm_grads_ready(world, 600, 400);                  /* as backward would: the end first */
     comm_grads_ready(world, 0, 600);
     double exposed = -1, sumsq = 0;
@@ -135,7 +135,7 @@ START_TEST(local_world_needs_no_mpi)
     ck_assert_int_eq(comm_size(c), 1);
     float g[3] = {3, 4, 0};
     double exposed, sumsq;
-    comm_grads_begin(c, g, 3, 4);
+    comm_grads_begin(c, g, 3, 4, true);
     ck_assert_int_eq(comm_grads_finish(c, &exposed, &sumsq, NULL), RZ_OK);
     ck_assert(sumsq == 25.0); /* nothing reported: the whole buffer */
     ck_assert(g[0] == 3.0f);

@@ -25,6 +25,7 @@ struct comm {
     size_t n, bucket_floats;
     size_t reported;              /* floats reported ready so far */
     double local_sumsq;
+    bool local_norm;              /* accumulate local_sumsq this step */
     MPI_Request req[COMM_MAX_BUCKETS];
     int n_req;
     int overflow;                 /* more buckets than COMM_MAX_BUCKETS: rest reduced at finish */
@@ -123,8 +124,9 @@ enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err)
 
 /* ---- gradient allreduce ------------------------------------------------------------------------ */
 
-void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes)
+void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes, bool local_norm)
 {
+    c->local_norm = local_norm;
     c->g = g;
     c->n = n;
     c->bucket_floats = bucket_bytes / sizeof(float);
@@ -136,14 +138,6 @@ void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes)
     c->overflow = 0;
 }
 
-static double sumsq(const float *x, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)x[i] * (double)x[i];
-    return s;
-}
-
 void comm_grads_ready(struct comm *c, size_t offset, size_t count)
 {
     int flag = 0;
@@ -152,7 +146,8 @@ void comm_grads_ready(struct comm *c, size_t offset, size_t count)
             MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
         return;
     }
-    c->local_sumsq += sumsq(c->g + offset, count);
+    if (c->local_norm)
+        c->local_sumsq += rz_sumsq(c->g + offset, count);
     c->reported += count;
     if (c->size == 1)
         return;
@@ -191,8 +186,8 @@ enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *loca
                                c->n_req);
         }
     }
-    if (c->reported == 0)
-        c->local_sumsq = sumsq(c->g, c->n);
+    if (c->reported == 0 && c->local_norm)
+        c->local_sumsq = rz_sumsq(c->g, c->n);
 cleanup:
     *exposed_s = rz_now() - t0;
     *local_sumsq = c->local_sumsq;

@@ -41,14 +41,15 @@ enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err);
 
 /* ---- gradient allreduce ------------------------------------------------------------------ */
 
-/* Start a new gradient reduction of the buffer g (n floats), buckets of at most bucket_bytes. */
-void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes);
+/* Start a new gradient reduction of the buffer g (n floats), buckets of at most bucket_bytes;
+ * local_norm: also sum this rank's squares before the reduction (costs a pass over g). */
+void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes, bool local_norm);
 /* g[offset .. offset+count) is final for this step: start its buckets.  Also accumulates the
  * local (pre-allreduce) sum of squares of the range.  count == 0 is a progress point: buckets
  * already started advance (MPI_Testall). */
 void comm_grads_ready(struct comm *c, size_t offset, size_t count);
 /* Wait for every bucket; *exposed_s = time blocked here; *local_sumsq = this rank's sum of
- * squares before reduction.  Any range never reported is reduced here (blocking). */
+ * squares before reduction (0 unless local_norm).  Any range never reported is reduced here. */
 enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *local_sumsq,
                                  struct rz_err *err);
 

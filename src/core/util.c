@@ -21,6 +21,20 @@ void rz_fmt(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+double rz_sumsq(const float *x, size_t n)
+{
+    /* Eight independent lanes, combined in a fixed order at the end: the compiler vectorizes
+     * this without reassociating anything, so every run gives the same bits (no -ffast-math). */
+    double lane[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            lane[k] += (double)x[i + (size_t)k] * (double)x[i + (size_t)k];
+    for (; i < n; i++)
+        lane[0] += (double)x[i] * (double)x[i];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 double rz_now(void)
 {
     struct timespec ts;

@@ -30,6 +30,9 @@ enum rz_status rz_mkdirs(const char *path, struct rz_err *err);
 /* Read a whole file into a NUL-terminated heap buffer (*out, caller frees). */
 enum rz_status rz_read_file(const char *path, char **out, size_t *len, struct rz_err *err);
 
+/* Sum of squares of x (n) in double, in a fixed order (deterministic) that vectorizes. */
+double rz_sumsq(const float *x, size_t n);
+
 /* snprintf for messages and labels that may be cut at len - 1 bytes without harm. */
 void rz_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

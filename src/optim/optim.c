@@ -82,10 +82,7 @@ double optim_lr_at(const struct optim_opts *o, int64_t step)
 
 double optim_grad_norm(const float *g, size_t n)
 {
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)g[i] * (double)g[i];
-    return sqrt(sum);
+    return sqrt(rz_sumsq(g, n));
 }
 
 float optim_clip(float *g, size_t n, double norm, double max_norm)

@@ -48,7 +48,7 @@ void optim_destroy(struct optim *o);
 /* Learning rate used at 0-based optimizer step `step`. */
 double optim_lr_at(const struct optim_opts *opts, int64_t step);
 
-/* Global L2 norm of g (n), accumulated in double in index order (deterministic). */
+/* Global L2 norm of g (n), accumulated in double in a fixed order (deterministic). */
 double optim_grad_norm(const float *g, size_t n);
 
 /* Scale g so its norm is at most max_norm (no-op if max_norm <= 0 or norm <= max_norm);

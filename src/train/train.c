@@ -387,8 +387,11 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     size_t n = model_num_params(t->model);
     double loss = 0.0, sumsq = 0.0;
     size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    /* the per-rank gradient norm is only reported by the sync check */
+    int64_t every = t->cfg->health.sync_check_interval;
+    bool local_norm = every > 0 && (t->step + 1) % every == 0;
     model_zero_grads(t->model);
-    comm_grads_begin(t->comm, g, n, bucket);
+    comm_grads_begin(t->comm, g, n, bucket, local_norm);
     for (int64_t u = 0; u < t->accum; u++) {
         uint64_t first = (uint64_t)(t->step * t->global_batch + u * B * W + t->rank * B);
         load_batch(t, first);
