@@ -828,12 +828,36 @@ START_TEST(huge_and_deep_inputs_are_rejected)
 }
 END_TEST
 
+START_TEST(load_with_overrides_and_phase_name)
+{
+    struct cfg c;
+    struct rz_err err;
+    rz_err_clear(&err);
+    const char *sets[] = {"training.steps=7", "model.n_heads=8"};
+    ck_assert_int_eq(cfg_load_with_overrides(&c, src_path("configs/seed_benchmark.yaml"), sets, 2,
+                                             &err), RZ_OK);
+    ck_assert_int_eq(c.training.steps, 7);
+    ck_assert_int_eq(c.model.n_heads, 8);
+    const char *bad[] = {"model.n_heads=3"}; /* 256 % 3 != 0: caught by the validation stage */
+    ck_assert_int_eq(cfg_load_with_overrides(&c, src_path("configs/seed_benchmark.yaml"), bad, 1,
+                                             &err), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "model.n_heads"));
+    char phase[32];
+    ck_assert(cfg_phase_name("configs/phase2a_8proc.yaml", phase, sizeof phase));
+    ck_assert_str_eq(phase, "phase2a_8proc");
+    ck_assert(cfg_phase_name("x.yml", phase, sizeof phase));
+    ck_assert_str_eq(phase, "x");
+    ck_assert(!cfg_phase_name("a-very-long-name.yaml", phase, 4));
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
     TCase *core = tcase_create("core");
     tcase_add_test(core, defaults_are_the_reference_workload);
     tcase_add_test(core, key_table_is_consistent);
+    tcase_add_test(core, load_with_overrides_and_phase_name);
     tcase_add_test(core, seed_benchmark_is_the_defaults);
     tcase_add_test(core, minimal_file_sets_one_key);
     tcase_add_test(core, full_file_sets_every_key);

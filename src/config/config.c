@@ -782,3 +782,12 @@ bool cfg_phase_name(const char *path, char *out, size_t len)
     out[n] = '\0';
     return true;
 }
+
+enum rz_status cfg_load_with_overrides(struct cfg *c, const char *path, const char *const *sets,
+                                       int n, struct rz_err *err)
+{
+    enum rz_status st = cfg_load(c, path, err);
+    for (int i = 0; st == RZ_OK && i < n; i++)
+        st = cfg_set(c, sets[i], err);
+    return st == RZ_OK ? cfg_validate(c, err) : st;
+}

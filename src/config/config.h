@@ -154,6 +154,11 @@ enum rz_status cfg_load_string(struct cfg *c, const char *name, const char *yaml
 /* Apply one "dotted.key=value" override, parsed with the same rules as the YAML scalar. */
 enum rz_status cfg_set(struct cfg *c, const char *assignment, struct rz_err *err);
 
+/* What every program does: cfg_load(path), then cfg_set for each of the n overrides, then
+ * cfg_validate; stops at the first stage that fails. */
+enum rz_status cfg_load_with_overrides(struct cfg *c, const char *path, const char *const *sets,
+                                       int n, struct rz_err *err);
+
 /* Cross-key consistency (d_model % n_heads, data.path required for text/tokens, ...). */
 enum rz_status cfg_validate(const struct cfg *c, struct rz_err *err);
 

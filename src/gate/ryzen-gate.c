@@ -66,14 +66,6 @@ static int parse_args(struct gate_args *a, int argc, char **argv)
     return -1;
 }
 
-static enum rz_status load_config(struct cfg *c, const struct gate_args *a, struct rz_err *err)
-{
-    enum rz_status st = cfg_load(c, a->config, err);
-    for (int i = 0; st == RZ_OK && i < a->n_sets; i++)
-        st = cfg_set(c, a->sets[i], err);
-    return st == RZ_OK ? cfg_validate(c, err) : st;
-}
-
 static void print_result(const struct gate_input *in, const struct gate_result *res,
                          const char *dir)
 {
@@ -103,7 +95,7 @@ int main(int argc, char **argv)
     struct rz_err err;
     char dir[4096] = "", warn[RZ_ERR_MSG_MAX + 64] = "";
     rz_err_clear(&err);
-    enum rz_status st = load_config(&c, &a, &err);
+    enum rz_status st = cfg_load_with_overrides(&c, a.config, a.sets, a.n_sets, &err);
     if (st == RZ_OK)
         st = gate_read(&in, &c, a.run_dir, a.job, a.baseline, &err);
     if (st == RZ_OK)

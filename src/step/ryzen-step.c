@@ -113,16 +113,6 @@ enum rz_status wrapper_add_sets(const struct wrapper *w, struct step_argv *v, st
     return st;
 }
 
-static enum rz_status load_config(struct wrapper *c, struct rz_err *err)
-{
-    enum rz_status st = cfg_load(&c->cfg, c->config, err);
-    for (int i = 0; st == RZ_OK && i < c->n_sets; i++)
-        st = cfg_set(&c->cfg, c->sets[i], err);
-    if (st == RZ_OK)
-        st = cfg_validate(&c->cfg, err);
-    return st;
-}
-
 /* srun --mpi=X -K1 TRAINER --config F [--set k=v]... --run-dir D EXTRA */
 static enum rz_status trainer_argv(const struct wrapper *c, struct step_argv *v, const char *extra1,
                                    const char *extra2, struct rz_err *err)
@@ -391,7 +381,7 @@ int main(int argc, char **argv)
                            {"ntasks", NULL, (double)c.env.ntasks}, {"config", c.config, 0},
                            {"run_dir", c.run_dir, 0}};
     step_event(c.ev, "start", msg, kv, 4);
-    if (load_config(&c, &err) != RZ_OK) {
+    if (cfg_load_with_overrides(&c.cfg, c.config, c.sets, c.n_sets, &err) != RZ_OK) {
         fprintf(stderr, "ryzen-step: invalid configuration:\n%s\n", err.msg);
         step_event(c.ev, "config_error", err.msg, NULL, 0);
         step_event(c.ev, "no_requeue", "bad config: exit 64, not requeued", NULL, 0);

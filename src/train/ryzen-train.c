@@ -147,19 +147,6 @@ static void make_run_id(char *buf, size_t len)
     snprintf(buf, len, "local-%s-%ld", stamp, (long)getpid());
 }
 
-static enum rz_status load_config(struct cfg *c, const struct args *a, struct rz_err *err)
-{
-    enum rz_status st = cfg_load(c, a->config, err);
-    if (st != RZ_OK)
-        return st;
-    for (int i = 0; i < a->n_sets; i++) {
-        st = cfg_set(c, a->sets[i], err);
-        if (st != RZ_OK)
-            return st;
-    }
-    return cfg_validate(c, err);
-}
-
 /* Rank as the launcher announces it, before MPI is up: only rank 0 prints config errors. */
 static int launcher_rank(void)
 {
@@ -259,7 +246,7 @@ int main(int argc, char **argv)
     }
     static struct cfg c;
     static struct rz_err err;
-    enum rz_status st = load_config(&c, &a, &err);
+    enum rz_status st = cfg_load_with_overrides(&c, a.config, a.sets, a.n_sets, &err);
     int signo = 0;
     if (st == RZ_OK)
         st = health_signal_parse(c.health.stop_signal, &signo, &err);
