@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ckpt/ckpt.h"
+#include "gate/gate_json.h"
 #include "core/util.h"
 #include "step/wrapper.h"
 
@@ -42,38 +42,24 @@ static int run_gate(struct wrapper *w, bool quiet)
     return rc;
 }
 
-/* The last step at which rank 0 recorded a passing sync check in this job's metrics (a failing
- * check stops the run before its metrics line is written), or -1. */
-static int64_t last_synced_step(const struct wrapper *w)
-{
-    char path[4300], line[8192];
-    snprintf(path, sizeof path, "%s/metrics/%s/rank-00000.jsonl", w->run_dir, w->env.job_id);
-    FILE *f = fopen(path, "r");
-    long long step = -1, s = 0;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (strstr(line, "\"sync_ok\":true") != NULL && sscanf(line, "{\"step\":%lld,", &s) == 1)
-            step = s;
-    if (f != NULL)
-        fclose(f);
-    return (int64_t)step;
-}
-
-/* Newest valid checkpoint of this phase at or before the last passing sync check. */
+/* The rollback checkpoint ryzen-gate chose for this job (report.json's rollback_checkpoint: the
+ * newest valid checkpoint at or before the last sync check that passed on every rank).  One
+ * definition, the gate's; false when it found none or the report cannot be read. */
 static bool rollback_checkpoint(const struct wrapper *w, char *out, size_t len)
 {
-    char dir[2100];
-    struct ckpt_entry *list = NULL;
+    char path[4300], *text = NULL;
     size_t n = 0;
-    struct rz_err err;
-    int64_t synced = last_synced_step(w);
-    snprintf(dir, sizeof dir, "%s/checkpoints", w->run_dir);
+    struct gj_value *report = NULL;
+    rz_fmt(path, sizeof path, "%s/reports/%s/report.json", w->run_dir, w->env.job_id);
     out[0] = '\0';
-    if (synced < 0 || ckpt_list(dir, &list, &n, &err) != RZ_OK)
-        return false;
-    for (size_t i = 0; i < n; i++) /* ascending step */
-        if (list[i].valid && list[i].step <= synced)
-            snprintf(out, len, "%s", list[i].path);
-    free(list);
+    if (rz_read_file(path, &text, &n, NULL) == RZ_OK &&
+        gj_parse(&report, text, n, path, 1, NULL) == RZ_OK) {
+        const char *ckpt = gj_get_str(gj_get(report, "rollback_checkpoint"), "path");
+        if (ckpt != NULL)
+            rz_fmt(out, len, "%s", ckpt);
+    }
+    gj_free(report);
+    free(text);
     return out[0] != '\0';
 }
 
