@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,46 @@ START_TEST(cosine_schedule_values)
 }
 END_TEST
 
+/* optim_step runs as an AVX-512, AVX2 or baseline clone (RZ_SIMD_CLONES): whichever runs, its
+ * bits must equal this plain scalar loop in the documented order, for a length that leaves a
+ * remainder after whole vectors, over several steps with L2 decay on. */
+START_TEST(vector_step_matches_scalar_bits)
+{
+    enum { N = 1000 + 13, STEPS = 3 };
+    struct optim_opts o = base_opts();
+    o.weight_decay = 0.01;
+    struct optim *opt;
+    ck_assert_int_eq(optim_create(&opt, &o, N, NULL), RZ_OK);
+    static float p[N], q[N], g[N], m[N], v[N];
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        p[i] = q[i] = (float)((double)(x >> 40) / (double)(1u << 24) - 0.5);
+        m[i] = v[i] = 0.0f;
+    }
+    for (int t = 1; t <= STEPS; t++) {
+        for (int i = 0; i < N; i++)
+            g[i] = 0.25f * p[i] - 0.01f * (float)(i % 7) + 0.001f * (float)t;
+        double lr = 0.05 / t;
+        optim_step(opt, p, g, lr);
+        float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, l2 = 0.01f;
+        float step = (float)(lr / (1.0 - pow(0.9, t)));
+        float rc2 = (float)(1.0 / sqrt(1.0 - pow(0.999, t)));
+        for (int i = 0; i < N; i++) {
+            float gi = g[i] + l2 * q[i];
+            m[i] = b1 * m[i] + (1.0f - b1) * gi;
+            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+            q[i] = 1.0f * q[i] - step * m[i] / (sqrtf(v[i]) * rc2 + eps);
+        }
+        ck_assert_msg(memcmp(p, q, sizeof p) == 0, "step %d: the vector update differs from the "
+                      "scalar one", t);
+        ck_assert_msg(memcmp(opt->m, m, sizeof m) == 0 && memcmp(opt->v, v, sizeof v) == 0,
+                      "step %d: the moments differ from the scalar ones", t);
+    }
+    optim_destroy(opt);
+}
+END_TEST
+
 START_TEST(norm_and_clip)
 {
     float g[3] = {3.0f, 4.0f, 0.0f};
@@ -121,6 +162,7 @@ static Suite *optim_suite(void)
     tcase_add_test(core, adam_two_steps_by_hand);
     tcase_add_test(core, adamw_decoupled_decay);
     tcase_add_test(core, cosine_schedule_values);
+    tcase_add_test(core, vector_step_matches_scalar_bits);
     tcase_add_test(core, norm_and_clip);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");

@@ -21,7 +21,7 @@ void rz_fmt(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-double rz_sumsq(const float *x, size_t n)
+RZ_SIMD_CLONES double rz_sumsq(const float *x, size_t n)
 {
     /* Eight independent lanes, combined in a fixed order at the end: the compiler vectorizes
      * this without reassociating anything, so every run gives the same bits (no -ffast-math). */

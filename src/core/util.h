@@ -9,6 +9,13 @@
 
 #include "core/status.h"
 
+/* For the hot elementwise loops outside the oneDNN kernels (optimizer, bias and residual
+ * gradients, embeddings, norms): GCC builds one clone per ISA and the loader picks one per
+ * machine.  Every element gets the same operations in the same order in every clone (ISO C mode
+ * does not contract a*b+c into an FMA), so the results do not depend on which clone runs.  The
+ * loops themselves carry `#pragma omp simd`, since -O2's cost model would not vectorize them. */
+#define RZ_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
 /* Seconds from an arbitrary fixed point (CLOCK_MONOTONIC). */
 double rz_now(void);
 

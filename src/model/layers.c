@@ -8,25 +8,33 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/util.h"
+
 /* ---- elementwise ---------------------------------------------------------------------------- */
 
-void vec_add(float *y, const float *a, const float *b, int64_t n)
+RZ_SIMD_CLONES void vec_add(float *y, const float *a, const float *b, int64_t n)
 {
+#pragma omp simd
     for (int64_t i = 0; i < n; i++)
         y[i] = a[i] + b[i];
 }
 
-void vec_acc(float *y, const float *x, int64_t n)
+RZ_SIMD_CLONES void vec_acc(float *y, const float *x, int64_t n)
 {
+#pragma omp simd
     for (int64_t i = 0; i < n; i++)
         y[i] += x[i];
 }
 
 /* db (cols) += column sums of dy (rows, cols); row-order accumulation keeps it deterministic. */
-static void bias_grad(float *db, const float *dy, int64_t rows, int64_t cols)
+RZ_SIMD_CLONES static void bias_grad(float *db, const float *dy, int64_t rows, int64_t cols)
 {
-    for (int64_t r = 0; r < rows; r++)
-        vec_acc(db, dy + r * cols, cols);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = dy + r * cols;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++)
+            db[j] += row[j];
+    }
 }
 
 /* ---- linear ----------------------------------------------------------------------------------- */

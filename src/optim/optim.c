@@ -85,17 +85,18 @@ double optim_grad_norm(const float *g, size_t n)
     return sqrt(rz_sumsq(g, n));
 }
 
-float optim_clip(float *g, size_t n, double norm, double max_norm)
+RZ_SIMD_CLONES float optim_clip(float *g, size_t n, double norm, double max_norm)
 {
     if (max_norm <= 0.0 || !(norm > max_norm))
         return 1.0f;
     float scale = (float)(max_norm / (norm + 1e-6));
+#pragma omp simd
     for (size_t i = 0; i < n; i++)
         g[i] *= scale;
     return scale;
 }
 
-void optim_step(struct optim *o, float *params, const float *g, double lr)
+RZ_SIMD_CLONES void optim_step(struct optim *o, float *params, const float *g, double lr)
 {
     const struct optim_opts *p = &o->opts;
     o->t++;
@@ -109,6 +110,7 @@ void optim_step(struct optim *o, float *params, const float *g, double lr)
     float decay = p->kind == OPTIM_ADAMW ? (float)(1.0 - lr * p->weight_decay) : 1.0f;
     float l2 = p->kind == OPTIM_ADAM ? wd : 0.0f;
     float *m = o->m, *v = o->v;
+#pragma omp simd
     for (size_t i = 0; i < o->n; i++) {
         float gi = g[i] + l2 * params[i];
         m[i] = b1 * m[i] + (1.0f - b1) * gi;
