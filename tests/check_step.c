@@ -40,6 +40,28 @@ START_TEST(exit_status_policy)
 }
 END_TEST
 
+/* The trainer's answers to --preflight are final; a launch that failed before it could answer
+ * (srun's own statuses) is tried again, then handled like a failed step. */
+START_TEST(preflight_status_policy)
+{
+    ck_assert_int_eq(step_preflight_classify(0, true, 1), STEP_PREFLIGHT_PASSED);
+    ck_assert_int_eq(step_preflight_classify(70, true, 1), STEP_PREFLIGHT_NO_GO);
+    ck_assert_int_eq(step_preflight_classify(70, false, 1), STEP_PREFLIGHT_NO_GO);
+    ck_assert_int_eq(step_preflight_classify(64, false, 1), STEP_PREFLIGHT_NO_GO);
+    ck_assert_int_eq(step_preflight_classify(65, false, 1), STEP_PREFLIGHT_NO_GO);
+    /* one rank's 70 reached srun as 137 (-K1 killed the others), but health.json was written */
+    ck_assert_int_eq(step_preflight_classify(137, true, 1), STEP_PREFLIGHT_NO_GO);
+    ck_assert_int_eq(step_preflight_classify(75, false, 1), STEP_PREFLIGHT_DECIDE); /* a signal */
+    /* srun could not launch the tasks: no answer */
+    ck_assert_int_eq(step_preflight_classify(1, false, 1), STEP_PREFLIGHT_RETRY);
+    ck_assert_int_eq(step_preflight_classify(167, false, 2), STEP_PREFLIGHT_RETRY);
+    ck_assert_int_eq(step_preflight_classify(1, false, STEP_PREFLIGHT_TRIES), STEP_PREFLIGHT_DECIDE);
+    ck_assert_int_eq(step_preflight_classify(0, true, STEP_PREFLIGHT_TRIES), STEP_PREFLIGHT_PASSED);
+    /* ... and after the retries, such a status is a failure requeue within the budget. */
+    ck_assert_int_eq(step_decide(167, 0, 3), STEP_REQUEUE_FAILURE);
+}
+END_TEST
+
 START_TEST(events_are_json_lines_and_count_failures)
 {
     struct step_env env;
@@ -144,6 +166,7 @@ static Suite *step_suite(void)
     TCase *core = tcase_create("core");
     tcase_add_checked_fixture(core, setup, teardown);
     tcase_add_test(core, exit_status_policy);
+    tcase_add_test(core, preflight_status_policy);
     tcase_add_test(core, events_are_json_lines_and_count_failures);
     tcase_add_test(core, run_dir_from_submit_dir_and_phase);
     tcase_add_test(core, argv_runs_without_a_shell);

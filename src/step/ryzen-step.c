@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
@@ -229,11 +231,25 @@ static void choose_resume(struct wrapper *c, char *resume, size_t len)
     step_event(c->ev, "resume", msg, kv, 2);
 }
 
-static int preflight(struct wrapper *c)
+/* Whether RUN_DIR/health.json was modified at `since` (time(2) seconds) or later. */
+static bool health_written_since(const struct wrapper *c, time_t since)
+{
+    char path[2300];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/health.json", c->run_dir);
+    return stat(path, &sb) == 0 && sb.st_mtime >= since;
+}
+
+/* Runs the preflight; *passed tells whether training may start.  Otherwise the return value is
+ * the exit status: a NO-GO (health) verdict, or, when srun could not launch it even after
+ * retries, what decide() made of that status (a requeue counted as a failure). */
+static int decide(struct wrapper *c, int rc);
+static int preflight(struct wrapper *c, bool *passed)
 {
     struct step_argv v = {0};
     struct rz_err err;
     char cmd[8192], msg[8400];
+    *passed = false;
     if (trainer_argv(c, &v, "--preflight", NULL, &err) != RZ_OK) {
         step_event(c->ev, "preflight", err.msg, NULL, 0);
         return RZ_EXIT_HEALTH;
@@ -241,18 +257,40 @@ static int preflight(struct wrapper *c)
     step_argv_format(&v, cmd, sizeof cmd);
     snprintf(msg, sizeof msg, "checking every rank: %s", cmd);
     step_event(c->ev, "preflight_start", msg, NULL, 0);
-    int rc = step_run(&v, &err);
-    step_argv_free(&v);
-    struct step_kv kv[] = {{"status", NULL, rc}};
-    if (rc == 0) {
-        step_event(c->ev, "preflight", "all checks passed (health.json)", kv, 1);
-        return 0;
+    int rc = 0;
+    for (int attempt = 1;; attempt++) {
+        /* One second of slack for coarse file times; attempts are >= 5 s apart. */
+        time_t since = time(NULL) - 1;
+        rc = step_run(&v, &err);
+        struct step_kv kv[] = {{"status", NULL, rc}, {"attempt", NULL, attempt}};
+        switch (step_preflight_classify(rc, health_written_since(c, since), attempt)) {
+        case STEP_PREFLIGHT_PASSED:
+            step_argv_free(&v);
+            step_event(c->ev, "preflight", "all checks passed (health.json)", kv, 2);
+            *passed = true;
+            return 0;
+        case STEP_PREFLIGHT_NO_GO:
+            step_argv_free(&v);
+            snprintf(msg, sizeof msg, "FAILED with status %d: NO-GO (health) report in "
+                     "reports/%s/; not requeued", rc, c->env.job_id);
+            step_event(c->ev, "preflight_failed", msg, kv, 2);
+            write_health_report(c, rc);
+            return RZ_EXIT_HEALTH;
+        case STEP_PREFLIGHT_RETRY:
+            snprintf(msg, sizeof msg, "the launch failed with status %d before the trainer "
+                     "answered (attempt %d of %d): trying again in %d s", rc, attempt,
+                     STEP_PREFLIGHT_TRIES, STEP_PREFLIGHT_BACKOFF_S * attempt);
+            step_event(c->ev, "preflight_retry", msg, kv, 2);
+            sleep((unsigned)(STEP_PREFLIGHT_BACKOFF_S * attempt));
+            continue;
+        case STEP_PREFLIGHT_DECIDE:
+            step_argv_free(&v);
+            snprintf(msg, sizeof msg, "no answer from the trainer (status %d, attempt %d): "
+                     "handled like a failed step", rc, attempt);
+            step_event(c->ev, "preflight_launch_failed", msg, kv, 2);
+            return decide(c, rc);
+        }
     }
-    snprintf(msg, sizeof msg, "FAILED with status %d: NO-GO (health) report in "
-             "reports/%s/; not requeued", rc, c->env.job_id);
-    step_event(c->ev, "preflight_failed", msg, kv, 1);
-    write_health_report(c, rc);
-    return RZ_EXIT_HEALTH;
 }
 
 static int requeue(struct wrapper *c, const char *reason, int status, long failures)
@@ -388,8 +426,9 @@ int main(int argc, char **argv)
         step_events_close(c.ev);
         return RZ_EXIT_USAGE;
     }
-    rc = preflight(&c);
-    if (rc == 0) {
+    bool passed;
+    rc = preflight(&c, &passed);
+    if (passed) {
         char resume[4096];
         choose_resume(&c, resume, sizeof resume);
         rc = decide(&c, train(&c, resume));

@@ -175,6 +175,21 @@ enum step_action step_decide(int status, long failures_so_far, long max_restarts
     }
 }
 
+enum step_preflight step_preflight_classify(int status, bool answered, int attempt)
+{
+    switch (status) {
+    case RZ_EXIT_OK: return STEP_PREFLIGHT_PASSED;
+    case RZ_EXIT_USAGE:
+    case RZ_EXIT_NOCKPT:
+    case RZ_EXIT_HEALTH: return STEP_PREFLIGHT_NO_GO;
+    case RZ_EXIT_REQUEUE: return STEP_PREFLIGHT_DECIDE;
+    default:
+        if (answered)
+            return STEP_PREFLIGHT_NO_GO;
+        return attempt < STEP_PREFLIGHT_TRIES ? STEP_PREFLIGHT_RETRY : STEP_PREFLIGHT_DECIDE;
+    }
+}
+
 const char *step_action_name(enum step_action a)
 {
     switch (a) {

@@ -70,6 +70,26 @@ enum step_action {
 enum step_action step_decide(int status, long failures_so_far, long max_restarts);
 const char *step_action_name(enum step_action a);
 
+/* The preflight's status (ryzen-train --preflight under srun).  The trainer's own answers are
+ * final: 0 passed; otherwise a NO-GO that a requeue cannot fix, when the trainer answered (it
+ * wrote health.json during this attempt, whatever srun made of the ranks' exits: one rank's 70
+ * can reach srun as 137 when --kill-on-bad-exit kills the others) or the status is its 64, 65 or
+ * 70.  Without an answer, the launch itself failed (srun could not start the tasks: a job
+ * credential refused just after a requeue, a node still coming up), which says nothing about the
+ * ranks: it is tried again up to STEP_PREFLIGHT_TRIES times in all, STEP_PREFLIGHT_BACKOFF_S *
+ * attempt seconds apart, and then handed to step_decide like a failed training step (a requeue
+ * counted in the failure budget).  75 (stopped by a signal) goes to step_decide at once. */
+enum step_preflight {
+    STEP_PREFLIGHT_PASSED,
+    STEP_PREFLIGHT_NO_GO,     /* the trainer's verdict: report NO-GO (health), no requeue */
+    STEP_PREFLIGHT_RETRY,     /* launch failure with attempts left */
+    STEP_PREFLIGHT_DECIDE,    /* hand the status to step_decide */
+};
+#define STEP_PREFLIGHT_TRIES 3
+#define STEP_PREFLIGHT_BACKOFF_S 5
+/* answered: health.json was written during this attempt; attempt: 1 for the first try. */
+enum step_preflight step_preflight_classify(int status, bool answered, int attempt);
+
 /* ---- processes ------------------------------------------------------------------------------------ */
 
 struct step_argv {
