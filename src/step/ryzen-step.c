@@ -134,12 +134,18 @@ static enum rz_status trainer_argv(const struct wrapper *c, struct step_argv *v,
     return st;
 }
 
+/* RUN_DIR/health.json, which ryzen-train --preflight writes (rank 0). */
+static void health_path(const struct wrapper *c, char *out, size_t len)
+{
+    snprintf(out, len, "%s/health.json", c->run_dir);
+}
+
 /* NO-GO (health) report stub: the preflight failed, so there is nothing to measure. */
 static void write_health_report(const struct wrapper *c, int status)
 {
     char dir[2300], path[2400], health[2300];
     snprintf(dir, sizeof dir, "%s/reports/%s", c->run_dir, c->env.job_id);
-    snprintf(health, sizeof health, "%s/health.json", c->run_dir);
+    health_path(c, health, sizeof health);
     struct rz_err err;
     char *text = NULL;
     if (rz_mkdirs(dir, &err) != RZ_OK)
@@ -236,7 +242,7 @@ static bool health_written_since(const struct wrapper *c, time_t since)
 {
     char path[2300];
     struct stat sb;
-    snprintf(path, sizeof path, "%s/health.json", c->run_dir);
+    health_path(c, path, sizeof path);
     return stat(path, &sb) == 0 && sb.st_mtime >= since;
 }
 
