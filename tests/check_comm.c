@@ -127,6 +127,47 @@ START_TEST(launch_check_catches_a_wrong_world)
 }
 END_TEST
 
+START_TEST(launch_env_needs_a_pmix_rank_under_srun)
+{
+    /* The tests share one process (CK_NOFORK), and under mpirun PMIX_RANK and
+     * OMPI_COMM_WORLD_RANK are set: keep them to put back. */
+    struct rz_err e;
+    char pmix[32] = "", ompi[32] = "";
+    const char *v;
+    if ((v = getenv("PMIX_RANK")) != NULL)
+        snprintf(pmix, sizeof pmix, "%s", v);
+    if ((v = getenv("OMPI_COMM_WORLD_RANK")) != NULL)
+        snprintf(ompi, sizeof ompi, "%s", v);
+    unsetenv("SLURM_STEP_ID");
+    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK);
+    setenv("SLURM_STEP_ID", "3", 1);
+    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK); /* PMIx ranks present */
+    unsetenv("PMIX_RANK");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    setenv("SLURM_PROCID", "2", 1);
+    setenv("SLURM_MPI_TYPE", "pmi2", 1);
+    ck_assert_int_eq(comm_check_launch_env(&e), RZ_EHEALTH);
+    ck_assert_ptr_nonnull(strstr(e.msg, "task 2 of step 3"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "--mpi=pmi2"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "srun --mpi=pmix"));
+    unsetenv("SLURM_MPI_TYPE");
+    ck_assert_int_eq(comm_check_launch_env(&e), RZ_EHEALTH);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--mpi=none"));
+    setenv("OMPI_COMM_WORLD_RANK", "2", 1); /* mpirun's ranks */
+    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK);
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    setenv("PMIX_RANK", "2", 1);
+    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK);
+    unsetenv("PMIX_RANK");
+    unsetenv("SLURM_STEP_ID");
+    unsetenv("SLURM_PROCID");
+    if (pmix[0] != '\0')
+        setenv("PMIX_RANK", pmix, 1);
+    if (ompi[0] != '\0')
+        setenv("OMPI_COMM_WORLD_RANK", ompi, 1);
+}
+END_TEST
+
 START_TEST(local_world_needs_no_mpi)
 {
     struct comm *c;
@@ -156,6 +197,7 @@ static Suite *comm_suite(void)
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, sync_check_names_the_rank_that_differs);
     tcase_add_test(errors, launch_check_catches_a_wrong_world);
+    tcase_add_test(errors, launch_env_needs_a_pmix_rank_under_srun);
     suite_add_tcase(s, errors);
     return s;
 }

@@ -39,6 +39,19 @@ expect "--set without =" 64 "--set training.steps" \
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 export ASAN_OPTIONS
 
+# a task that srun started without PMIx (srun --mpi=none) is caught before MPI_Init, which would
+# abort with a message about PMI versions; the preflight still writes health.json
+expect "srun without PMIx: exit 70 naming the fix" 70 "launch check on task 0 .*srun --mpi=pmix" \
+  -- env -u PMIX_RANK -u OMPI_COMM_WORLD_RANK SLURM_STEP_ID=7 SLURM_PROCID=0 "$bin" --preflight \
+  --config "$src/configs/seed_benchmark.yaml" --run-dir "$tmp/nopmix"
+check "... health.json: the launch check failed, the others not run" \
+  grep -q '"checks":\[{"name":"launch","ok":false,.*"detail":"not run: MPI did not start"' \
+  "$tmp/nopmix/health.json"
+expect "... also when training" 70 "srun --mpi=pmix" -- env -u PMIX_RANK -u OMPI_COMM_WORLD_RANK \
+  SLURM_STEP_ID=7 SLURM_PROCID=0 "$bin" --config "$src/configs/seed_benchmark.yaml" \
+  --run-dir "$tmp/nopmix-train"
+check "... which saved nothing" test ! -e "$tmp/nopmix-train/checkpoints"
+
 # token ids >= vocab are refused, naming the file and offset
 printf '\001\000\377\177' >"$tmp/tokens.bin"
 expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \

@@ -84,7 +84,7 @@ wait_step() {
 }
 
 echo "# the comm module's suite on 2 ranks"
-expect "check_comm under mpirun -np 2" 0 "100%: Checks: 7, Failures: 0, Errors: 0" -- \
+expect "check_comm under mpirun -np 2" 0 "100%: Checks: 8, Failures: 0, Errors: 0" -- \
   "$mpirun" -np 2 "$build/tests/check_comm"
 
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
@@ -268,8 +268,10 @@ check "... naming rank 1 as behind" grep -q "watchdog: rank 0: .*ranks behind: 1
 expect "ranks that disagree on parameters exit 76, naming the rank" 76 "differ on rank\(s\) 1 " -- \
   env RYZEN_TEST_DESYNC_RANK=1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/desync" \
   --set training.steps=30
+# ranks that did not join one MPI job: here one rank under mpirun in a "step" of 2 tasks (a task
+# without any PMIx rank is caught before MPI_Init instead: tests/cli.sh)
 expect "a wrong launch (ranks that did not join one MPI job) exits 70" 70 "srun --mpi=pmix" -- \
-  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$bin" $small --run-dir "$tmp/wrong"
+  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" $small --run-dir "$tmp/wrong"
 
 echo "# preflight"
 expect "preflight on 2 ranks passes every check" 0 "preflight: isa +ok" -- \
@@ -277,8 +279,8 @@ expect "preflight on 2 ranks passes every check" 0 "preflight: isa +ok" -- \
   --run-dir "$tmp/pf"
 check "... and records them in health.json" grep -q '^{"ok":true,.*"world_size":2,' "$tmp/pf/health.json"
 expect "preflight of a wrong launch exits 70" 70 "preflight failed: launch" -- \
-  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$bin" --config "$src/configs/seed_benchmark.yaml" \
-  --preflight --run-dir "$tmp/pf-bad"
+  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" \
+  --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-bad"
 check "... and says why in health.json" \
   grep -q '"name":"launch","ok":false,"detail":"launch check on rank 0' "$tmp/pf-bad/health.json"
 

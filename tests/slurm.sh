@@ -199,6 +199,9 @@ st=$(wait_done "$id" 120)
 r=$tmp/wrong/phase1_4proc
 ended "wrong launch" "$id" FAILED 70:0
 check "... a NO-GO (health) report" grep -q '"verdict":"NO-GO","reason":"health"' "$r/reports/$id/report.json"
+check "... health.json says srun started it with --mpi=none" \
+  grep -q '"name":"launch","ok":false,"detail":"launch check on task 0 of step [0-9]*: srun started it with --mpi=none' \
+  "$r/health.json"
 check "... not requeued" test "$(job_field "$id" Restarts)" -eq 0
 
 finish

@@ -41,10 +41,30 @@ struct comm {
             goto cleanup; \
         } } while (0)
 
+enum rz_status comm_check_launch_env(struct rz_err *err)
+{
+    const char *step = getenv("SLURM_STEP_ID");
+    if (step == NULL || step[0] == '\0')
+        return RZ_OK; /* not an srun task: mpirun's ranks, a batch script, a plain process */
+    if (getenv("PMIX_RANK") != NULL || getenv("OMPI_COMM_WORLD_RANK") != NULL)
+        return RZ_OK;
+    const char *plugin = getenv("SLURM_MPI_TYPE");
+    const char *procid = getenv("SLURM_PROCID");
+    return rz_fail(err, RZ_EHEALTH,
+                   "launch check on task %s of step %s: srun started it with --mpi=%s, so it "
+                   "has no PMIx rank (PMIX_RANK is unset) and MPI cannot start. Launch with "
+                   "`srun --mpi=pmix` (check `srun --mpi=list` and MpiDefault in slurm.conf)",
+                   procid != NULL ? procid : "?", step,
+                   plugin != NULL && plugin[0] != '\0' ? plugin : "none");
+}
+
 enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_err *err)
 {
     enum rz_status st = RZ_OK;
     *out = NULL;
+    st = comm_check_launch_env(err);
+    if (st != RZ_OK)
+        return st;
     struct comm *c = calloc(1, sizeof *c);
     if (c == NULL)
         return rz_fail(err, RZ_ENOMEM, "comm: out of memory");

@@ -167,9 +167,8 @@ static void judge_isa(const struct probe *all, int n, struct verdict *v)
     }
 }
 
-static enum rz_status write_health(const char *run_dir, const struct preflight_opts *o,
-                                   const struct probe *all, int n, const struct verdict *v,
-                                   bool ok, struct rz_err *err)
+static enum rz_status write_health(const char *run_dir, int world_size, const struct probe *all,
+                                   int n, const struct verdict *v, bool ok, struct rz_err *err)
 {
     char path[4200], tmp[4300], stamp[32];
     snprintf(path, sizeof path, "%s/health.json", run_dir);
@@ -183,7 +182,7 @@ static enum rz_status write_health(const char *run_dir, const struct preflight_o
     rz_json_object_begin(&j);
     rz_json_kv_bool(&j, "ok", ok);
     rz_json_kv_string(&j, "time", stamp);
-    rz_json_kv_int(&j, "world_size", comm_size(o->comm));
+    rz_json_kv_int(&j, "world_size", world_size);
     const char *ntasks = getenv("SLURM_NTASKS");
     rz_json_kv_string(&j, "slurm_ntasks", ntasks != NULL ? ntasks : "");
     rz_json_key(&j, "checks");
@@ -269,7 +268,7 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
                     v.ok[k] ? "ok  " : "FAIL", v.detail[k]);
     }
     if (st == RZ_OK && comm_rank(o->comm) == 0)
-        st = write_health(o->run_dir, o, all, n, &v, ok, err);
+        st = write_health(o->run_dir, n, all, n, &v, ok, err);
     free(all);
     if (st != RZ_OK)
         return st;
@@ -277,4 +276,22 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
         return rz_fail(err, RZ_EHEALTH, "preflight failed: %s (details in %s/health.json)",
                        failed, o->run_dir);
     return RZ_OK;
+}
+
+enum rz_status preflight_report_launch(const char *run_dir, const char *why, FILE *log,
+                                       struct rz_err *err)
+{
+    struct verdict v;
+    memset(&v, 0, sizeof v);
+    rz_fmt(v.detail[CHECK_LAUNCH], sizeof v.detail[0], "%s", why);
+    for (int k = CHECK_LAUNCH + 1; k < N_CHECKS; k++)
+        snprintf(v.detail[k], sizeof v.detail[0], "not run: MPI did not start");
+    if (log != NULL)
+        for (int k = 0; k < N_CHECKS; k++)
+            fprintf(log, "ryzen-train: preflight: %-14s %s  %s\n", check_names[k],
+                    k == CHECK_LAUNCH ? "FAIL" : "-   ", v.detail[k]);
+    enum rz_status st = rz_mkdirs(run_dir, err);
+    if (st == RZ_OK)
+        st = write_health(run_dir, 0, NULL, 0, &v, false, err);
+    return st;
 }

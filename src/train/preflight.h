@@ -25,5 +25,10 @@ struct preflight_opts {
 
 /* RZ_OK when every check passed; RZ_EHEALTH naming the failed checks otherwise. */
 enum rz_status preflight_run(const struct preflight_opts *opts, struct rz_err *err);
+/* The launch failed before MPI could start (`why`: comm_init's message).  Writes health.json
+ * with the launch check failed, the others not run and no ranks; one line per check to log
+ * (NULL = quiet).  Call on the launch's rank 0 only. */
+enum rz_status preflight_report_launch(const char *run_dir, const char *why, FILE *log,
+                                       struct rz_err *err);
 
 #endif

@@ -198,6 +198,17 @@ static int preflight(const struct args *a, const struct cfg *c, struct comm *com
     return 0;
 }
 
+/* The preflight of a launch that MPI could not start: health.json still says why. */
+static void preflight_launch_failed(const struct args *a, const char *why)
+{
+    static struct rz_err err;
+    char run_dir[2048];
+    if (resolve_run_dir(a, run_dir, sizeof run_dir) != 0)
+        return;
+    if (preflight_report_launch(run_dir, why, a->quiet ? NULL : stdout, &err) != RZ_OK)
+        fprintf(stderr, "ryzen-train: %s\n", err.msg);
+}
+
 static int run(const struct args *a, const struct cfg *c, struct comm *comm)
 {
     static struct rz_err err;
@@ -260,6 +271,14 @@ int main(int argc, char **argv)
     struct comm *comm = NULL;
     if (st == RZ_OK)
         st = comm_init(&comm, &argc, &argv, &err);
+    if (comm == NULL && st == RZ_EHEALTH) { /* a wrong launch: the same on every task */
+        if (launcher_rank() == 0) {
+            fprintf(stderr, "ryzen-train: %s: %s\n", rz_status_name(st), err.msg);
+            if (a.preflight)
+                preflight_launch_failed(&a, err.msg);
+        }
+        return rz_exit_code(st);
+    }
     if (st == RZ_OK && a.preflight) {
         rc = preflight(&a, &c, comm); /* reports a wrong launch itself, in health.json */
         comm_finalize(comm);
