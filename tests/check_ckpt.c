@@ -402,7 +402,7 @@ START_TEST(prune_keeps_n_and_never_the_last_good)
     path_in(q, sizeof q, "quarantine/step-00000000.h5");
     fclose(fopen(q, "w"));
 
-    ck_assert_int_eq(ckpt_prune(tmpdir, 2, &err), RZ_OK);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 2, NULL, &err), RZ_OK);
     ck_assert_uint_eq(count_files(tmpdir, ".h5"), 2);
     ck_assert_uint_eq(count_files(tmpdir, ".tmp"), 0);
     path_in(p, sizeof p, "step-00000004.h5");
@@ -412,20 +412,20 @@ START_TEST(prune_keeps_n_and_never_the_last_good)
     ck_assert(exists(q)); /* quarantined files are never touched */
 
     /* keep 0 still keeps the newest valid one */
-    ck_assert_int_eq(ckpt_prune(tmpdir, 0, &err), RZ_OK);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 0, NULL, &err), RZ_OK);
     ck_assert_uint_eq(count_files(tmpdir, ".h5"), 1);
     ck_assert(exists(p));
 
     /* a damaged newer file does not count: the newest valid one survives keep 1 */
     save_step(&a, 6, path, sizeof path);
     truncate_half(path);
-    ck_assert_int_eq(ckpt_prune(tmpdir, 1, &err), RZ_OK);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 1, NULL, &err), RZ_OK);
     ck_assert(exists(p));
     ck_assert_int_eq(ckpt_verify(p, &err), RZ_OK);
     ck_assert(exists(q));
     /* missing directory: nothing to do */
     path_in(p, sizeof p, "nope");
-    ck_assert_int_eq(ckpt_prune(p, 1, &err), RZ_OK);
+    ck_assert_int_eq(ckpt_prune(p, 1, NULL, &err), RZ_OK);
     tiny_free(&a);
 }
 END_TEST
@@ -499,7 +499,7 @@ START_TEST(crash_during_commit_never_exposes_partial_file)
     ck_assert_int_eq(ckpt_verify(found, &err), RZ_OK);
     ck_assert_int_eq(ckpt_verify(p1, &err), RZ_OK);
     /* the next prune clears the debris */
-    ck_assert_int_eq(ckpt_prune(tmpdir, 5, &err), RZ_OK);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 5, NULL, &err), RZ_OK);
     ck_assert(!exists(tmp));
     ck_assert(exists(p1));
     tiny_free(&a);
@@ -678,6 +678,55 @@ struct skips {
     char path[4096];
     char reason[8192];
 };
+
+START_TEST(prune_trusts_known_files_until_they_change)
+{
+    struct tiny a;
+    char p1[4096], p2[4096], p3[4096];
+    struct rz_err err;
+    struct ckpt_known known;
+    memset(&known, 0, sizeof known);
+    make_tiny(&a, 4);
+    save_step(&a, 1, p1, sizeof p1);
+    save_step(&a, 2, p2, sizeof p2);
+    save_step(&a, 3, p3, sizeof p3);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 3, &known, &err), RZ_OK);
+    ck_assert_uint_eq(known.n, 3); /* each verified once, then known */
+    ck_assert_uint_eq(count_files(tmpdir, ".h5"), 3);
+
+    /* a changed file (new size) is unknown again: verified, damaged, not counted */
+    truncate_half(p3);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 2, &known, &err), RZ_OK);
+    ck_assert(exists(p1) && exists(p2) && exists(p3));
+    ck_assert_uint_eq(known.n, 3);
+
+    /* a known file is not read again: damage that keeps its size and mtime goes unseen here
+     * (the load still catches it) and step 1 is pruned behind it */
+    struct stat sb;
+    ck_assert_int_eq(stat(p2, &sb), 0);
+    apply_damage(FLIP_BYTE, p2);
+    struct timespec times[2] = {sb.st_atim, sb.st_mtim};
+    ck_assert_int_eq(utimensat(AT_FDCWD, p2, times, 0), 0);
+    ck_assert_int_eq(ckpt_verify(p2, &err), RZ_ENOCKPT);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 1, &known, &err), RZ_OK);
+    ck_assert(!exists(p1));
+    ck_assert(exists(p2));
+    /* without the record the same prune verifies and keeps going: nothing valid is left, so
+     * nothing is deleted */
+    ck_assert_int_eq(ckpt_prune(tmpdir, 1, NULL, &err), RZ_OK);
+    ck_assert(exists(p2) && exists(p3));
+
+    /* the record is bounded: the oldest entry makes room */
+    memset(&known, 0, sizeof known);
+    for (int i = 0; i < CKPT_KNOWN_MAX + 3; i++)
+        ckpt_known_add(&known, p2);
+    ck_assert_uint_eq(known.n, CKPT_KNOWN_MAX);
+    ck_assert_uint_eq(known.next, 3);
+    ckpt_known_add(&known, "/nonexistent/step-00000001.h5"); /* cannot stat: ignored */
+    ck_assert_uint_eq(known.n, CKPT_KNOWN_MAX);
+    tiny_free(&a);
+}
+END_TEST
 
 static void on_skip(void *user, const char *path, const char *reason)
 {
@@ -892,6 +941,7 @@ static Suite *ckpt_suite(void)
     tcase_add_test(core, params_sha256_stable_and_sensitive);
     tcase_add_test(core, find_latest_picks_newest_valid);
     tcase_add_test(core, prune_keeps_n_and_never_the_last_good);
+    tcase_add_test(core, prune_trusts_known_files_until_they_change);
     tcase_add_test(core, list_reports_steps_sizes_validity);
     tcase_add_loop_test(core, crash_during_commit_never_exposes_partial_file, 0, 3);
     tcase_add_test(core, cli_list_info_verify);

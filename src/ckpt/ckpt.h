@@ -85,9 +85,27 @@ typedef void (*ckpt_skip_fn)(void *user, const char *path, const char *reason);
 enum rz_status ckpt_find_latest(const char *dir, char *path_out, size_t path_len,
                                 ckpt_skip_fn on_skip, void *user, struct rz_err *err);
 
+/* Checkpoints already known to be valid in this process, so that retention does not read every
+ * kept file again at each save.  A file is known by its device, inode, size and modification
+ * time: rewriting, truncating or replacing it makes it unknown again.  Damage that changes none
+ * of those (a bit flipped on the disk) is still caught when the file is loaded, as ever.  A
+ * plain value: zero it to start; the oldest entry makes room when it is full. */
+#define CKPT_KNOWN_MAX 16
+struct ckpt_known {
+    struct ckpt_known_file {
+        uint64_t dev, ino;
+        int64_t size, mtime_ns;
+    } f[CKPT_KNOWN_MAX];
+    unsigned n, next;
+};
+/* Record PATH as valid (the writer's own fresh commit, or a file that just verified). */
+void ckpt_known_add(struct ckpt_known *known, const char *path);
+
 /* Keep the newest `keep` valid checkpoints in DIR, deleting older ones; never deletes the newest
- * valid one.  Leftover *.tmp files from crashed commits are removed. */
-enum rz_status ckpt_prune(const char *dir, int64_t keep, struct rz_err *err);
+ * valid one.  Leftover *.tmp files from crashed commits are removed.  Validity is ckpt_verify,
+ * except for files in `known` (NULL: verify all); files that verify are added to it. */
+enum rz_status ckpt_prune(const char *dir, int64_t keep, struct ckpt_known *known,
+                          struct rz_err *err);
 
 /* One entry of DIR, for `ryzen-ckpt list`. */
 struct ckpt_entry {

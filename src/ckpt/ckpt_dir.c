@@ -229,7 +229,53 @@ enum rz_status ckpt_find_latest(const char *dir, char *path_out, size_t path_len
     return st;
 }
 
-enum rz_status ckpt_prune(const char *dir, int64_t keep, struct rz_err *err)
+static bool known_stat(const char *path, struct ckpt_known_file *out)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return false;
+    out->dev = (uint64_t)sb.st_dev;
+    out->ino = (uint64_t)sb.st_ino;
+    out->size = (int64_t)sb.st_size;
+    out->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    return true;
+}
+
+void ckpt_known_add(struct ckpt_known *known, const char *path)
+{
+    struct ckpt_known_file f;
+    if (known == NULL || !known_stat(path, &f))
+        return;
+    known->f[known->next] = f;
+    known->next = (known->next + 1) % CKPT_KNOWN_MAX;
+    if (known->n < CKPT_KNOWN_MAX)
+        known->n++;
+}
+
+static bool known_has(const struct ckpt_known *known, const char *path)
+{
+    struct ckpt_known_file f;
+    if (known == NULL || !known_stat(path, &f))
+        return false;
+    for (unsigned i = 0; i < known->n; i++)
+        if (memcmp(&known->f[i], &f, sizeof f) == 0)
+            return true;
+    return false;
+}
+
+/* Whether PATH counts as valid for retention: known, or it verifies now (and becomes known). */
+static bool valid_for_retention(struct ckpt_known *known, const char *path)
+{
+    if (known_has(known, path))
+        return true;
+    if (ckpt_verify(path, NULL) != RZ_OK)
+        return false;
+    ckpt_known_add(known, path);
+    return true;
+}
+
+enum rz_status ckpt_prune(const char *dir, int64_t keep, struct ckpt_known *known,
+                          struct rz_err *err)
 {
     struct dir_entry *v = NULL;
     size_t n = 0;
@@ -244,7 +290,7 @@ enum rz_status ckpt_prune(const char *dir, int64_t keep, struct rz_err *err)
         }
         bool drop = v[i].kind == ENTRY_TMP;
         if (v[i].kind == ENTRY_FINAL && valid < want)
-            valid += ckpt_verify(path, NULL) == RZ_OK; /* damaged ones are left for find_latest */
+            valid += valid_for_retention(known, path); /* damaged ones are left for find_latest */
         else if (v[i].kind == ENTRY_FINAL)
             drop = true;
         if (drop && unlink(path) != 0 && errno != ENOENT && removal == RZ_OK)

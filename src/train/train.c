@@ -38,6 +38,7 @@ struct trainer {
     int32_t *sample;           /* (T + 1) */
     int32_t *inputs, *targets; /* (B, T) */
     char ckpt_dir[4096];
+    struct ckpt_known ckpt_known; /* checkpoints retention need not read again */
     char *config_yaml;
     char config_sha256[65];
     /* progress, carried across restarts through the checkpoint */
@@ -337,7 +338,10 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
         if (st == RZ_OK) {
             struct rz_err perr;
             t0 = rz_now();
-            if (ckpt_prune(t->ckpt_dir, t->cfg->checkpoint.keep, &perr) != RZ_OK)
+            /* Our own fresh commit (its checksums were computed from these buffers) counts as
+             * valid without a read-back; the older kept files are verified once each. */
+            ckpt_known_add(&t->ckpt_known, path);
+            if (ckpt_prune(t->ckpt_dir, t->cfg->checkpoint.keep, &t->ckpt_known, &perr) != RZ_OK)
                 say(t, "checkpoint: retention: %s (continuing)", perr.msg);
             prune_ms = (rz_now() - t0) * 1e3;
         }
