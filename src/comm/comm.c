@@ -41,6 +41,10 @@ struct comm {
             goto cleanup; \
         } } while (0)
 
+/* What both launch checks tell the operator to do. */
+#define LAUNCH_FIX "Launch with `srun --mpi=pmix` (check `srun --mpi=list` and MpiDefault in " \
+                   "slurm.conf)"
+
 enum rz_status comm_check_launch_env(struct rz_err *err)
 {
     const char *step = getenv("SLURM_STEP_ID");
@@ -52,8 +56,7 @@ enum rz_status comm_check_launch_env(struct rz_err *err)
     const char *procid = getenv("SLURM_PROCID");
     return rz_fail(err, RZ_EHEALTH,
                    "launch check on task %s of step %s: srun started it with --mpi=%s, so it "
-                   "has no PMIx rank (PMIX_RANK is unset) and MPI cannot start. Launch with "
-                   "`srun --mpi=pmix` (check `srun --mpi=list` and MpiDefault in slurm.conf)",
+                   "has no PMIx rank (PMIX_RANK is unset) and MPI cannot start. " LAUNCH_FIX,
                    procid != NULL ? procid : "?", step,
                    plugin != NULL && plugin[0] != '\0' ? plugin : "none");
 }
@@ -62,9 +65,6 @@ enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_e
 {
     enum rz_status st = RZ_OK;
     *out = NULL;
-    st = comm_check_launch_env(err);
-    if (st != RZ_OK)
-        return st;
     struct comm *c = calloc(1, sizeof *c);
     if (c == NULL)
         return rz_fail(err, RZ_ENOMEM, "comm: out of memory");
@@ -137,8 +137,7 @@ enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err)
         return RZ_OK;
     return rz_fail(err, RZ_EHEALTH,
                    "launch check on rank %d (%s): MPI world size is %d but SLURM_NTASKS is %ld; "
-                   "the ranks did not join one MPI job, so each would train alone. Launch with "
-                   "`srun --mpi=pmix` (check `srun --mpi=list` and MpiDefault in slurm.conf)",
+                   "the ranks did not join one MPI job, so each would train alone. " LAUNCH_FIX,
                    c->rank, c->host, c->size, want);
 }
 

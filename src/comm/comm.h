@@ -24,10 +24,10 @@ struct comm;
 /* Before MPI_Init: a task that srun started (SLURM_STEP_ID set) must carry a PMIx rank
  * (PMIX_RANK, or OMPI_COMM_WORLD_RANK under mpirun).  Without one, Open MPI aborts inside
  * MPI_Init with a message about PMI versions that names neither the cause nor the fix; this
- * returns RZ_EHEALTH saying `srun --mpi=pmix` instead.  Reads only the environment. */
+ * returns RZ_EHEALTH saying `srun --mpi=pmix` instead.  Reads only the environment; call it
+ * before comm_init. */
 enum rz_status comm_check_launch_env(struct rz_err *err);
-/* comm_check_launch_env, then MPI_Init (funneled threads: the watchdog thread never calls
- * MPI). */
+/* MPI_Init (funneled threads: the watchdog thread never calls MPI). */
 enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_err *err);
 /* A world of one process that never calls MPI (unit tests, tools). */
 enum rz_status comm_create_local(struct comm **out, struct rz_err *err);

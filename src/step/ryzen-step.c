@@ -246,10 +246,11 @@ static bool health_written_since(const struct wrapper *c, time_t since)
     return stat(path, &sb) == 0 && sb.st_mtime >= since;
 }
 
+static int decide(struct wrapper *c, int rc);
+
 /* Runs the preflight; *passed tells whether training may start.  Otherwise the return value is
  * the exit status: a NO-GO (health) verdict, or, when srun could not launch it even after
  * retries, what decide() made of that status (a requeue counted as a failure). */
-static int decide(struct wrapper *c, int rc);
 static int preflight(struct wrapper *c, bool *passed)
 {
     struct step_argv v = {0};

@@ -39,8 +39,17 @@ static const char *const check_names[N_CHECKS] = {"launch", "ring", "allreduce",
 
 struct verdict {
     bool ok[N_CHECKS];
+    bool not_run[N_CHECKS]; /* MPI never started, so the check could not run (also !ok) */
     char detail[N_CHECKS][512];
 };
+
+/* One line per check, as the job output shows them. */
+static void log_verdict(FILE *log, const struct verdict *v)
+{
+    for (int k = 0; log != NULL && k < N_CHECKS; k++)
+        fprintf(log, "ryzen-train: preflight: %-14s %s  %s\n", check_names[k],
+                v->ok[k] ? "ok  " : v->not_run[k] ? "-   " : "FAIL", v->detail[k]);
+}
 
 /* A "Name:  N kB" field of /proc/meminfo, in bytes (0 if absent). */
 static double meminfo(const char *field)
@@ -263,10 +272,9 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
         if (!v.ok[k])
             snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s",
                      failed[0] ? ", " : "", check_names[k]);
-        if (o->log != NULL && comm_rank(o->comm) == 0)
-            fprintf(o->log, "ryzen-train: preflight: %-14s %s  %s\n", check_names[k],
-                    v.ok[k] ? "ok  " : "FAIL", v.detail[k]);
     }
+    if (comm_rank(o->comm) == 0)
+        log_verdict(o->log, &v);
     if (st == RZ_OK && comm_rank(o->comm) == 0)
         st = write_health(o->run_dir, n, all, n, &v, ok, err);
     free(all);
@@ -284,12 +292,11 @@ enum rz_status preflight_report_launch(const char *run_dir, const char *why, FIL
     struct verdict v;
     memset(&v, 0, sizeof v);
     rz_fmt(v.detail[CHECK_LAUNCH], sizeof v.detail[0], "%s", why);
-    for (int k = CHECK_LAUNCH + 1; k < N_CHECKS; k++)
+    for (int k = CHECK_LAUNCH + 1; k < N_CHECKS; k++) {
+        v.not_run[k] = true;
         snprintf(v.detail[k], sizeof v.detail[0], "not run: MPI did not start");
-    if (log != NULL)
-        for (int k = 0; k < N_CHECKS; k++)
-            fprintf(log, "ryzen-train: preflight: %-14s %s  %s\n", check_names[k],
-                    k == CHECK_LAUNCH ? "FAIL" : "-   ", v.detail[k]);
+    }
+    log_verdict(log, &v);
     enum rz_status st = rz_mkdirs(run_dir, err);
     if (st == RZ_OK)
         st = write_health(run_dir, 0, NULL, 0, &v, false, err);

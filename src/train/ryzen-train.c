@@ -268,10 +268,10 @@ int main(int argc, char **argv)
     }
     /* Before MPI_Init, so the stop signals are ours whatever the MPI library installs. */
     st = health_signals_install(signo, &err);
-    struct comm *comm = NULL;
-    if (st == RZ_OK)
-        st = comm_init(&comm, &argc, &argv, &err);
-    if (comm == NULL && st == RZ_EHEALTH) { /* a wrong launch: the same on every task */
+    /* Also before MPI_Init, which would abort without saying why: a task srun started without
+     * a PMIx rank.  The same on every task, so rank 0 speaks (and, for --preflight, writes
+     * health.json). */
+    if (st == RZ_OK && (st = comm_check_launch_env(&err)) != RZ_OK) {
         if (launcher_rank() == 0) {
             fprintf(stderr, "ryzen-train: %s: %s\n", rz_status_name(st), err.msg);
             if (a.preflight)
@@ -279,6 +279,9 @@ int main(int argc, char **argv)
         }
         return rz_exit_code(st);
     }
+    struct comm *comm = NULL;
+    if (st == RZ_OK)
+        st = comm_init(&comm, &argc, &argv, &err);
     if (st == RZ_OK && a.preflight) {
         rc = preflight(&a, &c, comm); /* reports a wrong launch itself, in health.json */
         comm_finalize(comm);
