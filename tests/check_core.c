@@ -1,5 +1,5 @@
-/* check_core: status/exit-code mapping, error records, the JSON writer, file helpers and the
- * counter-based RNG. */
+/* check_core: status/exit-code mapping, error records, the JSON writer, file helpers, the durable
+ * writer (and its crash points in a test-hook build) and the counter-based RNG. */
 #include "config.h"
 
 #include <check.h>
@@ -7,9 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/durable.h"
+#include "core/hooks.h"
 #include "core/json.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -170,6 +175,121 @@ START_TEST(alloc_aligned_and_rss)
 }
 END_TEST
 
+/* ---- durable writes ------------------------------------------------------------------------------ */
+
+static char *slurp(const char *path)
+{
+    char *text = NULL;
+    struct rz_err e;
+    return rz_read_file(path, &text, NULL, &e) == RZ_OK ? text : NULL;
+}
+
+/* Entries of dir whose name contains ".tmp". */
+static int tmp_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        n += strstr(e->d_name, ".tmp") != NULL;
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+START_TEST(durable_write_replaces_whole_files)
+{
+    char dir[64], path[128];
+    struct rz_err e;
+    rz_test_tmpdir(dir, sizeof dir, "durable");
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    ck_assert_int_eq(rz_durable_write_text(path, "t", "old\n", &e), RZ_OK);
+    ck_assert_int_eq(rz_durable_write_text(path, "t", "new\n", &e), RZ_OK);
+    char *text = slurp(path);
+    ck_assert_str_eq(text, "new\n");
+    free(text);
+    /* an aborted write leaves the committed file and no temporary file */
+    struct rz_durable d;
+    ck_assert_int_eq(rz_durable_open(&d, path, "t", &e), RZ_OK);
+    fputs("half a fi", d.f);
+    ck_assert_int_eq(tmp_files(dir), 1);
+    rz_durable_abort(&d);
+    rz_durable_abort(&d); /* twice is harmless */
+    text = slurp(path);
+    ck_assert_str_eq(text, "new\n");
+    free(text);
+    ck_assert_int_eq(tmp_files(dir), 0);
+    rz_test_rmtree(dir);
+}
+END_TEST
+
+START_TEST(durable_create_excl_is_a_lock)
+{
+    char dir[64], path[128];
+    struct rz_err e;
+    bool existed = true;
+    rz_test_tmpdir(dir, sizeof dir, "durable");
+    snprintf(path, sizeof path, "%s/owner", dir);
+    ck_assert_int_eq(rz_durable_create_excl(path, "job 17\n", &existed, &e), RZ_OK);
+    ck_assert(!existed);
+    ck_assert_int_eq(rz_durable_create_excl(path, "job 18\n", &existed, &e), RZ_OK);
+    ck_assert(existed);
+    char *text = slurp(path);
+    ck_assert_str_eq(text, "job 17\n"); /* the second caller wrote nothing */
+    free(text);
+    rz_test_rmtree(dir);
+}
+END_TEST
+
+START_TEST(durable_errors_name_the_file_and_cause)
+{
+    struct rz_err e;
+    bool existed;
+    ck_assert_int_eq(rz_durable_write_text("/nonexistent-dir/r.json", "t", "x", &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent-dir/r.json"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "No such file"));
+    ck_assert_int_eq(rz_durable_create_excl("/nonexistent-dir/owner", "x", &existed, &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent-dir/owner"));
+    ck_assert_int_eq(rz_durable_commit_file("/nonexistent-dir/a.tmp", "/nonexistent-dir/a", "t",
+                                            &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "a.tmp"));
+    ck_assert_ptr_nonnull(strstr(rz_io_cause(ENOSPC), "disk full"));
+    ck_assert_ptr_nonnull(strstr(rz_io_cause(EROFS), "read-only"));
+    ck_assert_str_eq(rz_io_cause(ENOENT), strerror(ENOENT));
+}
+END_TEST
+
+#ifdef RZ_TEST_HOOKS
+/* In a child: commit "new" over "old" and die at the loop's stage; what survives? */
+static const char *const stages[3] = {"before_fsync", "before_rename", "before_dirsync"};
+
+START_TEST(durable_crash_points_never_expose_half_a_file)
+{
+    char dir[64], path[128];
+    struct rz_err e;
+    rz_test_tmpdir(dir, sizeof dir, "durable");
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    ck_assert_int_eq(rz_durable_write_text(path, "summary", "old\n", &e), RZ_OK);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        snprintf(rz_hooks.crash_at, sizeof rz_hooks.crash_at, "summary:%s", stages[_i]);
+        rz_durable_write_text(path, "summary", "new\n", NULL);
+        _exit(1); /* the hook did not fire */
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 86);
+    char *text = slurp(path);
+    ck_assert_str_eq(text, _i == 2 ? "new\n" : "old\n"); /* renamed only before the dir sync */
+    free(text);
+    ck_assert_int_eq(tmp_files(dir), _i == 2 ? 0 : 1);
+    rz_test_rmtree(dir);
+}
+END_TEST
+#endif
+
 static Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
@@ -182,9 +302,15 @@ static Suite *core_suite(void)
     tcase_add_test(core, sumsq_lanes_and_tail);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);
+    tcase_add_test(core, durable_write_replaces_whole_files);
+    tcase_add_test(core, durable_create_excl_is_a_lock);
+#ifdef RZ_TEST_HOOKS
+    tcase_add_loop_test(core, durable_crash_points_never_expose_half_a_file, 0, 3);
+#endif
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, file_errors_name_the_path);
+    tcase_add_test(errors, durable_errors_name_the_file_and_cause);
     suite_add_tcase(s, errors);
     return s;
 }

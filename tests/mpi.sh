@@ -140,7 +140,7 @@ for stage in before_fsync before_rename before_dirsync; do
   d=crash-$stage
   train $d 2 --set training.steps=30 --set checkpoint.interval=10 --stop-at-step 10 \
     >/dev/null 2>&1
-  RYZEN_TEST_CKPT_CRASH=$stage train $d 2 --set training.steps=30 --set checkpoint.interval=10 \
+  RYZEN_TEST_CRASH_AT=ckpt:$stage train $d 2 --set training.steps=30 --set checkpoint.interval=10 \
     >"$tmp/out" 2>&1
   code=$?
   check "$stage: the crashed run failed (exit $code)" test "$code" -ne 0

@@ -18,11 +18,10 @@
  * Every dataset has a string attribute sha256: SHA-256 of its raw bytes, checked on every read.
  * params_sha256 hashes all /params bytes in tensor_names order (= ckpt_params_sha256).
  *
- * Commit (redis rdbSave): write NAME.tmp, H5Fflush + H5Fclose, fsync the file, rename it to NAME,
- * fsync the directory.  TEST-ONLY crash hook: when the environment variable
- * RYZEN_TEST_CKPT_CRASH is "before_fsync", "before_rename" or "before_dirsync" the process dies
- * with _exit(86) at that point, so tests can prove a crash never exposes a partial checkpoint.
- * Nothing else in the library exits; never set the variable outside tests.
+ * Commit: write NAME.tmp, H5Fflush + H5Fclose, then the project's one durable commit
+ * (core/durable.h: fsync the file, rename it to NAME, fsync the directory).  In a test-hook build
+ * RYZEN_TEST_CRASH_AT=ckpt:STAGE stops the process at that stage (core/hooks.h), so tests can
+ * prove a crash never exposes a partial checkpoint.
  *
  * Deliberately not here: compression, chunking and partial reads (a checkpoint is small and read
  * whole), parallel HDF5 (one rank writes), and reading any format version newer than ours. */
@@ -40,6 +39,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt_internal.h"
+#include "core/durable.h"
 #include "core/sha256.h"
 #include "core/util.h"
 
@@ -429,41 +429,6 @@ cleanup:
     return st;
 }
 
-/* TEST-ONLY: see the header comment of this file. */
-static void crash_point(const char *where)
-{
-    const char *v = getenv("RYZEN_TEST_CKPT_CRASH");
-    if (v != NULL && strcmp(v, where) == 0)
-        _exit(86);
-}
-
-static enum rz_status fsync_path(const struct ckpt_io *io, const char *path, int flags)
-{
-    int fd = open(path, flags | O_CLOEXEC);
-    if (fd < 0)
-        return ckpt_io_fail(io, "open '%s' for fsync: %s", path, strerror(errno));
-    int rc = fsync(fd);
-    int saved = errno;
-    close(fd);
-    if (rc != 0)
-        return ckpt_io_fail(io, "fsync '%s': %s", path, strerror(saved));
-    return RZ_OK;
-}
-
-/* tmp -> path, durably (the file's bytes, then the directory entry). */
-static enum rz_status commit(const struct ckpt_io *io, const char *tmp, const char *dir)
-{
-    crash_point("before_fsync");
-    enum rz_status st = fsync_path(io, tmp, O_RDONLY);
-    if (st != RZ_OK)
-        return st;
-    crash_point("before_rename");
-    if (rename(tmp, io->path) != 0)
-        return ckpt_io_fail(io, "rename '%s': %s", tmp, strerror(errno));
-    crash_point("before_dirsync");
-    return fsync_path(io, dir, O_RDONLY | O_DIRECTORY);
-}
-
 enum rz_status ckpt_save(const char *dir, const struct ckpt_meta *meta,
                          const struct ckpt_tensors *t, char *path_out, size_t path_len,
                          struct rz_err *err)
@@ -485,8 +450,12 @@ enum rz_status ckpt_save(const char *dir, const struct ckpt_meta *meta,
     ckpt_h5_quiet();
     struct ckpt_io tmp_io = {"save checkpoint", tmp, RZ_EIO, err};
     st = write_file(&tmp_io, meta, t);
-    if (st == RZ_OK)
-        st = commit(&io, tmp, dir);
+    if (st == RZ_OK) {
+        struct rz_err cerr;
+        st = rz_durable_commit_file(tmp, path, "ckpt", &cerr);
+        if (st != RZ_OK)
+            st = ckpt_io_fail(&io, "%s", cerr.msg);
+    }
     if (st != RZ_OK) {
         unlink(tmp);
         return st;

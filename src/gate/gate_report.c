@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/durable.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "gate/gate_internal.h"
@@ -373,34 +374,23 @@ static void gate_render(FILE *f, enum gate_kind kind, const struct gate_doc *d)
         gate_write_prom(f, d->in, d->res);
 }
 
-/* path.tmp, fsync, rename: readers (node_exporter, the next phase) never see half a file. */
+struct gate_render_ctx {
+    enum gate_kind kind;
+    const struct gate_doc *doc;
+};
+
+static void gate_render_cb(FILE *f, const void *ctx)
+{
+    const struct gate_render_ctx *c = ctx;
+    gate_render(f, c->kind, c->doc);
+}
+
+/* Durably (core/durable.h): readers (node_exporter, the next phase) never see half a file. */
 static enum rz_status gate_write_atomic(const char *path, enum gate_kind kind,
                                         const struct gate_doc *d, struct rz_err *err)
 {
-    char tmp[4200];
-    rz_fmt(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        return rz_fail(err, RZ_EIO, "write '%s': %s", tmp, strerror(errno));
-    gate_render(f, kind, d);
-    bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
-    int saved = errno;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        saved = ok ? errno : saved;
-        unlink(tmp);
-        return rz_fail(err, RZ_EIO, "write '%s': %s", path, strerror(saved));
-    }
-    return RZ_OK;
-}
-
-static void gate_fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
+    struct gate_render_ctx c = {kind, d};
+    return rz_durable_write(path, "report", gate_render_cb, &c, err);
 }
 
 enum rz_status gate_write_reports(const struct gate_input *in, const struct gate_result *res,
@@ -421,15 +411,12 @@ enum rz_status gate_write_reports(const struct gate_input *in, const struct gate
     }
     if (st != RZ_OK)
         return st;
-    gate_fsync_dir(dir);
     if (c->gates.prom_dir[0] == '\0')
         return RZ_OK;
     /* A monitoring copy that cannot be written is a warning: it must not change the verdict. */
     struct rz_err perr;
     rz_fmt(path, sizeof path, "%s/ryzen_%s.prom", c->gates.prom_dir, in->phase);
-    if (gate_write_atomic(path, GATE_PROM, &d, &perr) == RZ_OK)
-        gate_fsync_dir(c->gates.prom_dir);
-    else
+    if (gate_write_atomic(path, GATE_PROM, &d, &perr) != RZ_OK)
         rz_fmt(warn, warn_len, "gates.prom_dir: %s", perr.msg);
     return RZ_OK;
 }

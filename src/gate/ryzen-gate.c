@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "core/hooks.h"
 #include "core/status.h"
 #include "gate/gate.h"
 
@@ -85,6 +86,7 @@ static void print_result(const struct gate_input *in, const struct gate_result *
 
 int main(int argc, char **argv)
 {
+    rz_hooks_load();
     struct gate_args a = {0};
     int rc = parse_args(&a, argc, argv);
     if (rc >= 0)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/durable.h"
 #include "core/json.h"
 #include "core/util.h"
 
@@ -143,32 +144,14 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
     fputc('\n', f);
 }
 
+static void summary_writer(FILE *f, const void *s) { write_summary_json(f, s); }
+
 enum rz_status metrics_write_summary(const char *run_dir, const struct metrics_summary *s,
                                      struct rz_err *err)
 {
-    char path[4200], tmp[4300];
-    snprintf(path, sizeof path, "%s/summary.json", run_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        return rz_fail(err, RZ_EIO, "summary: open '%s': %s", tmp, strerror(errno));
-    write_summary_json(f, s);
-    int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-    int saved = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        return rz_fail(err, RZ_EIO, "summary: write '%s': %s", tmp, strerror(saved));
-    }
-    if (rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        return rz_fail(err, RZ_EIO, "summary: rename to '%s': %s", path, strerror(saved));
-    }
-    return RZ_OK;
+    char path[4200];
+    rz_fmt(path, sizeof path, "%s/summary.json", run_dir);
+    return rz_durable_write(path, "summary", summary_writer, s, err);
 }
 
 void metrics_format_eta(char *buf, size_t len, double seconds)

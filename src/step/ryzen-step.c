@@ -23,6 +23,7 @@
 
 #include "ckpt/ckpt.h"
 #include "config/config.h"
+#include "core/hooks.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "step/step.h"
@@ -396,6 +397,7 @@ static int decide(struct wrapper *c, int rc)
 
 int main(int argc, char **argv)
 {
+    rz_hooks_load();
     static struct wrapper c;
     static struct rz_err err;
     int rc = parse_args(&c, argc, argv);

@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "core/durable.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "kernels/kernels.h"
@@ -179,12 +180,13 @@ static void judge_isa(const struct probe *all, int n, struct verdict *v)
 static enum rz_status write_health(const char *run_dir, int world_size, const struct probe *all,
                                    int n, const struct verdict *v, bool ok, struct rz_err *err)
 {
-    char path[4200], tmp[4300], stamp[32];
+    char path[4200], stamp[32];
+    struct rz_durable d;
     snprintf(path, sizeof path, "%s/health.json", run_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        return rz_fail(err, RZ_EIO, "preflight: open '%s': %s", tmp, strerror(errno));
+    enum rz_status st = rz_durable_open(&d, path, "health", err);
+    if (st != RZ_OK)
+        return st;
+    FILE *f = d.f;
     rz_utc_iso8601(stamp, sizeof stamp);
     struct rz_json j;
     rz_json_init(&j, f);
@@ -220,12 +222,7 @@ static enum rz_status write_health(const char *run_dir, int world_size, const st
     rz_json_array_end(&j);
     rz_json_object_end(&j);
     fputc('\n', f);
-    bool bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return rz_fail(err, RZ_EIO, "preflight: write '%s': %s", path, strerror(errno));
-    }
-    return RZ_OK;
+    return rz_durable_commit(&d, err);
 }
 
 enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)

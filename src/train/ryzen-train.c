@@ -10,6 +10,7 @@
 
 #include "comm/comm.h"
 #include "config/config.h"
+#include "core/hooks.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "health/health.h"
@@ -159,13 +160,12 @@ static int launcher_rank(void)
     return 0;
 }
 
-/* Test-only (RYZEN_TEST_STARTUP_DELAY_S): widen the start-up window so a test can deliver a
- * stop signal before the first step.  Documented in docs/operations.md. */
+/* Test-hook build only (RYZEN_TEST_STARTUP_DELAY_S, core/hooks.h): widen the start-up window so a
+ * test can deliver a stop signal before the first step. */
 static void test_startup_delay(void)
 {
-    const char *v = getenv("RYZEN_TEST_STARTUP_DELAY_S");
-    if (v != NULL)
-        sleep((unsigned)atoi(v));
+    if (RZ_HOOK(startup_delay_s, 0.0) > 0.0)
+        sleep((unsigned)RZ_HOOK(startup_delay_s, 0.0));
 }
 
 /* --run-dir, or the default; returns 0 or RZ_EXIT_USAGE after saying why. */
@@ -245,6 +245,7 @@ static int run(const struct args *a, const struct cfg *c, struct comm *comm)
 int main(int argc, char **argv)
 {
     struct args a;
+    rz_hooks_load();
     int rc = parse_args(&a, argc, argv);
     if (rc != 0) {
         if (launcher_rank() == 0)

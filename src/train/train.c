@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "core/hooks.h"
 #include "core/sha256.h"
 #include "core/util.h"
 #include "data/data.h"
@@ -303,13 +304,12 @@ static enum rz_status plan_resume(struct trainer *t, const char *path, struct rz
 
 /* ---- checkpoints -------------------------------------------------------------------------------- */
 
-/* Test-only (RYZEN_TEST_SAVE_DELAY_S): lengthen the checkpoint write so a test can deliver a
- * signal during it.  Documented in docs/operations.md. */
+/* Test-hook build only (RYZEN_TEST_SAVE_DELAY_S, core/hooks.h): lengthen the checkpoint write so
+ * a test can deliver a signal during it. */
 static void test_save_delay(void)
 {
-    const char *v = getenv("RYZEN_TEST_SAVE_DELAY_S");
-    if (v != NULL)
-        sleep((unsigned)atoi(v));
+    if (RZ_HOOK(save_delay_s, 0.0) > 0.0)
+        sleep((unsigned)RZ_HOOK(save_delay_s, 0.0));
 }
 
 static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
@@ -425,12 +425,11 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     return RZ_OK;
 }
 
-/* Test-only (RYZEN_TEST_DESYNC_RANK=r): perturb one parameter on rank r so the next sync check
- * must catch it.  Never set in production; documented in docs/operations.md. */
+/* Test-hook build only (RYZEN_TEST_DESYNC_RANK=r, core/hooks.h): perturb one parameter on rank r
+ * so the next sync check must catch it. */
 static void test_desync(struct trainer *t)
 {
-    const char *v = getenv("RYZEN_TEST_DESYNC_RANK");
-    if (v != NULL && atoi(v) == t->rank && t->world > 1)
+    if (RZ_HOOK(desync_rank, -1) == t->rank && t->world > 1)
         model_params(t->model)[0] += 1e-3f;
 }
 

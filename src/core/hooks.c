@@ -1,0 +1,47 @@
+/* hooks.c: the test-only fault injection of `configure --enable-test-hooks` (see hooks.h).
+ * Compiled to nothing in a production build. */
+#include "config.h"
+
+#include "core/hooks.h"
+
+#ifdef RZ_TEST_HOOKS
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct rz_hooks rz_hooks = {.desync_rank = -1};
+
+static void copy_env(char *out, size_t len, const char *name)
+{
+    const char *v = getenv(name);
+    snprintf(out, len, "%s", v != NULL ? v : "");
+}
+
+static double env_double(const char *name, double fallback)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? atof(v) : fallback;
+}
+
+void rz_hooks_load(void)
+{
+    copy_env(rz_hooks.crash_at, sizeof rz_hooks.crash_at, "RYZEN_TEST_CRASH_AT");
+    rz_hooks.save_delay_s = env_double("RYZEN_TEST_SAVE_DELAY_S", 0.0);
+    rz_hooks.startup_delay_s = env_double("RYZEN_TEST_STARTUP_DELAY_S", 0.0);
+    rz_hooks.desync_rank = (int)env_double("RYZEN_TEST_DESYNC_RANK", -1.0);
+    copy_env(rz_hooks.preflight_fail_host, sizeof rz_hooks.preflight_fail_host,
+             "RYZEN_TEST_PREFLIGHT_FAIL_HOST");
+}
+
+void rz_hook_crash_point(const char *tag, const char *stage)
+{
+    size_t n = strlen(tag);
+    const char *at = rz_hooks.crash_at;
+    if (strncmp(at, tag, n) == 0 && at[n] == ':' && strcmp(at + n + 1, stage) == 0)
+        _exit(86);
+}
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int rz_hooks_compiled_out;
+#endif

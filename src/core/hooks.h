@@ -1,0 +1,47 @@
+/* hooks.h: test-only fault injection, compiled in only by `configure --enable-test-hooks` (as jq's
+ * --enable-error-injection).  A production build has none of it: every RZ_HOOK(...) is then a
+ * constant and the code behind it disappears.
+ *
+ * The environment is read once, by a program's main (rz_hooks_load); the library only reads the
+ * struct.  Variables (docs/operations.md, "Test-only hooks"):
+ *   RYZEN_TEST_CRASH_AT=TAG:STAGE   _exit(86) at a durable write's stage (core/durable.h): TAG
+ *                                   "ckpt", "report", ...; STAGE before_fsync | before_rename |
+ *                                   before_dirsync
+ *   RYZEN_TEST_SAVE_DELAY_S=N       rank 0 sleeps N s before writing each checkpoint
+ *   RYZEN_TEST_STARTUP_DELAY_S=N    each rank sleeps N s after MPI_Init
+ *   RYZEN_TEST_DESYNC_RANK=R        rank R perturbs a parameter before each sync check
+ *   RYZEN_TEST_PREFLIGHT_FAIL_HOST=H the preflight's memory probe fails on host H
+ * Ownership: the struct is a process-wide value written once by main. */
+#ifndef RZ_CORE_HOOKS_H
+#define RZ_CORE_HOOKS_H
+
+#include <stdbool.h>
+
+struct rz_hooks {
+    char crash_at[96];
+    double save_delay_s;
+    double startup_delay_s;
+    int desync_rank;             /* -1: off */
+    char preflight_fail_host[64];
+};
+
+#ifdef RZ_TEST_HOOKS
+extern struct rz_hooks rz_hooks;
+/* main only: read the RYZEN_TEST_* variables. */
+void rz_hooks_load(void);
+/* _exit(86) if RYZEN_TEST_CRASH_AT is "tag:stage". */
+void rz_hook_crash_point(const char *tag, const char *stage);
+#define RZ_HOOKS_ENABLED 1
+#define RZ_HOOK(field, off) (rz_hooks.field)
+#else
+static inline void rz_hooks_load(void) {}
+static inline void rz_hook_crash_point(const char *tag, const char *stage)
+{
+    (void)tag;
+    (void)stage;
+}
+#define RZ_HOOKS_ENABLED 0
+#define RZ_HOOK(field, off) (off)
+#endif
+
+#endif
