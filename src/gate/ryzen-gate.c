@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "core/cli.h"
 #include "core/hooks.h"
 #include "core/status.h"
 #include "gate/gate.h"
@@ -87,6 +88,10 @@ static void print_result(const struct gate_input *in, const struct gate_result *
 int main(int argc, char **argv)
 {
     rz_hooks_load();
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        rz_cli_version(stdout, "ryzen-gate");
+        return 0;
+    }
     struct gate_args a = {0};
     int rc = parse_args(&a, argc, argv);
     if (rc >= 0)
