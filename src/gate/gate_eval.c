@@ -223,7 +223,7 @@ static void gate_efficiency(struct gate_result *res, const struct gate_input *in
 static enum rz_status gate_ranks(struct gate_result *res, const struct gate_input *in,
                                  const struct cfg *c, struct rz_err *err)
 {
-    res->rank_stats = calloc((size_t)in->world_size, sizeof *res->rank_stats);
+    res->rank_stats = calloc((size_t)in->world_size + 1, sizeof *res->rank_stats);
     if (res->rank_stats == NULL)
         return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
     struct gate_criterion *k = &res->crit[GATE_COMM];
@@ -419,33 +419,30 @@ static void gate_entropy(struct gate_result *res, const struct gate_input *in,
 
 /* ---- operations ------------------------------------------------------------------------------ */
 
+/* Only a failure requeue (and a give-up) counts against the gate: a signal, a preemption or a
+ * time limit is the site's doing, not the run's. */
 static void gate_failures_uptime(struct gate_result *res, const struct gate_input *in)
 {
     struct gate_criterion *kf = &res->crit[GATE_FAILURES], *ku = &res->crit[GATE_UPTIME];
-    int64_t fail = 0, sig = 0, resumes = 0, n = 0;
-    double first = NAN, last = NAN;
-    for (size_t i = 0; i < in->n_events; i++) {
-        const struct gate_event *e = &in->events[i];
-        if (strcmp(e->job, in->job) != 0)
-            continue;
-        n++;
-        bool requeue = strcmp(e->event, "requeue") == 0;
-        fail += (requeue && strcmp(e->reason, "failure") == 0) || strcmp(e->event, "give_up") == 0;
-        sig += requeue && strcmp(e->reason, "signal") == 0;
-        resumes += strcmp(e->event, "resume") == 0;
-        if (strcmp(e->event, "start") == 0 && isnan(first))
-            first = e->t;
-        last = e->t;
-    }
-    if (n == 0) {
+    int64_t fail = in->requeues[GATE_RQ_FAILURE] + in->give_ups, other = 0;
+    double first = in->first_start_t, last = in->last_event_t;
+    for (int r = 0; r < GATE_N_RQ; r++)
+        other += r == GATE_RQ_FAILURE ? 0 : in->requeues[r];
+    if (in->n_job_events == 0) {
         gate_note(kf, "no events of job %s in events.jsonl (not run by ryzen-step?)", in->job);
         gate_note(ku, "no events of job %s in events.jsonl", in->job);
         return;
     }
-    gate_measure(kf, (double)fail, n);
-    gate_note(kf, "restarts: %lld requeue(s) after a failure or give-up, %lld after a signal, "
-              "%lld resume(s) from a checkpoint", (long long)fail, (long long)sig,
-              (long long)resumes);
+    gate_measure(kf, (double)fail, (int64_t)in->n_job_events);
+    gate_note(kf, "restarts: %lld requeue(s) after a failure or give-up, %lld for other reasons "
+              "(signal %lld, preemption %lld, time limit %lld, node failure %lld, slurm %lld, "
+              "other %lld), %lld resume(s) from a checkpoint", (long long)fail,
+              (long long)other, (long long)in->requeues[GATE_RQ_SIGNAL],
+              (long long)in->requeues[GATE_RQ_PREEMPTION],
+              (long long)in->requeues[GATE_RQ_TIME_LIMIT],
+              (long long)in->requeues[GATE_RQ_NODE_FAILURE],
+              (long long)in->requeues[GATE_RQ_SLURM], (long long)in->requeues[GATE_RQ_OTHER],
+              (long long)in->resumes);
     double train = 0;
     for (size_t i = 0; i < in->n_steps; i++)
         train += in->steps[i].step_time_s;
@@ -467,6 +464,10 @@ static void gate_memory(struct gate_result *res, const struct gate_input *in)
     struct gate_criterion *k = &res->crit[GATE_MEMORY];
     if (!in->has_health) {
         gate_note(k, "no health.json (written by ryzen-train --preflight): node memory unknown");
+        return;
+    }
+    if (in->world_size == 0) {
+        gate_note(k, "no metrics: peak memory unknown");
         return;
     }
     double worst = -1;
@@ -535,18 +536,64 @@ static enum rz_status gate_curves(struct gate_result *res, const struct gate_inp
     return RZ_OK;
 }
 
-/* The newest valid checkpoint at or before the last step whose sync check passed on every rank. */
+/* The newest checkpoint that verifies and the one before it. */
+static void gate_last_good(struct gate_result *res, const struct gate_input *in)
+{
+    res->last_good = res->prev_good = NULL;
+    for (size_t i = in->n_ckpts; i-- > 0 && res->prev_good == NULL;) {
+        if (!in->ckpts[i].valid)
+            continue;
+        if (res->last_good == NULL)
+            res->last_good = &in->ckpts[i];
+        else
+            res->prev_good = &in->ckpts[i];
+    }
+}
+
+/* The newest valid checkpoint at or before the last step whose sync check passed on every rank.
+ * An ended phase with no metrics at all (it failed before its first step) has no sync evidence
+ * either way: its newest valid checkpoint, which an earlier attempt committed. */
 static void gate_rollback(struct gate_result *res, const struct gate_input *in)
 {
     res->has_rollback = false;
-    for (size_t i = in->n_ckpts; res->last_good_sync_step >= 0 && i-- > 0;) {
-        if (in->ckpts[i].valid && in->ckpts[i].step <= res->last_good_sync_step) {
+    int64_t limit = res->last_good_sync_step;
+    if (in->ended != GATE_END_NONE && in->n_steps == 0 && res->last_good != NULL)
+        limit = res->last_good->step;
+    for (size_t i = in->n_ckpts; limit >= 0 && i-- > 0;) {
+        if (in->ckpts[i].valid && in->ckpts[i].step <= limit) {
             res->has_rollback = true;
             res->rollback_step = in->ckpts[i].step;
             rz_fmt(res->rollback_path, sizeof res->rollback_path, "%s", in->ckpts[i].path);
             return;
         }
     }
+}
+
+const char *gate_end_name(enum gate_end e)
+{
+    static const char *const names[GATE_N_END] = {NULL, "health", "give_up", "io",
+                                                  "no_progress", "diverged", "nothing_to_train"};
+    return (unsigned)e < GATE_N_END ? names[e] : NULL;
+}
+
+bool gate_end_parse(const char *name, enum gate_end *out)
+{
+    for (int e = 1; e < GATE_N_END; e++)
+        if (strcmp(name, gate_end_name((enum gate_end)e)) == 0) {
+            *out = (enum gate_end)e;
+            return true;
+        }
+    return false;
+}
+
+/* A phase that ended without finishing training is NO-GO whatever its partial metrics say;
+ * nothing_to_train (a rollback that found its checkpoint at training.steps already) is HOLD:
+ * nothing failed, and a human decides what comes next. */
+static enum gate_verdict gate_ended_verdict(const struct gate_input *in, enum gate_verdict v)
+{
+    if (in->ended == GATE_END_NONE)
+        return v;
+    return in->ended == GATE_END_NOTHING_TO_TRAIN ? GATE_VERDICT_HOLD : GATE_VERDICT_NO_GO;
 }
 
 static void gate_plan(struct gate_result *res, const struct cfg *c)
@@ -598,7 +645,8 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
     gate_failures_uptime(res, in);
     gate_memory(res, in);
     gate_duration(res, in, c);
-    res->verdict = gate_verdict_of(res->crit, GATE_N_CRIT);
+    res->verdict = gate_ended_verdict(in, gate_verdict_of(res->crit, GATE_N_CRIT));
+    gate_last_good(res, in);
     gate_rollback(res, in);
     gate_plan(res, c);
     return RZ_OK;

@@ -50,8 +50,10 @@ static void gate_prom_one(FILE *f, const struct gate_input *in, const char *name
     gate_prom_sample(f, name, in, NULL, v);
 }
 
-void gate_write_prom(FILE *f, const struct gate_input *in, const struct gate_result *res)
+void gate_write_prom(FILE *f, const struct gate_doc *d)
 {
+    const struct gate_input *in = d->in;
+    const struct gate_result *res = d->res;
     const struct gate_criterion *k = res->crit;
     gate_prom_one(f, in, "ryzen_gate_verdict", "Gate verdict: 0 GO, 1 NO-GO, 2 HOLD.",
                   (double)res->verdict);
