@@ -54,8 +54,10 @@ static void metrics(int rank, int from, int to, int run0, double step_time)
                          "{\"step\":%d,\"samples_seen\":%d,\"run_step\":%d,\"loss\":%.9g,\"lr\":"
                          "0.0005,\"grad_norm\":1,\"step_time_s\":%.9g,\"comm_time_s\":0.0078125,"
                          "\"samples_per_sec\":128,\"tokens_per_sec\":1,\"mfu\":0.5,\"rss_bytes\":"
-                         "1073741824,\"allreduce_s\":0.001953125,\"world_size\":2",
-                         s, 16 * s, run0 + s - from, 4.0 - 0.001 * s, step_time);
+                         "1073741824,\"allreduce_s\":0.001953125,\"compute_time_s\":%.9g,"
+                         "\"world_size\":2",
+                         s, 16 * s, run0 + s - from, 4.0 - 0.001 * s, step_time,
+                         rank == 1 ? 0.09375 : 0.0625);
         if (s % 10 == 0)
             snprintf(line + n, sizeof line - (size_t)n, ",\"sync_ok\":true,\"param_spread\":0,"
                      "\"gnorm_pre_min\":1,\"gnorm_pre_max\":1,\"gnorm_post_spread\":1e-06}\n");
@@ -119,6 +121,8 @@ static void config(struct cfg *c)
     c->gates.throughput_no_go = 50;
     c->gates.uptime_go = 0.5;
     c->gates.uptime_no_go = 0.4;
+    c->gates.straggler_ratio_go = 1.2;
+    c->gates.straggler_ratio_no_go = 1.5;
 }
 
 static void teardown_fixture(void)
@@ -178,6 +182,11 @@ START_TEST(fixture_measures_what_was_written)
     ck_assert_double_eq(res.crit[GATE_MEMORY].measured, 0.5);
     ck_assert_double_eq(res.crit[GATE_UPTIME].measured, 0.5);
     ck_assert_double_eq(res.crit[GATE_FAILURES].measured, 1.0);
+    /* compute 0.0625 s on rank 0, 0.09375 s on rank 1: median 0.078125, ratio 1.2 */
+    ck_assert_double_eq_tol(res.crit[GATE_STRAGGLER_RATIO].measured, 1.2, 1e-12);
+    ck_assert_int_eq(res.straggler_rank, 1);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_STRAGGLER_RATIO].note, "slowest rank 1 (n1): "
+                                 "93.75 ms of compute per step, 1.2x the median rank's 78.12"));
     /* last 10 steps: loss 4 - 0.001 s for s = 31..40, mean 3.9645; floor 3.9 */
     ck_assert_double_eq_tol(res.crit[GATE_ENTROPY_GAP].measured, 0.0645, 1e-9);
     /* overlap 16..640 samples, last 10%: steps 37..40, mean loss 3.9615 vs baseline 3.96 */
@@ -203,6 +212,7 @@ static void thresholds(struct cfg *c, int k, double **go, double **no_go)
         {&g->loss_vs_baseline_pct_go, &g->loss_vs_baseline_pct_no_go},
         {&g->entropy_gap_go, &g->entropy_gap_no_go}, {&g->failures_go, &g->failures_no_go},
         {&g->memory_go, &g->memory_no_go}, {&g->uptime_go, &g->uptime_no_go},
+        {&g->straggler_ratio_go, &g->straggler_ratio_no_go},
     };
     *go = t[k][0];
     *no_go = t[k][1];
@@ -580,9 +590,15 @@ START_TEST(reports_are_written_and_well_formed)
     free(prom);
     snprintf(path, sizeof path, "%s/gate.prom", dir);
     prom = slurp(path);
-    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_verdict{phase=\"phase\",job=\"7\"} 2\n"));
-    ck_assert_ptr_nonnull(strstr(prom, "ryzen_throughput_samples_per_second{phase=\"phase\","
-                                       "job=\"7\"} 128\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_verdict{slurm_job_id=\"7\",phase=\"phase\"} "
+                                       "2\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_throughput_samples_per_second{slurm_job_id="
+                                       "\"7\",phase=\"phase\"} 128\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_allreduce_p99_seconds{slurm_job_id=\"7\","
+                                       "phase=\"phase\"} 0.001953125\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_requeues{slurm_job_id=\"7\",phase=\"phase\","
+                                       "reason=\"failure\"} 1\n"));
+    ck_assert_ptr_null(strstr(prom, "job=\"7\"")); /* job clashes with the scrape label */
     free(prom);
 
     /* report.json is the next phase's baseline */

@@ -40,7 +40,7 @@ enum gate_verdict { GATE_VERDICT_GO = 0, GATE_VERDICT_NO_GO = 1, GATE_VERDICT_HO
 enum gate_crit {
     GATE_THROUGHPUT, GATE_EFFICIENCY, GATE_COMM, GATE_ALLREDUCE_P99_MS, GATE_SYNC_AGREEMENT,
     GATE_GRAD_NORM_SPREAD, GATE_LOSS_VS_BASELINE_PCT, GATE_ENTROPY_GAP, GATE_FAILURES,
-    GATE_MEMORY, GATE_UPTIME, GATE_DURATION, GATE_N_CRIT
+    GATE_MEMORY, GATE_UPTIME, GATE_STRAGGLER_RATIO, GATE_DURATION, GATE_N_CRIT
 };
 
 #define GATE_NOTE_MAX 512
@@ -87,6 +87,7 @@ struct gate_opts {
 struct gate_row {
     int64_t step, run_step, samples_seen;
     double loss, step_time_s, comm_time_s, allreduce_s;
+    double compute_time_s;      /* NaN in metrics written before it existed */
     uint64_t rss_bytes;
     bool has_sync, sync_ok;
     double gnorm_post_spread;
@@ -199,6 +200,7 @@ struct gate_window {
 struct gate_rank_stat {
     int64_t steps;
     double mean_step_s, comm_share;
+    double mean_compute_s;      /* steady steps; NaN without compute_time_s */
     uint64_t peak_rss_bytes;
     double q[5];                /* steady step time min, p25, median, p75, max */
 };
@@ -207,6 +209,8 @@ struct gate_result {
     struct gate_criterion crit[GATE_N_CRIT];
     enum gate_verdict verdict;
     double throughput_p10, allreduce_p50_ms;
+    int straggler_rank;         /* the slowest rank by mean compute time (-1: none) */
+    double straggler_median_s;  /* the median rank's mean compute time */
     struct gate_window *windows;
     size_t n_windows;
     int64_t *restart_steps;     /* steps at which a resumed run started */
@@ -232,6 +236,7 @@ struct gate_doc {
     const struct gate_input *in;
     const struct gate_result *res;
     char time[32];              /* UTC, when the document was built */
+    double time_unix;           /* the same in Unix seconds */
     int nodes;                  /* distinct hosts of the ranks */
     char config_source[1024], data_kind[256];
     int64_t global_batch;

@@ -124,6 +124,7 @@ static void gate_crit_init(struct gate_result *res, const struct cfg *c)
         {"failures", "count", false, g->failures_go, g->failures_no_go},
         {"memory", "share", false, g->memory_go, g->memory_no_go},
         {"uptime", "share", true, g->uptime_go, g->uptime_no_go},
+        {"straggler_ratio", "ratio", false, g->straggler_ratio_go, g->straggler_ratio_no_go},
         {"duration", "h", true, g->min_duration_h, NAN},
     };
     for (int i = 0; i < GATE_N_CRIT; i++) {
@@ -233,7 +234,7 @@ static enum rz_status gate_ranks(struct gate_result *res, const struct gate_inpu
     for (int r = 0; r < in->world_size; r++) {
         const struct gate_rank *rk = &in->ranks[r];
         struct gate_rank_stat *rs = &res->rank_stats[r];
-        double *t = calloc(rk->n_rows + 1, sizeof *t), comm = 0, step = 0;
+        double *t = calloc(rk->n_rows + 1, sizeof *t), comm = 0, step = 0, compute = 0;
         if (t == NULL)
             return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
         size_t m = 0;
@@ -245,10 +246,12 @@ static enum rz_status gate_ranks(struct gate_result *res, const struct gate_inpu
                 continue;
             comm += row->comm_time_s;
             step += row->step_time_s;
+            compute += row->compute_time_s; /* NaN when a line lacks it: then unknown */
             t[m++] = row->step_time_s;
         }
         rs->steps = (int64_t)rk->n_rows;
         rs->mean_step_s = m ? step / (double)m : (double)NAN;
+        rs->mean_compute_s = m ? compute / (double)m : (double)NAN;
         rs->comm_share = m ? comm / step : (double)NAN;
         for (int q = 0; q < 5; q++)
             rs->q[q] = gate_quantile(t, m, q / 4.0);
@@ -292,6 +295,50 @@ static enum rz_status gate_allreduce(struct gate_result *res, const struct gate_
                   res->allreduce_p50_ms, k->measured);
     }
     free(v);
+    return RZ_OK;
+}
+
+/* Straggler: each rank's mean compute time (forward and backward, not blocked in communication)
+ * over its steady steps, against the median rank's.  A slow rank makes every other rank wait in
+ * the allreduce, so its compute time, not its step time, tells it apart. */
+static enum rz_status gate_straggler(struct gate_result *res, const struct gate_input *in,
+                                     struct rz_err *err)
+{
+    struct gate_criterion *k = &res->crit[GATE_STRAGGLER_RATIO];
+    res->straggler_rank = -1;
+    if (in->world_size == 1) {
+        gate_set(k, GATE_NA);
+        gate_note(k, "one rank: nobody to wait for");
+        return RZ_OK;
+    }
+    double *v = calloc((size_t)in->world_size + 1, sizeof *v), slowest = NAN;
+    if (v == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    int n = 0;
+    for (int r = 0; r < in->world_size; r++) {
+        double c = res->rank_stats[r].mean_compute_s;
+        if (isnan(c))
+            continue;
+        v[n++] = c;
+        if (isnan(slowest) || c > slowest) {
+            slowest = c;
+            res->straggler_rank = r;
+        }
+    }
+    if (n < in->world_size || n == 0) {
+        gate_note(k, "no compute_time_s in the metrics of %d rank(s) (written before it "
+                  "existed, or no steady steps)", in->world_size - n);
+        res->straggler_rank = -1;
+        free(v);
+        return RZ_OK;
+    }
+    res->straggler_median_s = gate_quantile(v, (size_t)n, 0.5);
+    free(v);
+    const int s = res->straggler_rank;
+    gate_measure(k, slowest / res->straggler_median_s, res->crit[GATE_THROUGHPUT].samples);
+    gate_note(k, "slowest rank %d (%s): %.4g ms of compute per step, %.3gx the median rank's "
+              "%.4g ms", s, in->ranks[s].host, 1e3 * slowest, k->measured,
+              1e3 * res->straggler_median_s);
     return RZ_OK;
 }
 
@@ -627,13 +674,15 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
                              const struct cfg *c, struct rz_err *err)
 {
     memset(res, 0, sizeof *res);
-    res->throughput_p10 = res->allreduce_p50_ms = NAN;
+    res->throughput_p10 = res->allreduce_p50_ms = res->straggler_median_s = NAN;
     gate_crit_init(res, c);
     enum rz_status st = gate_throughput(res, in, c, err);
     if (st == RZ_OK)
         st = gate_ranks(res, in, c, err);
     if (st == RZ_OK)
         st = gate_allreduce(res, in, c, err);
+    if (st == RZ_OK)
+        st = gate_straggler(res, in, err);
     if (st == RZ_OK)
         st = gate_curves(res, in, err);
     if (st != RZ_OK)

@@ -127,6 +127,9 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
         st = rz_fail(err, RZ_EDATA, "%s:%ld: negative time or memory (step_time_s must be > 0)",
                      path, line);
     r->rss_bytes = (uint64_t)rss;
+    r->compute_time_s = NAN; /* optional: metrics written before it have none */
+    if (st == RZ_OK && gj_get(o, "compute_time_s") != NULL)
+        st = gate_field_num(o, "compute_time_s", &r->compute_time_s, path, line, err);
     r->has_sync = gj_get_bool(o, "sync_ok", &r->sync_ok);
     if (st == RZ_OK && gj_get(o, "sync_ok") != NULL && !r->has_sync)
         st = rz_fail(err, RZ_EDATA, "%s:%ld: field 'sync_ok' is not true/false", path, line);

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/durable.h"
@@ -91,7 +92,13 @@ void gate_doc_build(struct gate_doc *d, const struct gate_input *in,
     memset(d, 0, sizeof *d);
     d->in = in;
     d->res = res;
-    rz_utc_iso8601(d->time, sizeof d->time);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    d->time_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+    time_t secs = now.tv_sec;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(d->time, sizeof d->time, "%Y-%m-%dT%H:%M:%SZ", &tm);
     d->nodes = gate_count_nodes(in);
     rz_fmt(d->config_source, sizeof d->config_source, "%s", c->source);
     rz_fmt(d->data_kind, sizeof d->data_kind, "%s", c->data.kind);
