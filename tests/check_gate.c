@@ -765,6 +765,54 @@ START_TEST(end_reasons_parse)
 }
 END_TEST
 
+/* monitoring/ryzen-dashboard.json: valid JSON in Grafana's model, templated by phase and job,
+ * one row per concern, every panel with at least one PromQL target on ryzen_* series.  (That the
+ * names are ones the trainer and the gate write is tests/ops.sh's check, on real files.) */
+START_TEST(dashboard_is_a_grafana_model)
+{
+    const char *top = getenv("top_srcdir");
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/monitoring/ryzen-dashboard.json", top != NULL ? top : ".");
+    ck_assert_int_eq(rz_read_file(path, &text, &len, NULL), RZ_OK);
+    struct gj_value *v = NULL;
+    struct rz_err err;
+    ck_assert_msg(gj_parse(&v, text, len, path, 1, &err) == RZ_OK, "%s", err.msg);
+    free(text);
+    ck_assert_str_eq(gj_get_str(v, "uid"), "ryzen-llm-training");
+    const struct gj_value *vars = gj_get(gj_get(v, "templating"), "list");
+    ck_assert_ptr_nonnull(vars);
+    bool phase = false, job = false;
+    for (size_t i = 0; i < vars->n; i++) {
+        const char *name = gj_get_str(&vars->items[i], "name");
+        phase |= strcmp(name, "phase") == 0;
+        job |= strcmp(name, "job") == 0;
+    }
+    ck_assert(phase && job);
+    const struct gj_value *panels = gj_get(v, "panels");
+    size_t rows = 0, graphs = 0;
+    for (size_t i = 0; i < panels->n; i++) {
+        const struct gj_value *p = &panels->items[i];
+        if (strcmp(gj_get_str(p, "type"), "row") == 0) {
+            rows++;
+            continue;
+        }
+        const struct gj_value *t = gj_get(p, "targets");
+        ck_assert_msg(t != NULL && t->n > 0, "panel %s has no target", gj_get_str(p, "title"));
+        for (size_t k = 0; k < t->n; k++) {
+            const char *e = gj_get_str(&t->items[k], "expr");
+            ck_assert_msg(e != NULL && strstr(e, "ryzen_") != NULL, "panel %s: expr %s",
+                          gj_get_str(p, "title"), e);
+            ck_assert_msg(strstr(e, "slurm_job_id=~\"$job\"") != NULL, "not templated: %s", e);
+        }
+        graphs++;
+    }
+    ck_assert_uint_eq(rows, 6);
+    ck_assert_uint_ge(graphs, 18);
+    gj_free(v);
+}
+END_TEST
+
 START_TEST(json_reader_escapes)
 {
     struct gj_value *v = NULL;
@@ -905,6 +953,7 @@ static Suite *gate_suite(void)
     tcase_add_test(core, rollback_checkpoint_choice);
     tcase_add_test(core, reports_are_written_and_well_formed);
     tcase_add_test(core, json_reader_escapes);
+    tcase_add_test(core, dashboard_is_a_grafana_model);
     tcase_add_test(core, requeues_by_reason_and_unknown_events);
     tcase_add_test(core, ended_report_from_whatever_exists);
     suite_add_tcase(s, core);

@@ -5,6 +5,9 @@
 #                  JSONL, and `promtool check metrics` on it and on the gate's gate.prom
 #   straggler      one rank slowed by a test hook (RYZEN_TEST_SLOW_RANK/_MS): the gate report and
 #                  the live textfile name that rank
+#   monitoring/    promtool check rules and test rules (which alerts fire and which do not), the
+#                  dashboard's queries through promtool's parser, and every ryzen_* name the
+#                  rules and the dashboard use written by the real run above
 # Needs promtool (Debian package prometheus, tools/install-deps).
 set -u
 src=${top_srcdir:-.}
@@ -72,7 +75,39 @@ check "... report.json names rank 2 and its slowdown against the median rank" na
 check "... and so does report.md" grep -q "straggler_ratio.*no_go.*slowest rank 2 " "$run/reports/301/report.md"
 expect "promtool check metrics accepts gate.prom" 0 "" -- \
   sh -c "'$promtool' check metrics <'$run/reports/301/gate.prom'"
-check "... whose straggler series is the report's" \
-  grep -q '^ryzen_gate_straggler_ratio{slurm_job_id="301",phase="phase1_4proc"} [2-9]' "$run/reports/301/gate.prom"
+g=$(sample "$run/reports/301/gate.prom" 'ryzen_gate_straggler_ratio{slurm_job_id="301",phase="phase1_4proc"}')
+j=$(crit "$run/reports/301/report.json" straggler_ratio | sed -n 's/^"measured":\([^,]*\),.*/\1/p')
+check "... whose straggler series is the report's ($g = $j, above 2)" \
+  awk -v g="$g" -v j="$j" 'BEGIN { exit !(g != "" && g == j && g + 0 > 2) }'
+
+echo "# monitoring/: alert rules, their unit tests, and the dashboard against real files"
+mon=$src/monitoring
+expect "promtool check rules" 0 "SUCCESS: 8 rules found" -- "$promtool" check rules "$mon/ryzen-alerts.yml"
+expect "promtool test rules: which alerts fire and which do not" 0 "SUCCESS" -- \
+  sh -c "cd '$mon/tests' && '$promtool' test rules ryzen-alerts.test.yml"
+# the dashboard's PromQL, as recording rules, goes through promtool's parser too
+{
+  echo "groups:"
+  echo "  - name: dashboard"
+  echo "    rules:"
+  sed -n 's/^ *"expr": "\(.*\)",\{0,1\}$/\1/p' "$mon/ryzen-dashboard.json" |
+    sed 's/\\"/"/g; s/\$phase/.*/g; s/\$job/.*/g; s/'"'"'/'"''"'/g' |
+    awk '{ printf "      - record: dashboard:expr%d\n        expr: '"'"'%s'"'"'\n", NR, $0 }'
+} >"$tmp/dashboard-rules.yml"
+n=$(grep -c '"expr":' "$mon/ryzen-dashboard.json")
+expect "promtool parses all $n dashboard queries" 0 "SUCCESS: $n rules found" -- \
+  "$promtool" check rules "$tmp/dashboard-rules.yml"
+# every ryzen_* name the rules and the dashboard use is one a real run wrote (the live file,
+# gate.prom of an ordinary and of an ended report)
+"$gate" --config "$cfg" $small --run-dir "$run" --job 301 --ended diverged --why test \
+  >/dev/null 2>&1
+cp "$run/reports/301/gate.prom" "$tmp/ended.prom"
+cat "$prom" "$tmp/ended.prom" | sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' | sort -u >"$tmp/exported"
+{ grep -v '^ *#' "$mon/ryzen-alerts.yml"; grep -E '"(expr|query|definition)":' "$mon/ryzen-dashboard.json"; } |
+  grep -o 'ryzen_[a-z0-9_]*' | sort -u >"$tmp/used"
+missing=$(comm -23 "$tmp/used" "$tmp/exported" | tr '\n' ' ')
+check "the rules and the dashboard use $(wc -l <"$tmp/used") ryzen_* names, all exported ($(wc -l <"$tmp/exported") written): ${missing:-none missing}" \
+  test -z "$missing" -a -s "$tmp/used"
+check "... among them the ended report's ryzen_gate_ended" grep -q '^ryzen_gate_ended{.*reason="diverged"} 1$' "$tmp/ended.prom"
 
 finish
