@@ -264,6 +264,17 @@ cleanup:
     return st;
 }
 
+enum rz_status comm_allgather_doubles(struct comm *c, const double *local, int n, double *out,
+                                      struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    memcpy(out, local, (size_t)n * sizeof *out);
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allgather(local, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
 enum rz_status comm_barrier(struct comm *c, struct rz_err *err)
 {
     enum rz_status st = RZ_OK;

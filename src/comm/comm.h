@@ -81,6 +81,10 @@ enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *loca
 enum rz_status comm_max_int(struct comm *c, int local, int *out, struct rz_err *err);
 /* Sum of doubles in place (n values). */
 enum rz_status comm_sum_doubles(struct comm *c, double *v, int n, struct rz_err *err);
+/* Gather n doubles per rank on every rank (out has comm_size * n entries, rank order): the
+ * trainer's one small collective per step (loss, stop flag, gradient norm, live metrics). */
+enum rz_status comm_allgather_doubles(struct comm *c, const double *local, int n, double *out,
+                                      struct rz_err *err);
 /* Gather one double per rank on every rank (out has comm_size entries). */
 enum rz_status comm_allgather_double(struct comm *c, double local, double *out,
                                      struct rz_err *err);
