@@ -90,6 +90,7 @@ struct gate_row {
     double compute_time_s;      /* NaN in metrics written before it existed */
     uint64_t rss_bytes;
     bool has_sync, sync_ok;
+    bool skipped;               /* the loss guard skipped the step (loss may be NaN) */
     double gnorm_post_spread;
 };
 
@@ -105,7 +106,8 @@ struct gate_rank {
 struct gate_step {
     int64_t step, run_step, samples_seen;
     double global_batch;        /* samples of this step (all ranks) */
-    double loss;                /* rank 0's (the loss is already the global mean) */
+    double loss;                /* rank 0's (the global mean); NaN for a skipped non-finite one */
+    bool skipped;               /* the loss guard skipped it (no update) */
     double step_time_s;         /* slowest rank */
     int sync_ranks, sync_ok_ranks; /* ranks that ran / passed a sync check at this step */
     double gnorm_post_spread;   /* max over ranks */
@@ -215,6 +217,7 @@ struct gate_result {
     size_t n_windows;
     int64_t *restart_steps;     /* steps at which a resumed run started */
     size_t n_restarts;
+    int64_t skipped_steps;      /* steps the loss guard skipped (of the merged steps) */
     double *loss_curve;         /* n_loss (samples_seen, loss) pairs, <= GATE_MAX_POINTS */
     int64_t *loss_steps;        /* the step of each loss point */
     size_t n_loss;

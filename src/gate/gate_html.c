@@ -443,8 +443,9 @@ void gate_write_html(FILE *f, const struct gate_doc *d)
     gate_html_text(f, in->phase);
     fprintf(f, " &middot; job ");
     gate_html_text(f, in->job);
-    fprintf(f, "</h1>\n<p>%d rank(s), %zu steps. Planned action: <b>%s</b> ", in->world_size,
-            in->n_steps, res->action);
+    fprintf(f, "</h1>\n<p>%d rank(s), %zu steps, <span id=\"skipped\">%lld</span> skipped by "
+               "the loss guard. Planned action: <b>%s</b> ", in->world_size, in->n_steps,
+            (long long)res->skipped_steps, res->action);
     gate_html_text(f, res->action_phase);
     fputs(" (", f);
     gate_html_text(f, res->action_note);

@@ -118,9 +118,13 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
         st = gate_field_int(o, "samples_seen", &r->samples_seen, 0, path, line, err);
     if (st == RZ_OK)
         st = gate_field_int(o, "world_size", world, 1, path, line, err);
+    r->skipped = false;
+    (void)gj_get_bool(o, "skipped", &r->skipped);
     const char *keys[] = {"loss", "step_time_s", "comm_time_s", "allreduce_s", "rss_bytes"};
     double *dst[] = {&r->loss, &r->step_time_s, &r->comm_time_s, &r->allreduce_s, &rss};
-    for (size_t i = 0; st == RZ_OK && i < RZ_ARRAY_LEN(keys); i++)
+    r->loss = NAN; /* a step the loss guard skipped may have a non-finite (null) loss */
+    bool null_loss = r->skipped && gj_get(o, "loss") != NULL && gj_get(o, "loss")->type == GJ_NULL;
+    for (size_t i = null_loss ? 1 : 0; st == RZ_OK && i < RZ_ARRAY_LEN(keys); i++)
         st = gate_field_num(o, keys[i], dst[i], path, line, err);
     if (st == RZ_OK && (r->step_time_s <= 0 || r->comm_time_s < 0 || r->allreduce_s < 0 ||
                         rss < 0))
@@ -262,7 +266,8 @@ static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *
     for (size_t i = 0; i < in->ranks[0].n_rows; i++) {
         const struct gate_row *r0 = &in->ranks[0].rows[i];
         struct gate_step s = {.step = r0->step, .run_step = r0->run_step,
-                              .samples_seen = r0->samples_seen, .loss = r0->loss};
+                              .samples_seen = r0->samples_seen, .loss = r0->loss,
+                              .skipped = r0->skipped};
         bool all = true;
         for (int k = 0; k < in->world_size && all; k++) {
             const struct gate_rank *rk = &in->ranks[k];

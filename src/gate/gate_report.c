@@ -211,6 +211,19 @@ static void gate_json_ckpt(struct rz_json *j, const char *key, const struct gate
     rz_json_object_end(j);
 }
 
+/* The steps the loss guard skipped: how many, and which. */
+static void gate_json_skipped(struct rz_json *j, const struct gate_input *in,
+                              const struct gate_result *res)
+{
+    rz_json_kv_int(j, "skipped_steps", res->skipped_steps);
+    rz_json_key(j, "skipped");
+    rz_json_array_begin(j);
+    for (size_t i = 0; i < in->n_steps; i++)
+        if (in->steps[i].skipped)
+            rz_json_int(j, in->steps[i].step);
+    rz_json_array_end(j);
+}
+
 /* How the phase ended: null for an ordinary report; the reason, why, the last status, the last
  * good checkpoints and the preflight's checks for one that ended without finishing training. */
 static void gate_json_ended(struct rz_json *j, const struct gate_doc *d)
@@ -294,6 +307,7 @@ void gate_write_json(FILE *f, const struct gate_doc *d)
     rz_json_kv_double(&j, "throughput_p10", res->throughput_p10);
     rz_json_kv_int(&j, "world_size", in->world_size);
     rz_json_kv_int(&j, "steps", (int64_t)in->n_steps);
+    gate_json_skipped(&j, in, res);
     gate_json_ended(&j, d);
     gate_json_criteria(&j, res);
     gate_json_plan(&j, res);
@@ -383,9 +397,10 @@ static void gate_md_ended(FILE *f, const struct gate_doc *d)
 
 static void gate_md_head(FILE *f, const struct gate_input *in, const struct gate_result *res)
 {
-    fprintf(f, "# Verdict: %s\n\nPhase `%s`, job `%s`, %d rank(s), %zu steps. Planned action: "
-               "**%s**%s%s (%s).\n\n", gate_verdict_name(res->verdict), in->phase, in->job,
-            in->world_size, in->n_steps, res->action, res->action_phase[0] ? " to " : "",
+    fprintf(f, "# Verdict: %s\n\nPhase `%s`, job `%s`, %d rank(s), %zu steps, %lld skipped by "
+               "the loss guard. Planned action: **%s**%s%s (%s).\n\n",
+            gate_verdict_name(res->verdict), in->phase, in->job, in->world_size, in->n_steps,
+            (long long)res->skipped_steps, res->action, res->action_phase[0] ? " to " : "",
             res->action_phase, res->action_note);
     bool any = false;
     for (int i = 0; i < GATE_N_CRIT; i++) {
