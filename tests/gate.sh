@@ -19,7 +19,7 @@ small="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2
 run=$tmp/runs/phase1_4proc
 
 expect "--help" 0 "--ended REASON --why TEXT \\[--status N\\]" -- "$gate" --help
-expect "--version" 0 "^ryzen-gate \(ryzen-llm [0-9.]+\)" -- "$gate" --version
+expect "--version" 0 "^ryzen-gate \(ryzen-llm\) [0-9.]+" -- "$gate" --version
 expect "no arguments" 64 "--config and --run-dir are required" -- "$gate"
 expect "an unknown option" 64 "unknown option '--bogus'" -- "$gate" --bogus
 expect "an option without its value" 64 "option '--run-dir' needs a value" -- \

@@ -84,7 +84,8 @@ struct cfg_checkpoint {
 };
 
 struct cfg_restart {
-    int64_t max_restarts;
+    int64_t max_restarts;        /* failure requeues */
+    int64_t max_signal_requeues; /* signal, preemption and time-limit requeues */
 };
 
 struct cfg_health {

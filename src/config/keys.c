@@ -115,7 +115,10 @@ const struct cfg_key cfg_keys[] = {
     KEY_INT("checkpoint.keep", checkpoint.keep, 1, 1000, "3", "Checkpoints kept on disk."),
 
     KEY_INT("restart.max_restarts", restart.max_restarts, 0, 1000, "3",
-            "Automatic restarts from the last checkpoint before giving up."),
+            "Requeues after a failure (a crash, a hang, a failed launch) before giving up."),
+    KEY_INT("restart.max_signal_requeues", restart.max_signal_requeues, 0, 100000, "20",
+            "Requeues after a stop signal, a preemption or a time limit before the job is "
+            "held (two attempts in a row without a new checkpoint hold it sooner)."),
 
     KEY_INT("health.sync_check_interval", health.sync_check_interval, 0, BIG, "50",
             "Check that ranks agree on parameters every N steps (0 disables)."),

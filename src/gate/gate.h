@@ -56,6 +56,8 @@ enum gate_end {
     GATE_END_NO_PROGRESS,       /* two attempts in a row committed no checkpoint */
     GATE_END_DIVERGED,          /* the loss guard stopped the run */
     GATE_END_NOTHING_TO_TRAIN,  /* a rollback whose checkpoint is already at training.steps */
+    GATE_END_CONFIG,            /* exit 64 from the ranks: an input the wrapper could not check */
+    GATE_END_NOCKPT,            /* exit 65: the checkpoint to resume from is not valid */
     GATE_N_END
 };
 
@@ -67,7 +69,7 @@ bool gate_end_parse(const char *name, enum gate_end *out);
  * gate: a preemption or a time limit is the site's doing, not the run's. */
 enum gate_requeue {
     GATE_RQ_FAILURE, GATE_RQ_SIGNAL, GATE_RQ_PREEMPTION, GATE_RQ_TIME_LIMIT,
-    GATE_RQ_NODE_FAILURE, GATE_RQ_SLURM, GATE_RQ_OTHER, GATE_N_RQ
+    GATE_RQ_NODE_FAILURE, GATE_RQ_SLURM, GATE_RQ_PREFLIGHT_NODE, GATE_RQ_OTHER, GATE_N_RQ
 };
 const char *gate_requeue_name(enum gate_requeue r);   /* "failure", ..., "other" */
 

@@ -486,12 +486,15 @@ static void gate_failures_uptime(struct gate_result *res, const struct gate_inpu
     gate_measure(kf, (double)fail, (int64_t)in->n_job_events);
     gate_note(kf, "restarts: %lld requeue(s) after a failure or give-up, %lld for other reasons "
               "(signal %lld, preemption %lld, time limit %lld, node failure %lld, slurm %lld, "
-              "other %lld), %lld resume(s) from a checkpoint", (long long)fail,
+              "node excluded after the preflight %lld, other %lld), %lld resume(s) from a "
+              "checkpoint", (long long)fail,
               (long long)other, (long long)in->requeues[GATE_RQ_SIGNAL],
               (long long)in->requeues[GATE_RQ_PREEMPTION],
               (long long)in->requeues[GATE_RQ_TIME_LIMIT],
               (long long)in->requeues[GATE_RQ_NODE_FAILURE],
-              (long long)in->requeues[GATE_RQ_SLURM], (long long)in->requeues[GATE_RQ_OTHER],
+              (long long)in->requeues[GATE_RQ_SLURM],
+              (long long)in->requeues[GATE_RQ_PREFLIGHT_NODE],
+              (long long)in->requeues[GATE_RQ_OTHER],
               (long long)in->resumes);
     double train = 0;
     for (size_t i = 0; i < in->n_steps; i++)
@@ -625,7 +628,8 @@ static void gate_rollback(struct gate_result *res, const struct gate_input *in)
 const char *gate_end_name(enum gate_end e)
 {
     static const char *const names[GATE_N_END] = {NULL, "health", "give_up", "io",
-                                                  "no_progress", "diverged", "nothing_to_train"};
+                                                  "no_progress", "diverged", "nothing_to_train",
+                                                  "config", "nockpt"};
     return (unsigned)e < GATE_N_END ? names[e] : NULL;
 }
 

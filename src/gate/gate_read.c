@@ -413,7 +413,8 @@ static enum rz_status gate_event_line(void *ctx, const struct gj_value *v, const
 const char *gate_requeue_name(enum gate_requeue r)
 {
     static const char *const names[GATE_N_RQ] = {"failure", "signal", "preemption", "time_limit",
-                                                 "node_failure", "slurm", "other"};
+                                                 "node_failure", "slurm", "preflight_node",
+                                                 "other"};
     return (unsigned)r < GATE_N_RQ ? names[r] : "other";
 }
 

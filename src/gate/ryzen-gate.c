@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "core/cli.h"
 #include "core/hooks.h"
 #include "core/status.h"
 #include "gate/gate.h"
@@ -87,7 +88,7 @@ static int check_args(struct gate_args *a)
                    : -1;
     if (!gate_end_parse(a->ended, &a->opts.ended))
         return usage_error("--ended '%s': one of health, give_up, io, no_progress, diverged, "
-                           "nothing_to_train", a->ended);
+                           "nothing_to_train, config, nockpt", a->ended);
     if (a->opts.job == NULL || a->opts.why == NULL)
         return usage_error("%s", "--ended needs --job ID and --why TEXT");
     return -1;
@@ -124,7 +125,7 @@ static int parse_args(struct gate_args *a, int argc, char **argv)
             a->sets[a->n_sets++] = optarg;
             break;
         case 'h': usage(stdout); return 0;
-        case O_VERSION: puts("ryzen-gate (" PACKAGE_STRING ")"); return 0;
+        case O_VERSION: rz_cli_version(stdout, "ryzen-gate"); return 0;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }

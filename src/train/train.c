@@ -196,7 +196,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
                               .markov_branching = c->data.markov_branching};
     struct optim_opts oopts;
     struct health_watchdog_opts wopts = {
-        .run_dir = t->opts->run_dir, .rank = t->rank, .world = t->world,
+        .run_dir = t->opts->run_dir, .attempt_dir = t->opts->attempt_dir,
+        .host = comm_host(t->comm), .rank = t->rank, .world = t->world,
         .floor_s = c->health.watchdog_floor_s, .factor = c->health.watchdog_factor};
     enum rz_status st = kern_backend_parse(c->kernels.backend, &backend, err);
     if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
@@ -325,8 +326,11 @@ static enum rz_status plan_resume(struct trainer *t, const char *path, struct rz
     struct ckpt_meta meta;
     memset(&meta, 0, sizeof meta);
     enum rz_status st = ckpt_read_meta(path, &meta, err);
-    if (st == RZ_EIO)
-        st = rz_fail(err, RZ_ENOCKPT, "resume: %s", err->msg);
+    if (st == RZ_EIO) {
+        char cause[RZ_ERR_MSG_MAX]; /* err->msg cannot be its own argument */
+        rz_fmt(cause, sizeof cause, "%s", err->msg);
+        st = rz_fail(err, RZ_ENOCKPT, "resume from %s: %s", path, cause);
+    }
     st = agree(t, st, err);
     if (st == RZ_OK)
         st = fit_global_batch(t, meta.global_batch, err);

@@ -35,6 +35,7 @@ struct train_opts {
     double peak_seconds;     /* time spent measuring the matmul peak; 0 = skip (MFU 0) */
     const char *resume;      /* "auto" (default when NULL), "never", or a checkpoint path */
     int64_t stop_at_step;    /* > 0: checkpoint after this step and return (a run segment) */
+    const char *attempt_dir; /* where the watchdog leaves this rank's exit record (NULL: none) */
 };
 
 struct train_result {
@@ -51,10 +52,10 @@ struct train_result {
     double allreduce_latency_s; /* median small-allreduce latency at start-up */
     uint64_t peak_rss_bytes;
     int64_t skipped_steps;   /* steps the loss guard skipped (in total, across resumes) */
-    char end_reason[32];     /* machine-readable why the run stopped early: "diverged" (the loss
-                              * guard, RZ_EHEALTH); "" otherwise */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
+    char end_reason[32];     /* why the run ended when the status alone does not say it:
+                              * "diverged" (the loss guard stopped it, RZ_EHEALTH); "" otherwise */
 };
 
 enum rz_status train_run(const struct train_opts *opts, struct train_result *res,
