@@ -22,10 +22,7 @@ tmp=$(mktemp -d /tmp/rz-ops-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/lib.sh"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
-export OMPI_MCA_rmaps_base_oversubscribe=1
-mpirun=${MPIRUN:-mpirun}
+mpi_setup
 promtool=${PROMTOOL:-promtool}
 if ! command -v "$promtool" >/dev/null 2>&1; then
   echo "FAIL promtool not found: apt-get install prometheus (tools/install-deps)"

@@ -625,6 +625,16 @@ static void gate_rollback(struct gate_result *res, const struct gate_input *in)
     }
 }
 
+/* The ladder model's throughput for this phase's world and per-rank batch, +- its error. */
+static void gate_prediction(struct gate_result *res, const struct gate_input *in,
+                            const struct cfg *c)
+{
+    double b = (double)(c->training.batch_size * c->training.grad_accum);
+    res->predicted = gate_ladder_model(&in->ladder_fit, in->world_size, b);
+    res->predicted_lo = res->predicted * (1.0 - in->ladder_fit.err_rel);
+    res->predicted_hi = res->predicted * (1.0 + in->ladder_fit.err_rel);
+}
+
 const char *gate_end_name(enum gate_end e)
 {
     static const char *const names[GATE_N_END] = {NULL, "health", "give_up", "io",
@@ -704,6 +714,7 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
     gate_failures_uptime(res, in);
     gate_memory(res, in);
     gate_duration(res, in, c);
+    gate_prediction(res, in, c);
     res->verdict = gate_ended_verdict(in, gate_verdict_of(res->crit, GATE_N_CRIT));
     gate_last_good(res, in);
     gate_rollback(res, in);

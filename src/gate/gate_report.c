@@ -122,6 +122,7 @@ static void gate_json_env(struct rz_json *j, const struct gate_doc *d)
     rz_json_kv_string(j, "config", d->config_source);
     rz_json_kv_string(j, "data_kind", d->data_kind);
     rz_json_kv_int(j, "global_batch", d->global_batch);
+    rz_json_kv_double(j, "num_parameters", in->num_parameters);
     rz_json_object_end(j);
 }
 
@@ -165,6 +166,7 @@ static void gate_json_ranks(struct rz_json *j, const struct gate_input *in,
         rz_json_kv_int(j, "steps", rs->steps);
         rz_json_kv_double(j, "mean_step_s", rs->mean_step_s);
         rz_json_kv_double(j, "comm_share", rs->comm_share);
+        rz_json_kv_double(j, "mean_compute_s", rs->mean_compute_s);
         rz_json_kv_uint(j, "peak_rss_bytes", rs->peak_rss_bytes);
         rz_json_key(j, "step_time_quartiles_s");
         rz_json_array_begin(j);
@@ -208,6 +210,27 @@ static void gate_json_ckpt(struct rz_json *j, const char *key, const struct gate
     rz_json_object_begin(j);
     rz_json_kv_string(j, "path", k->path);
     rz_json_kv_int(j, "step", k->step);
+    rz_json_object_end(j);
+}
+
+/* The ladder model's throughput for this phase, fitted to the phases with fewer ranks under
+ * RUNROOT (null before any was measured). */
+static void gate_json_prediction(struct rz_json *j, const struct gate_input *in,
+                                 const struct gate_result *res)
+{
+    rz_json_key(j, "prediction");
+    if (isnan(res->predicted)) {
+        rz_json_null(j);
+        return;
+    }
+    rz_json_object_begin(j);
+    rz_json_kv_double(j, "throughput", res->predicted);
+    rz_json_kv_double(j, "throughput_lo", res->predicted_lo);
+    rz_json_kv_double(j, "throughput_hi", res->predicted_hi);
+    rz_json_kv_double(j, "measured_vs_predicted", res->crit[GATE_THROUGHPUT].measured /
+                                                      res->predicted);
+    rz_json_kv_int(j, "points", in->ladder_fit.points);
+    rz_json_kv_string(j, "note", in->ladder_fit.note);
     rz_json_object_end(j);
 }
 
@@ -305,6 +328,8 @@ void gate_write_json(FILE *f, const struct gate_doc *d)
     rz_json_kv_string(&j, "run_dir", in->run_dir);
     rz_json_kv_double(&j, "throughput", res->crit[GATE_THROUGHPUT].measured);
     rz_json_kv_double(&j, "throughput_p10", res->throughput_p10);
+    rz_json_kv_double(&j, "allreduce_p50_ms", res->allreduce_p50_ms);
+    gate_json_prediction(&j, in, res);
     rz_json_kv_int(&j, "world_size", in->world_size);
     rz_json_kv_int(&j, "steps", (int64_t)in->n_steps);
     gate_json_skipped(&j, in, res);
@@ -418,6 +443,12 @@ static void gate_md_head(FILE *f, const struct gate_input *in, const struct gate
     }
     if (any)
         fputc('\n', f);
+    if (!isnan(res->predicted))
+        fprintf(f, "Predicted by the ladder model from the phases with fewer ranks: %.6g samples/s "
+                   "(%.6g .. %.6g); measured %.6g (%.0f%% of the prediction).\n\n",
+                res->predicted, res->predicted_lo, res->predicted_hi,
+                res->crit[GATE_THROUGHPUT].measured,
+                100 * res->crit[GATE_THROUGHPUT].measured / res->predicted);
     if (res->suspect[0] != '\0')
         fprintf(f, "## Suspect measurements\n\n- %s\n\n", res->suspect);
     if (res->has_rollback)
