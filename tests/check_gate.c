@@ -870,6 +870,12 @@ START_TEST(ladder_fit_predictions_and_flags)
     struct gate_fit below;
     gate_ladder_fit(&l, 4, &below);
     ck_assert_int_eq(below.points, 3);
+    ck_assert_double_gt(below.err_rel, 0); /* 3 points, 2 fitted parameters */
+    /* the 1-rank phase alone: an exact fit, whose error is unknown rather than 0 */
+    gate_ladder_fit(&l, 2, &below);
+    ck_assert_int_eq(below.points, 1);
+    ck_assert(isnan(below.err_rel));
+    ck_assert_ptr_nonnull(strstr(below.note, "perfect scaling assumed"));
     char *md = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&md, &len);

@@ -330,13 +330,16 @@ void gate_write_html(FILE *f, const struct gate_doc *d)
     gate_html_text(f, res->action_note);
     fputs(").</p>\n", f);
     gate_html_ended(f, d);
-    if (!isnan(res->predicted))
+    if (!isnan(res->predicted)) {
+        char range[96];
+        gate_predicted_range(range, sizeof range, res);
         fprintf(f, "<p id=\"prediction\" data-predicted=\"%.9g\" data-measured=\"%.9g\">"
                    "Predicted by the ladder model from the phases with fewer ranks: %.6g samples/s "
-                   "(%.6g .. %.6g); measured %.6g (%.0f%% of the prediction).</p>\n",
-                res->predicted, res->crit[GATE_THROUGHPUT].measured, res->predicted,
-                res->predicted_lo, res->predicted_hi, res->crit[GATE_THROUGHPUT].measured,
+                   "(%s); measured %.6g (%.0f%% of the prediction).</p>\n",
+                res->predicted, res->crit[GATE_THROUGHPUT].measured, res->predicted, range,
+                res->crit[GATE_THROUGHPUT].measured,
                 100 * res->crit[GATE_THROUGHPUT].measured / res->predicted);
+    }
     if (res->suspect[0] != '\0') {
         fputs("<h2>Suspect measurements</h2>\n<p id=\"suspect\">", f);
         gate_html_text(f, res->suspect);

@@ -40,6 +40,9 @@ enum rz_status gate_read_events_file(const char *path, struct gate_event **ev, s
  * lineage (ryzen-step's layout). */
 void gate_run_root(const char *run_dir, char *root, size_t len);
 
+/* "lo .. hi" of a phase's predicted throughput, or why there is no range. */
+void gate_predicted_range(char *buf, size_t len, const struct gate_result *res);
+
 /* ---- SVG charts (gate_svg.c): shared by report.html and ladder.html ------------------------- */
 
 #define GATE_W 540.0

@@ -346,11 +346,17 @@ void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fi
         se += e * e;
         fit->points++;
     }
-    fit->err_rel = sqrt(se / fit->points);
+    /* c and (with a multi-rank attempt and the parameter count) beta are fitted to the
+     * throughputs; alpha is fitted to latencies.  With no point to spare the fit is exact and
+     * its in-sample error says nothing: no error then, rather than a false 0. */
+    int fitted = 1 + (bb > 0);
+    fit->err_rel = fit->points > fitted ? sqrt(se / fit->points) : (double)NAN;
     size_t used = strlen(fit->note);
-    rz_fmt(fit->note + used, sizeof fit->note - used, "%d measured attempt(s)%s%s", fit->points,
+    rz_fmt(fit->note + used, sizeof fit->note - used, "%d measured attempt(s)%s%s%s", fit->points,
            laa > 0 ? "" : "; no multi-rank attempt: perfect scaling assumed (alpha = beta = 0)",
-           isnan(fit->bytes) ? "; no parameter count: beta unused" : "");
+           isnan(fit->bytes) ? "; no parameter count: beta unused" : "",
+           isnan(fit->err_rel) ? "; as many points as fitted parameters: the fit is exact and "
+                                 "its error unknown" : "");
 }
 
 /* Efficiency against the base attempt, and predictions for the rungs not measured. */

@@ -214,18 +214,20 @@ static void gate_lm_flags(FILE *f, const struct gate_ladder *l)
 static void gate_lm_model(FILE *f, const struct gate_ladder *l)
 {
     const struct gate_fit *m = &l->fit;
-    char c[32], al[32], be[32];
+    char c[32], al[32], be[32], e[32], lo[32], hi[32];
     fprintf(f, "## Model and predictions\n\n`%s`, for P ranks of b samples each and M gradient "
                "bytes: c = %s s per sample, alpha = %s s per log2 stage, beta = %s s per byte, "
-               "M = %.0f bytes. Fitted to %s; error (RMS relative, in-sample): %.1f%%.\n\n",
+               "M = %.0f bytes. Fitted to %s; error (RMS relative, in-sample): %s.\n\n",
             GATE_MODEL_FORMULA, gate_num(c, sizeof c, m->c_s, 1),
             gate_num(al, sizeof al, m->alpha_s, 1), gate_num(be, sizeof be, m->beta_s_per_byte, 1),
-            isnan(m->bytes) ? 0.0 : m->bytes, m->note, 100 * m->err_rel);
+            isnan(m->bytes) ? 0.0 : m->bytes, m->note, gate_pct(e, sizeof e, m->err_rel));
     fputs("| ranks | predicted samples/s | range | efficiency |\n|---|---|---|---|\n", f);
     for (int i = 0; i < l->n_pred; i++) {
         const struct gate_prediction *p = &l->pred[i];
-        fprintf(f, "| %d | %.6g | %.6g .. %.6g | %.1f%%%s |\n", p->world, p->throughput, p->lo,
-                p->hi, 100 * p->efficiency, gate_over_100(p->efficiency) ? " (above 100%)" : "");
+        fprintf(f, "| %d | %.6g | %s .. %s | %s%s |\n", p->world, p->throughput,
+                gate_fmt_num(lo, sizeof lo, p->lo), gate_fmt_num(hi, sizeof hi, p->hi),
+                gate_pct(e, sizeof e, p->efficiency),
+                gate_over_100(p->efficiency) ? " (above 100%)" : "");
     }
     fputs(l->n_pred == 0 ? "(every rung has been measured)\n\n" : "\n", f);
 }
@@ -309,7 +311,7 @@ static void gate_lh_throughput(FILE *f, const struct gate_ladder *l)
     for (size_t i = 0; i < l->n_att; i++)
         gate_lh_extend(&a, l->att[i].throughput);
     for (int i = 0; i < l->n_pred; i++)
-        gate_lh_extend(&a, l->pred[i].hi);
+        gate_lh_extend(&a, isnan(l->pred[i].hi) ? l->pred[i].throughput : l->pred[i].hi);
     gate_range(&a.y0, &a.y1, true);
     a.y0 = 0;
     gate_svg_begin(f, "chart-ladder-throughput", "Throughput vs ranks (measured, model, "
@@ -327,11 +329,12 @@ static void gate_lh_throughput(FILE *f, const struct gate_ladder *l)
     for (int i = 0; i < l->n_pred; i++) {
         const struct gate_prediction *p = &l->pred[i];
         double x = gate_px(&a, log2(p->world));
-        fprintf(f, "<line class=\"err\" x1=\"%.2f\" x2=\"%.2f\" y1=\"%.2f\" y2=\"%.2f\"/>\n"
-                   "<circle class=\"pred\" r=\"4\" cx=\"%.2f\" cy=\"%.2f\" data-world=\"%d\" "
-                   "data-sps=\"%.9g\" data-lo=\"%.9g\" data-hi=\"%.9g\"/>\n", x, x,
-                gate_py(&a, p->lo), gate_py(&a, p->hi), x, gate_py(&a, p->throughput), p->world,
-                p->throughput, p->lo, p->hi);
+        if (!isnan(p->lo))
+            fprintf(f, "<line class=\"err\" x1=\"%.2f\" x2=\"%.2f\" y1=\"%.2f\" y2=\"%.2f\"/>"
+                       "\n", x, x, gate_py(&a, p->lo), gate_py(&a, p->hi));
+        fprintf(f, "<circle class=\"pred\" r=\"4\" cx=\"%.2f\" cy=\"%.2f\" data-world=\"%d\" "
+                   "data-sps=\"%.9g\" data-lo=\"%.9g\" data-hi=\"%.9g\"/>\n", x,
+                gate_py(&a, p->throughput), p->world, p->throughput, p->lo, p->hi);
     }
     gate_svg_end(f);
 }
@@ -446,13 +449,15 @@ static void gate_lh_model(FILE *f, const struct gate_ladder *l)
             gate_num(c, sizeof c, m->c_s, 1), gate_num(al, sizeof al, m->alpha_s, 1),
             gate_num(be, sizeof be, m->beta_s_per_byte, 1), isnan(m->bytes) ? 0.0 : m->bytes);
     gate_html_text(f, m->note);
-    fprintf(f, "; error (RMS relative, in-sample) <b id=\"fit-error\">%.1f%%</b>.</p>\n"
+    char e[32], lo[32], hi[32];
+    fprintf(f, "; error (RMS relative, in-sample) <b id=\"fit-error\">%s</b>.</p>\n"
                "<table id=\"predictions\"><tr><th>ranks</th><th>predicted samples/s</th>"
-               "<th>range</th><th>efficiency</th></tr>\n", 100 * m->err_rel);
+               "<th>range</th><th>efficiency</th></tr>\n", gate_pct(e, sizeof e, m->err_rel));
     for (int i = 0; i < l->n_pred; i++) {
         const struct gate_prediction *p = &l->pred[i];
-        fprintf(f, "<tr><td>%d</td><td>%.6g</td><td>%.6g .. %.6g</td><td>%.1f%%</td></tr>\n",
-                p->world, p->throughput, p->lo, p->hi, 100 * p->efficiency);
+        fprintf(f, "<tr><td>%d</td><td>%.6g</td><td>%s .. %s</td><td>%s</td></tr>\n", p->world,
+                p->throughput, gate_fmt_num(lo, sizeof lo, p->lo),
+                gate_fmt_num(hi, sizeof hi, p->hi), gate_pct(e, sizeof e, p->efficiency));
     }
     fputs("</table>\n", f);
 }
@@ -472,6 +477,9 @@ static void gate_lh_timeline(FILE *f, const struct gate_ladder *l)
         gate_lh_td(f, e->summary);
         fputs("</tr>\n", f);
     }
+    if (l->n_timeline == 0)
+        fputs("<tr><td colspan=\"5\">no wrapper events (events.jsonl) under the run root</td>"
+              "</tr>\n", f);
     fputs("</table>\n", f);
 }
 

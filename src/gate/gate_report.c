@@ -234,6 +234,14 @@ static void gate_json_prediction(struct rz_json *j, const struct gate_input *in,
     rz_json_object_end(j);
 }
 
+void gate_predicted_range(char *buf, size_t len, const struct gate_result *res)
+{
+    if (isnan(res->predicted_lo))
+        rz_fmt(buf, len, "error unknown: the fit is exact on the phases below");
+    else
+        rz_fmt(buf, len, "%.6g .. %.6g", res->predicted_lo, res->predicted_hi);
+}
+
 /* The steps the loss guard skipped: how many, and which. */
 static void gate_json_skipped(struct rz_json *j, const struct gate_input *in,
                               const struct gate_result *res)
@@ -443,12 +451,14 @@ static void gate_md_head(FILE *f, const struct gate_input *in, const struct gate
     }
     if (any)
         fputc('\n', f);
-    if (!isnan(res->predicted))
+    if (!isnan(res->predicted)) {
+        char range[96];
+        gate_predicted_range(range, sizeof range, res);
         fprintf(f, "Predicted by the ladder model from the phases with fewer ranks: %.6g samples/s "
-                   "(%.6g .. %.6g); measured %.6g (%.0f%% of the prediction).\n\n",
-                res->predicted, res->predicted_lo, res->predicted_hi,
+                   "(%s); measured %.6g (%.0f%% of the prediction).\n\n", res->predicted, range,
                 res->crit[GATE_THROUGHPUT].measured,
                 100 * res->crit[GATE_THROUGHPUT].measured / res->predicted);
+    }
     if (res->suspect[0] != '\0')
         fprintf(f, "## Suspect measurements\n\n- %s\n\n", res->suspect);
     if (res->has_rollback)
