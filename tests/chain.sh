@@ -9,7 +9,8 @@
 # follow-up job kept them.  The run root has a comma in its name (paths travel intact).  Decoys:
 # a pending job of rzother and one of a second rzuser lineage, both named like a later phase,
 # must survive the rollback.  A rollback whose checkpoint is already at the end of the schedule
-# trains nothing and says why.  Needs root (tools/devcluster, the reservation).
+# trains nothing and says why.  Then `ryzen-gate --ladder` reports the whole run root
+# (ladder.{json,md,html}).  Needs root (tools/devcluster, the reservation).
 set -u
 src=${top_srcdir:-.}
 build=${top_builddir:-.}
@@ -41,7 +42,7 @@ sets="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2 --
   --set gates.loss_vs_baseline_pct_go=1e9 --set gates.loss_vs_baseline_pct_no_go=1e9
   --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100 --set gates.memory_go=1
   --set gates.memory_no_go=1 --set gates.uptime_go=0 --set gates.uptime_no_go=0
-  --set gates.straggler_ratio_go=100 --set gates.straggler_ratio_no_go=100
+  --set gates.straggler_ratio_go=1e9 --set gates.straggler_ratio_no_go=1e9
   --set gates.min_duration_h=0
   --set phase2a_8proc:training.steps=20 --set baseline_1proc:training.steps=300
   --set phase2a_8proc:gates.throughput_go=1e12 --set phase2a_8proc:gates.throughput_no_go=1e12"
@@ -136,6 +137,7 @@ check "... the first phase1 run's checkpoints are untouched" \
 scancel "$d_other" "$d_mine"
 
 echo "# a rollback whose checkpoint is already at training.steps trains nothing, and says why"
+scontrol delete reservation=rzchain >/dev/null
 mkdir -p "$sub/late"
 chown rzuser: "$sub/late"
 j=$(RYZEN_RUN_ROOT=$sub/late submit_as rzuser -A ml -p batch --time=00:10:00 --mem=1800M \
@@ -147,5 +149,22 @@ check "... it ended with a HOLD report (exit $(acct "$j" ExitCode))" test "$(acc
 check "... that says there was nothing left to train" \
   grep -q '"ended":"nothing_to_train"' "$r/reports/$j/report.json"
 check "... and nothing was launched" sh -c "! grep -q 'train_start' '$r/events.jsonl'"
+
+echo "# the ladder report of the whole run root"
+expect "ryzen-gate --ladder \$RYZEN_RUN_ROOT" 0 "ladder: model error" -- "$prefix/bin/ryzen-gate" --ladder "$R"
+L=$R/ladder.json
+worlds=$(grep -o '"world_size":[0-9]*,"verdict"' "$L" | sed 's/[^0-9]//g' | tr '\n' ' ')
+check "... its attempts by ranks: $worlds" test "$worlds" = "1 4 4 8 "
+check "... the rollback lineage is one of them" grep -q "\"lineage\":\"phase1_4proc/rollback-$a\"" "$L"
+check "... which started from phase2a's checkpoint, handed to job $rb" \
+  sh -c "grep -q '\"from_checkpoint\":\"$ck\"' '$L' && grep -q '\"handed_to\":\"job $rb (phase1_4proc)\"' '$L'"
+check "... predictions for 12, 16, 32 and 64 ranks (8 was measured)" \
+  test "$(grep -o '{"world_size":[0-9]*,"throughput":[0-9.e+]*,"throughput_lo"' "$L" | sed 's/{"world_size":\([0-9]*\),.*/\1/' | tr '\n' ' ')" = "12 16 32 64 "
+check "... the verdict timeline: two promotions and the rollback" \
+  sh -c "test \$(grep -o '\"event\":\"promote\"' '$L' | wc -l) -eq 2 && grep -q '\"event\":\"rollback\",' '$L'"
+check "... ladder.html with its four charts, self-contained" \
+  sh -c "test \$(grep -c '<svg id=\"chart-ladder-' '$R/ladder.html') -eq 4 && ! grep -qiE '<script|src=' '$R/ladder.html'"
+check "... phase2a's report was predicted from the phases below it" \
+  grep -q '"prediction":{"throughput":' "$R/phase2a_8proc/reports/$a/report.json"
 
 finish

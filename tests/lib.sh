@@ -3,6 +3,8 @@
 #   expect NAME CODE PATTERN -- CMD...   run CMD; exit status CODE and PATTERN (grep -E) in its
 #                                        output, which stays in $tmp/out
 #   finish                      print "N passed, N failed" and exit accordingly
+#   mpi_setup                   Open MPI as the multi-rank suites run it (root allowed, one
+#                               thread per rank, oversubscribed on 2 cores); sets $mpirun
 # Every test script sets up $tmp (a scratch directory it removes on exit) before sourcing.
 pass=0
 fail=0
@@ -37,6 +39,14 @@ finish() {
   echo "$pass passed, $fail failed"
   [ "$fail" -eq 0 ]
   exit $?
+}
+
+# Open MPI for the multi-rank suites (mpi.sh, ops.sh, ladder.sh).
+mpi_setup() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+  mpirun=${MPIRUN:-mpirun}
 }
 
 # ---- the dev cluster (slurm.sh, faults.sh, chain.sh) ----------------------------------------

@@ -51,6 +51,9 @@ struct cfg_training {
     int64_t seed;         /* parameter init seed */
     int64_t log_interval; /* human progress line every N steps */
     int64_t warmup_bench; /* steps excluded from throughput figures */
+    int64_t max_skipped_steps; /* loss guard: skips within skip_window that stop the run */
+    int64_t skip_window;  /* loss guard: steps */
+    double spike_threshold; /* loss guard: standard deviations; 0 = non-finite steps only */
 };
 
 struct cfg_optimizer {

@@ -424,8 +424,8 @@ static void gate_loss_vs_baseline(struct gate_result *res, const struct gate_inp
     int64_t m = 0;
     for (size_t i = 0; hi >= lo && i < in->n_steps; i++) {
         double x = (double)in->steps[i].samples_seen;
-        if (x < cut || x > hi)
-            continue;
+        if (x < cut || x > hi || isnan(in->steps[i].loss))
+            continue; /* a step the loss guard skipped for a non-finite loss has none */
         ours += in->steps[i].loss;
         base += gate_interp(b, x);
         m++;
@@ -454,11 +454,14 @@ static void gate_entropy(struct gate_result *res, const struct gate_input *in,
     } else if (in->n_steps == 0) {
         gate_note(k, "no steps");
     } else {
-        size_t m = in->n_steps < 10 ? in->n_steps : 10;
+        size_t m = 0;
         double sum = 0;
-        for (size_t i = in->n_steps - m; i < in->n_steps; i++)
-            sum += in->steps[i].loss;
-        gate_measure(k, sum / (double)m - in->entropy_floor, (int64_t)m);
+        for (size_t i = in->n_steps; i-- > 0 && m < 10;)
+            if (!isnan(in->steps[i].loss)) {
+                sum += in->steps[i].loss;
+                m++;
+            }
+        gate_measure(k, m ? sum / (double)m - in->entropy_floor : (double)NAN, (int64_t)m);
         gate_note(k, "mean loss of the last %zu steps minus the entropy floor %.6g", m,
                   in->entropy_floor);
     }
@@ -575,14 +578,17 @@ static enum rz_status gate_curves(struct gate_result *res, const struct gate_inp
         return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
     for (size_t i = 0; i < m; i++) {
         size_t j = m > 1 ? (size_t)llround((double)i * (double)(n - 1) / (double)(m - 1)) : 0;
-        res->loss_curve[2 * i] = (double)in->steps[j].samples_seen;
-        res->loss_curve[2 * i + 1] = in->steps[j].loss;
-        res->loss_steps[i] = in->steps[j].step;
+        if (isnan(in->steps[j].loss))
+            continue; /* skipped for a non-finite loss: no point */
+        res->loss_curve[2 * res->n_loss] = (double)in->steps[j].samples_seen;
+        res->loss_curve[2 * res->n_loss + 1] = in->steps[j].loss;
+        res->loss_steps[res->n_loss++] = in->steps[j].step;
     }
-    res->n_loss = m;
     for (size_t i = 1; i < n; i++)
         if (in->steps[i].run_step == 1)
             res->restart_steps[res->n_restarts++] = in->steps[i].step;
+    for (size_t i = 0; i < n; i++)
+        res->skipped_steps += in->steps[i].skipped;
     return RZ_OK;
 }
 
@@ -617,6 +623,16 @@ static void gate_rollback(struct gate_result *res, const struct gate_input *in)
             return;
         }
     }
+}
+
+/* The ladder model's throughput for this phase's world and per-rank batch, +- its error. */
+static void gate_prediction(struct gate_result *res, const struct gate_input *in,
+                            const struct cfg *c)
+{
+    double b = (double)(c->training.batch_size * c->training.grad_accum);
+    res->predicted = gate_ladder_model(&in->ladder_fit, in->world_size, b);
+    res->predicted_lo = res->predicted * (1.0 - in->ladder_fit.err_rel);
+    res->predicted_hi = res->predicted * (1.0 + in->ladder_fit.err_rel);
 }
 
 const char *gate_end_name(enum gate_end e)
@@ -698,6 +714,7 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
     gate_failures_uptime(res, in);
     gate_memory(res, in);
     gate_duration(res, in, c);
+    gate_prediction(res, in, c);
     res->verdict = gate_ended_verdict(in, gate_verdict_of(res->crit, GATE_N_CRIT));
     gate_last_good(res, in);
     gate_rollback(res, in);

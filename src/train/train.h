@@ -8,7 +8,10 @@
  * and a checkpoint written at one world size resumes at another (elastic resume keeps G).
  *
  * Stops: a stop signal (health/) is agreed on by all ranks at the next step boundary; they
- * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  Ownership: train_run owns
+ * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  The loss guard (guard.h)
+ * skips steps with a non-finite or outlier loss or gradient norm; when it has skipped
+ * training.max_skipped_steps within training.skip_window steps, train_run returns RZ_EHEALTH
+ * ("loss guard: ...", end_reason "diverged") without a new checkpoint.  Ownership: train_run owns
  * everything it creates and frees it before returning; it borrows opts->comm. */
 #ifndef RZ_TRAIN_TRAIN_H
 #define RZ_TRAIN_TRAIN_H
@@ -48,10 +51,11 @@ struct train_result {
     double comm_share;       /* exposed communication time / step time */
     double allreduce_latency_s; /* median small-allreduce latency at start-up */
     uint64_t peak_rss_bytes;
+    int64_t skipped_steps;   /* steps the loss guard skipped (in total, across resumes) */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
     char end_reason[32];     /* why the run ended when the status alone does not say it:
-                              * "diverged" (non-finite or guarded loss); "" otherwise */
+                              * "diverged" (the loss guard stopped it, RZ_EHEALTH); "" otherwise */
 };
 
 enum rz_status train_run(const struct train_opts *opts, struct train_result *res,
