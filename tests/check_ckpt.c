@@ -861,6 +861,29 @@ START_TEST(shape_mismatch_is_refused_naming_the_tensor)
 }
 END_TEST
 
+/* The newest committed name, without reading files: temporary files and other names do not
+ * count; a damaged file still counts (it was committed; resuming verifies). */
+START_TEST(newest_committed_reads_names_only)
+{
+    struct tiny a;
+    char p1[4096], p2[4096], tmp[4200], dir[4096];
+    make_tiny(&a, 7);
+    path_in(dir, sizeof dir, "no/such/dir");
+    ck_assert_int_eq(ckpt_newest_committed(dir), -1);
+    ck_assert_int_eq(ckpt_newest_committed(tmpdir), -1);
+    save_step(&a, 3, p1, sizeof p1);
+    save_step(&a, 12, p2, sizeof p2);
+    snprintf(tmp, sizeof tmp, "%s/step-00000099.h5.tmp", tmpdir);
+    FILE *f = fopen(tmp, "w");
+    fputs("half", f);
+    fclose(f);
+    ck_assert_int_eq(ckpt_newest_committed(tmpdir), 12);
+    ck_assert_int_eq(truncate(p2, 10), 0);
+    ck_assert_int_eq(ckpt_newest_committed(tmpdir), 12);
+    tiny_free(&a);
+}
+END_TEST
+
 START_TEST(missing_directory_is_empty_not_error)
 {
     char dir[4096], found[4096] = "junk";
@@ -943,6 +966,7 @@ static Suite *ckpt_suite(void)
     tcase_add_test(core, round_trip_is_bit_exact);
     tcase_add_test(core, params_sha256_stable_and_sensitive);
     tcase_add_test(core, find_latest_picks_newest_valid);
+    tcase_add_test(core, newest_committed_reads_names_only);
     tcase_add_test(core, prune_keeps_n_and_never_the_last_good);
     tcase_add_test(core, prune_trusts_known_files_until_they_change);
     tcase_add_test(core, list_reports_steps_sizes_validity);

@@ -97,6 +97,11 @@ typedef void (*ckpt_skip_fn)(void *user, const char *path, const char *reason);
 enum rz_status ckpt_find_latest(const char *dir, char *path_out, size_t path_len,
                                 ckpt_skip_fn on_skip, void *user, struct rz_err *err);
 
+/* The step of the newest committed checkpoint name in DIR (step-N.h5; the commit renames a
+ * complete file into place, so the name alone says it was committed), without reading any file;
+ * -1 when there is none.  For "did this attempt save anything"; resuming still verifies. */
+int64_t ckpt_newest_committed(const char *dir);
+
 /* Checkpoints already known to be valid in this process, so that retention does not read every
  * kept file again at each save.  A file is known by its device, inode, size and modification
  * time: rewriting, truncating or replacing it makes it unknown again.  Damage that changes none

@@ -119,6 +119,20 @@ static enum rz_status scan_dir(const char *dir, struct dir_entry **out, size_t *
     return RZ_OK;
 }
 
+int64_t ckpt_newest_committed(const char *dir)
+{
+    struct dir_entry *v = NULL;
+    size_t n = 0;
+    bool missing;
+    int64_t step = -1;
+    if (scan_dir(dir, &v, &n, &missing, NULL) == RZ_OK)
+        for (size_t i = 0; i < n; i++)
+            if (v[i].kind == ENTRY_FINAL && v[i].step > step)
+                step = v[i].step;
+    free(v);
+    return step;
+}
+
 /* DIR/NAME into buf; false if it does not fit. */
 static bool join(char *buf, size_t len, const char *dir, const char *name)
 {

@@ -128,7 +128,6 @@ static void template_dir(const struct wrapper *w, char *out, size_t len)
 
 static bool in_slurm(const struct wrapper *w) { return strcmp(w->env->job_id, "local") != 0; }
 
-/* Newest checkpoint step that verifies (damaged ones are quarantined on the way); -1: none. */
 static void on_quarantine(void *user, const char *path, const char *reason)
 {
     struct wrapper *w = user;
@@ -138,6 +137,7 @@ static void on_quarantine(void *user, const char *path, const char *reason)
     step_event(&w->ev, "checkpoint_quarantined", msg, kv, 2);
 }
 
+/* Newest checkpoint step that verifies (damaged ones are quarantined on the way); -1: none. */
 static int64_t newest_checkpoint(struct wrapper *w, char *path, size_t len)
 {
     char dir[STEP_PATH_MAX + 400];
@@ -649,9 +649,17 @@ static int64_t choose_resume(struct wrapper *w, char *resume, size_t len)
     return own;
 }
 
+/* Whether the attempt committed a checkpoint: its name is enough (commits are atomic). */
+static int64_t committed(const struct wrapper *w)
+{
+    char dir[STEP_PATH_MAX + 400];
+    rz_fmt(dir, sizeof dir, "%s/checkpoints", w->run_dir);
+    return ckpt_newest_committed(dir);
+}
+
 static int train(struct wrapper *w)
 {
-    char resume[STEP_PATH_MAX], path[STEP_PATH_MAX + 400], who[1024];
+    char resume[STEP_PATH_MAX], who[1024];
     int64_t start = choose_resume(w, resume, sizeof resume);
     if (start >= w->cfg.training.steps) {
         struct step_decision d = {.action = ACT_END, .ended = "nothing_to_train", .exit_status = 2};
@@ -660,11 +668,11 @@ static int train(struct wrapper *w)
                (long long)start, (long long)w->cfg.training.steps);
         return end_with_report(w, &d, 0);
     }
-    int64_t before = newest_checkpoint(w, path, sizeof path);
+    int64_t before = committed(w);
     const char *extra[] = {"--resume", resume, NULL};
     enum step_class cls;
     int rc = run_step(w, "train", extra, true, &cls, who, sizeof who);
-    bool progress = newest_checkpoint(w, path, sizeof path) > before;
+    bool progress = committed(w) > before;
     bool signalled = step_signals_count() > 0 || cls == CLASS_SIGNAL;
     return conclude(w, cls, stop_cause(w, signalled), rc, progress, who);
 }
