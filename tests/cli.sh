@@ -58,6 +58,17 @@ expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \
   "$src/configs/seed_benchmark.yaml" --set data.kind=tokens --set data.path="$tmp/tokens.bin" \
   --set model.seq_len=1 --set training.steps=1 --run-dir "$tmp/tok"
 
+# a vocabulary above 65536 reads uint32 ids: a partial id at the end is refused, naming the
+# offset and the bytes; a whole file trains
+printf '\001\000\001\000\002\000\001\000\003\000\001\000\007' >"$tmp/wide.tok"
+wide="--config $src/configs/seed_benchmark.yaml --set data.kind=tokens --set data.path=$tmp/wide.tok
+  --set model.vocab_size=70000 --set model.d_model=16 --set model.n_heads=2 --set model.d_ff=32
+  --set model.seq_len=2 --set training.batch_size=2 --set training.steps=1 --quiet"
+expect "uint32 ids: partial id at the end" 64 "wide.tok': size 13 bytes is not a multiple of 4.*\(0x07\) at byte offset 12" \
+  -- "$bin" $wide --run-dir "$tmp/wide1"
+printf '\001\000\001\000\002\000\001\000\003\000\001\000' >"$tmp/wide.tok"
+expect "uint32 ids: ids up to 65539 train" 0 "" -- "$bin" $wide --run-dir "$tmp/wide2"
+
 # the seed workload: 3 steps; the first loss is near ln(2048) = 7.62
 expect "seed workload runs" 0 "2138112 parameters" -- "$bin" --config \
   "$src/configs/seed_benchmark.yaml" --set training.steps=3 --set training.log_interval=1 \

@@ -68,6 +68,7 @@ struct cfg_data {
     char kind[CFG_STR_MAX];     /* "random" | "markov" | "text" | "tokens" */
     int64_t seed;
     char path[CFG_PATH_MAX];    /* for text and tokens */
+    char token_dtype[CFG_STR_MAX]; /* "auto" | "uint16" | "uint32" (tokens files) */
     int64_t markov_branching;   /* successors per state of the markov chain */
 };
 

@@ -45,7 +45,7 @@
 #define BIG INT64_C(1000000000000) /* 1e12: "effectively unbounded" step counts */
 
 const struct cfg_key cfg_keys[] = {
-    KEY_INT("model.vocab_size", model.vocab_size, 2, 65536, "2048",
+    KEY_INT("model.vocab_size", model.vocab_size, 2, 16777216, "2048",
             "Vocabulary size V (token ids are 0..V-1)."),
     KEY_INT("model.d_model", model.d_model, 1, 65536, "256",
             "Embedding width C; must be divisible by model.n_heads."),
@@ -96,6 +96,9 @@ const struct cfg_key cfg_keys[] = {
              "tokens: token file data.path."),
     KEY_INT("data.seed", data.seed, 0, INT64_MAX, "1234", "Seed of synthetic data and sampling."),
     KEY_STRING("data.path", data.path, "", "Input file; required for kind text and tokens."),
+    KEY_ENUM("data.token_dtype", data.token_dtype, "auto|uint16|uint32", "auto",
+             "Ids of a tokens file, little-endian; auto: uint16 if model.vocab_size <= 65536, "
+             "else uint32."),
     KEY_INT("data.markov_branching", data.markov_branching, 1, 65536, "8",
             "Successors per state of the markov chain; at most model.vocab_size."),
 

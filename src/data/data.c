@@ -4,11 +4,11 @@
  *
  *   random  tokens[t] = uniform in [0, V) from draw t
  *   text    offset = uniform in [0, len - T) from draw 0; tokens = bytes[offset .. offset + T]
- *   tokens  the same over the uint16 ids (little-endian on disk, decoded when sampled)
+ *   tokens  the same over the uint16 or uint32 ids (little-endian on disk, decoded when sampled)
  *
- * Deliberately not here: memory mapping or streaming of large files (a file is read whole, once,
- * at create), tokenisation (text bytes are the tokens), sequential epochs or shuffling without
- * replacement (offsets are independent draws), and sharding (callers pick the global indices). */
+ * Files are mapped, not read (file.c).  Deliberately not here: tokenisation (text bytes are the
+ * tokens), sequential epochs or shuffling without replacement (offsets are independent draws), and
+ * sharding (callers pick the global indices). */
 #include "config.h"
 
 #include "data/data.h"
@@ -32,8 +32,7 @@ struct data {
     int32_t vocab;              /* V */
     int64_t seq_len;            /* T */
     uint64_t seed;
-    unsigned char *bytes;       /* text: the file; tokens: the file, 2 bytes per id */
-    uint64_t n_tokens;          /* text: file bytes; tokens: file bytes / 2 */
+    struct data_file file;      /* text and tokens: the mapped file */
     struct data_markov *markov; /* markov only */
     char *desc;                 /* data_describe */
 };
@@ -83,6 +82,13 @@ static enum rz_status data_check_kind_opts(const struct data_opts *o, struct rz_
     if ((o->kind == DATA_TEXT || o->kind == DATA_TOKENS) && (o->path == NULL || o->path[0] == '\0'))
         return rz_fail(err, RZ_ECONFIG, "create %s data: data.path is required for this kind",
                        data_kind_names[o->kind]);
+    if (o->kind == DATA_TOKENS && o->token_bytes != 0 && o->token_bytes != 2 && o->token_bytes != 4)
+        return rz_fail(err, RZ_ECONFIG, "tokens file '%s': %u bytes per id; ids are uint16 (2) or "
+                       "uint32 (4)", o->path, o->token_bytes);
+    if (o->kind == DATA_TOKENS && o->token_bytes == 2 && o->vocab_size > 65536)
+        return rz_fail(err, RZ_ECONFIG, "tokens file '%s': uint16 ids cannot reach model.vocab_size "
+                       "%" PRId64 " (the largest is 65535); use uint32 ids", o->path,
+                       o->vocab_size);
     if (o->kind == DATA_TEXT && o->vocab_size < 256)
         return rz_fail(err, RZ_ECONFIG, "text file '%s': model.vocab_size %" PRId64 " is < 256; "
                        "byte tokens need a vocabulary of at least 256", o->path, o->vocab_size);
@@ -106,72 +112,36 @@ static enum rz_status data_set_desc(struct data *d, struct rz_err *err, const ch
     return RZ_OK;
 }
 
-/* Read `path` whole into d->bytes; the message names the kind of file. */
-static enum rz_status data_read(struct data *d, const char *path, size_t *len, struct rz_err *err)
+unsigned data_token_bytes(const char *dtype)
 {
-    char *buf = NULL;
-    enum rz_status rc = rz_read_file(path, &buf, len, err);
-    if (rc != RZ_OK) {
-        if (err != NULL) {
-            char cause[RZ_ERR_MSG_MAX];
-            memcpy(cause, err->msg, sizeof cause);
-            rz_fail(err, rc, "%s file: %s", data_kind_names[d->kind], cause);
-        }
-        return rc;
-    }
-    d->bytes = (unsigned char *)buf;
-    return RZ_OK;
+    return strcmp(dtype, "uint16") == 0 ? 2u : strcmp(dtype, "uint32") == 0 ? 4u : 0u;
+}
+
+/* The id width of a tokens file: as configured, else the narrowest that holds ids up to V-1. */
+static unsigned data_token_width(const struct data_opts *o)
+{
+    if (o->token_bytes != 0)
+        return o->token_bytes;
+    return o->vocab_size <= 65536 ? 2u : 4u;
 }
 
 static enum rz_status data_open_text(struct data *d, const char *path, struct rz_err *err)
 {
-    size_t len = 0;
-    enum rz_status rc = data_read(d, path, &len, err);
+    enum rz_status rc = data_file_open(&d->file, "text file", path, 1, d->vocab, d->seq_len, err);
     if (rc != RZ_OK)
         return rc;
-    if ((uint64_t)len < (uint64_t)d->seq_len + 1)
-        return rz_fail(err, RZ_EDATA, "text file '%s' has %zu bytes; model.seq_len %" PRId64
-                       " needs at least %" PRId64 " (T+1)", path, len, d->seq_len, d->seq_len + 1);
-    d->n_tokens = len;
-    return data_set_desc(d, err, "text file '%s' (%zu bytes)", path, len);
+    return data_set_desc(d, err, "text file '%s' (%zu bytes)", path, d->file.bytes);
 }
 
-static unsigned data_token_at(const struct data *d, uint64_t i)
+static enum rz_status data_open_tokens(struct data *d, const char *path, unsigned width,
+                                       struct rz_err *err)
 {
-    return (unsigned)d->bytes[2 * i] | (unsigned)d->bytes[2 * i + 1] << 8;
-}
-
-/* Every id must be < V: report the first that is not, with its token index and byte offset. */
-static enum rz_status data_check_ids(const struct data *d, const char *path, struct rz_err *err)
-{
-    for (uint64_t i = 0; i < d->n_tokens; i++) {
-        unsigned id = data_token_at(d, i);
-        if ((int64_t)id >= d->vocab)
-            return rz_fail(err, RZ_EDATA, "tokens file '%s': token id %u at token #%" PRIu64
-                           " (byte offset %" PRIu64 ") is >= model.vocab_size %" PRId32,
-                           path, id, i, 2 * i, d->vocab);
-    }
-    return RZ_OK;
-}
-
-static enum rz_status data_open_tokens(struct data *d, const char *path, struct rz_err *err)
-{
-    size_t len = 0;
-    enum rz_status rc = data_read(d, path, &len, err);
+    enum rz_status rc = data_file_open(&d->file, "tokens file", path, width, d->vocab,
+                                       d->seq_len, err);
     if (rc != RZ_OK)
         return rc;
-    if (len % 2 != 0)
-        return rz_fail(err, RZ_EDATA, "tokens file '%s': size %zu bytes is odd; expected "
-                       "little-endian uint16 token ids (2 bytes each)", path, len);
-    d->n_tokens = len / 2;
-    if (d->n_tokens < (uint64_t)d->seq_len + 1)
-        return rz_fail(err, RZ_EDATA, "tokens file '%s' has %" PRIu64 " tokens (%zu bytes); "
-                       "model.seq_len %" PRId64 " needs at least %" PRId64 " (T+1)", path,
-                       d->n_tokens, len, d->seq_len, d->seq_len + 1);
-    rc = data_check_ids(d, path, err);
-    if (rc != RZ_OK)
-        return rc;
-    return data_set_desc(d, err, "tokens file '%s' (%" PRIu64 " tokens)", path, d->n_tokens);
+    return data_set_desc(d, err, "tokens file '%s' (%" PRIu64 " %s tokens)", path,
+                         d->file.n_tokens, data_file_dtype(&d->file));
 }
 
 static enum rz_status data_open_markov(struct data *d, int64_t branching, struct rz_err *err)
@@ -192,7 +162,7 @@ static enum rz_status data_open(struct data *d, const struct data_opts *o, struc
                              "%.4f nats/token", d->vocab, d->seed, log((double)d->vocab));
     case DATA_MARKOV: return data_open_markov(d, o->markov_branching, err);
     case DATA_TEXT: return data_open_text(d, o->path, err);
-    case DATA_TOKENS: return data_open_tokens(d, o->path, err);
+    case DATA_TOKENS: return data_open_tokens(d, o->path, data_token_width(o), err);
     }
     return rz_fail(err, RZ_ECONFIG, "create data source: unknown data kind %d", (int)o->kind);
 }
@@ -227,7 +197,7 @@ void data_destroy(struct data *d)
     if (d == NULL)
         return;
     data_markov_destroy(d->markov);
-    free(d->bytes);
+    data_file_close(&d->file);
     free(d->desc);
     free(d);
 }
@@ -241,12 +211,9 @@ static void data_sample_random(const struct data *d, uint64_t key, int32_t *toke
 /* text and tokens: T+1 consecutive ids from a uniform offset in [0, n - T). */
 static void data_sample_file(const struct data *d, uint64_t key, int32_t *tokens)
 {
-    uint64_t span = d->n_tokens - (uint64_t)d->seq_len;
+    uint64_t span = d->file.n_tokens - (uint64_t)d->seq_len;
     uint64_t offset = data_below(data_draw(key, 0), span);
-    for (int64_t t = 0; t <= d->seq_len; t++) {
-        uint64_t i = offset + (uint64_t)t;
-        tokens[t] = d->kind == DATA_TEXT ? (int32_t)d->bytes[i] : (int32_t)data_token_at(d, i);
-    }
+    data_file_read(&d->file, offset, d->seq_len + 1, tokens);
 }
 
 void data_sample(const struct data *d, uint64_t index, int32_t *tokens)

@@ -8,8 +8,12 @@
  *           and is the best achievable loss (the "entropy floor")
  *   text    the bytes of a file as tokens (V must be >= 256); sample i starts at a pseudo-random
  *           offset derived from (seed, i)
- *   tokens  a flat file of little-endian uint16 token ids; ids >= V are an error naming the file
- *           and the offset
+ *   tokens  a flat file of little-endian token ids, uint16 or (for V > 65536) uint32; ids >= V
+ *           and a size that is not a whole number of ids are errors naming the file, the offset
+ *           and the value
+ *
+ * text and tokens files are memory-mapped read-only (data/file.c): a file of any size costs only
+ * the pages samples touch.
  *
  * Ownership: data_create allocates; data_destroy frees (accepts NULL and half-built objects). */
 #ifndef RZ_DATA_DATA_H
@@ -27,6 +31,7 @@ struct data_opts {
     int64_t seq_len;          /* T: a sample is T+1 tokens (inputs = first T, targets = last T) */
     uint64_t seed;
     const char *path;         /* text and tokens */
+    unsigned token_bytes;     /* tokens: 2 (uint16) or 4 (uint32); 0: 2 if V <= 65536, else 4 */
     int64_t markov_branching; /* markov only */
 };
 
@@ -34,6 +39,9 @@ struct data;
 
 /* Parse "random" | "markov" | "text" | "tokens". */
 enum rz_status data_kind_parse(const char *name, enum data_kind *out, struct rz_err *err);
+
+/* token_bytes for a data.token_dtype: "uint16" 2, "uint32" 4, anything else ("auto") 0. */
+unsigned data_token_bytes(const char *dtype);
 
 enum rz_status data_create(struct data **out, const struct data_opts *opts, struct rz_err *err);
 void data_destroy(struct data *d);

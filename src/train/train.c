@@ -162,7 +162,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     enum kern_backend backend;
     struct data_opts dopts = {.vocab_size = c->model.vocab_size, .seq_len = c->model.seq_len,
                               .seed = (uint64_t)c->data.seed, .path = c->data.path,
-                              .markov_branching = c->data.markov_branching};
+                              .markov_branching = c->data.markov_branching,
+                              .token_bytes = data_token_bytes(c->data.token_dtype)};
     struct optim_opts oopts;
     struct health_watchdog_opts wopts = {
         .run_dir = t->opts->run_dir, .rank = t->rank, .world = t->world,
