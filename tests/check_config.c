@@ -179,7 +179,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 68);
+    ck_assert_uint_eq(cfg_n_keys, 72);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;
@@ -279,7 +279,13 @@ START_TEST(full_file_sets_every_key)
     ck_assert_str_eq(c.data.path, "data/train: tokens #1.bin");
     ck_assert_str_eq(c.kernels.backend, "ref");
     ck_assert_int_eq(c.health.sync_check_interval, 0);
-    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 43);
+    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 47);
+    /* data.val_fraction and data.val_path exclude each other: one problem, then valid */
+    ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
+    ck_assert_int_eq(count_lines(err.msg), 1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "data.val_fraction = 0.05 ("));
+    ck_assert_ptr_nonnull(strstr(err.msg, "are both set; hold out one or the other"));
+    c.data.val_path[0] = '\0';
     ck_assert_int_eq(cfg_validate(&c, &err), RZ_OK);
 }
 END_TEST
@@ -731,6 +737,12 @@ START_TEST(cross_key_problems_are_all_collected)
                                           "model.vocab_size = 70000 (u.yaml:2:15)"));
     snprintf(c.data.token_dtype, sizeof c.data.token_dtype, "uint32");
     ck_assert_int_eq(cfg_validate(&c, &err), RZ_OK);
+    /* a validation file for data that has no file */
+    cfg_defaults(&c);
+    ck_assert_int_eq(cfg_set(&c, "data.val_path=v.tok", &err), RZ_OK);
+    ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "data.val_path = \"v.tok\" (--set) needs a file kind, "
+                                          "not data.kind = random (default)"));
 }
 END_TEST
 

@@ -520,6 +520,79 @@ START_TEST(test_tokens_file_is_mapped)
 }
 END_TEST
 
+/* val_fraction of a file: validation windows lie in its last tokens, training windows before
+ * them, and neither crosses the cut. */
+START_TEST(test_val_fraction_of_a_file)
+{
+    enum { N_TOK = 3000, T = 16, CUT = 2400 };
+    const char *path = counting_tokens_file(N_TOK);
+    struct data_opts o = make_opts(DATA_TOKENS, N_TOK, T, 8, path, 0);
+    o.val_fraction = 0.2;
+    struct data *d = create_ok(&o);
+    ck_assert(data_has_val(d));
+    int32_t t[T + 1], v[T + 1];
+    int32_t train_hi = -1, val_lo = N_TOK, val_hi = -1;
+    for (uint64_t i = 0; i < 20000; i++) {
+        data_sample(d, i, t);
+        data_val_sample(d, i, v);
+        train_hi = t[0] > train_hi ? t[0] : train_hi;
+        val_lo = v[0] < val_lo ? v[0] : val_lo;
+        val_hi = v[0] > val_hi ? v[0] : val_hi;
+        ck_assert_int_eq(v[T], v[0] + T);
+    }
+    ck_assert_int_eq(train_hi, CUT - T - 1); /* the last training window ends at CUT - 1 */
+    ck_assert_int_eq(val_lo, CUT);
+    ck_assert_int_eq(val_hi, N_TOK - T - 1);
+    data_val_sample(d, 5, t);
+    data_val_sample(d, 5, v);
+    ck_assert_int_eq(memcmp(t, v, sizeof t), 0); /* a fixed set: sample j is always the same */
+    char want[PATH_LEN + 128];
+    snprintf(want, sizeof want, "tokens file '%s' (3000 uint16 tokens); validation: its last 600 "
+             "tokens (0.2), held out", path);
+    ck_assert_str_eq(data_describe(d), want);
+    data_destroy(d);
+}
+END_TEST
+
+/* Synthetic data holds out a stream of its own; a separate validation file is read as such. */
+START_TEST(test_val_stream_and_file)
+{
+    enum { T = 16 };
+    struct data_opts o = make_opts(DATA_MARKOV, 64, T, 5, NULL, 4);
+    struct data *d = create_ok(&o);
+    ck_assert(!data_has_val(d));
+    data_destroy(d);
+    o.val_fraction = 0.01;
+    d = create_ok(&o);
+    ck_assert(data_has_val(d));
+    int32_t t[T + 1], v[T + 1];
+    int differ = 0;
+    for (uint64_t i = 0; i < 50; i++) {
+        data_sample(d, i, t);
+        data_val_sample(d, i, v);
+        differ += memcmp(t, v, sizeof t) != 0;
+    }
+    ck_assert_int_eq(differ, 50);
+    ck_assert_ptr_nonnull(strstr(data_describe(d), "; validation: a sample stream of its own"));
+    data_destroy(d);
+    unsigned ids[100];
+    for (unsigned i = 0; i < 100; i++)
+        ids[i] = 1000 + i;
+    const char *val = write_tokens("val.tok", ids, 100);
+    o = make_opts(DATA_TOKENS, 2048, T, 5, counting_tokens_file(500), 0);
+    o.val_path = val;
+    d = create_ok(&o);
+    for (uint64_t i = 0; i < 200; i++) {
+        data_sample(d, i, t);
+        data_val_sample(d, i, v);
+        ck_assert_int_lt(t[0], 500);
+        ck_assert_int_ge(v[0], 1000);
+        ck_assert_int_le(v[T], 1099);
+    }
+    data_destroy(d);
+}
+END_TEST
+
 /* T = 128 samples must cost well under a microsecond per token. */
 START_TEST(test_sample_speed)
 {
@@ -634,6 +707,30 @@ START_TEST(test_err_token_width)
 }
 END_TEST
 
+START_TEST(test_err_validation)
+{
+    struct data_opts o = make_opts(DATA_TOKENS, 2048, 16, 1, counting_tokens_file(100), 0);
+    o.val_fraction = 0.1; /* 10 tokens held out: fewer than T + 1 */
+    create_fails(&o, RZ_EDATA, "data.val_fraction 0.1 of its 100 tokens leaves 10 for "
+                 "validation and 90 for training; each needs at least 17 (T+1)");
+    o.val_fraction = 0.9;
+    create_fails(&o, RZ_EDATA, "leaves 90 for validation and 10 for training");
+    o.val_fraction = 1.0;
+    create_fails(&o, RZ_ECONFIG, "data.val_fraction 1 is not in [0, 1)");
+    o.val_fraction = 0.5;
+    o.val_path = o.path;
+    create_fails(&o, RZ_ECONFIG, "data.val_fraction and data.val_path are both set");
+    o.val_fraction = 0.0;
+    char missing[PATH_LEN];
+    snprintf(missing, sizeof missing, "%s/no-val.tok", tmp_dir);
+    o.val_path = missing;
+    create_fails(&o, RZ_EIO, "validation tokens file: open '");
+    o = make_opts(DATA_RANDOM, 64, 16, 1, NULL, 0);
+    o.val_path = "v.tok";
+    create_fails(&o, RZ_ECONFIG, "data.val_path 'v.tok' needs a file kind (text or tokens)");
+}
+END_TEST
+
 START_TEST(test_err_id_too_large)
 {
     unsigned ids[1000];
@@ -721,6 +818,8 @@ static Suite *data_suite(void)
     tcase_add_test(core, test_tokens_roundtrip);
     tcase_add_test(core, test_tokens_uint32_roundtrip);
     tcase_add_test(core, test_tokens_file_is_mapped);
+    tcase_add_test(core, test_val_fraction_of_a_file);
+    tcase_add_test(core, test_val_stream_and_file);
     tcase_add_test(core, test_sample_speed);
     suite_add_tcase(s, core);
 
@@ -733,6 +832,7 @@ static Suite *data_suite(void)
     tcase_add_test(errors, test_err_uint32_partial_id);
     tcase_add_test(errors, test_err_uint32_id_too_large);
     tcase_add_test(errors, test_err_token_width);
+    tcase_add_test(errors, test_err_validation);
     tcase_add_test(errors, test_err_text_small_vocab);
     tcase_add_test(errors, test_err_bad_kind);
     tcase_add_test(errors, test_err_bad_options);

@@ -163,6 +163,52 @@ START_TEST(metrics_and_summary_files)
 }
 END_TEST
 
+static int count_in_file(const char *path, const char *needle)
+{
+    char *text = NULL;
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    free(text);
+    return n;
+}
+
+/* Validation every eval_interval steps and at the end, on a held-out stream; the training losses
+ * are the same bits with and without it (its forward passes disturb nothing). */
+START_TEST(validation_on_schedule_leaves_training_alone)
+{
+    struct cfg c;
+    small_markov(&c);
+    c.training.steps = 10;
+    float plain[10], with_val[10];
+    struct train_result r;
+    ck_assert_int_eq(run(&c, "noval", plain, &r, NULL), RZ_OK);
+    ck_assert_int_eq((int)r.val_step, -1);
+    char path[256];
+    snprintf(path, sizeof path, "%s/noval/summary.json", run_root);
+    ck_assert_int_eq(count_in_file(path, "\"val_loss\""), 0);
+    c.data.val_fraction = 0.1;
+    c.training.eval_interval = 4;
+    c.training.eval_samples = 24; /* two chunks of B = 16, the second padded */
+    ck_assert_int_eq(run(&c, "val", with_val, &r, NULL), RZ_OK);
+    ck_assert_int_eq(memcmp(plain, with_val, sizeof plain), 0);
+    ck_assert_int_eq((int)r.val_step, 10);
+    ck_assert_double_gt(r.val_loss, 0.5 * r.final_loss);
+    ck_assert_double_lt(r.val_loss, 1.5 * r.final_loss);
+    snprintf(path, sizeof path, "%s/val/metrics/test/rank-00000.jsonl", run_root);
+    ck_assert_int_eq(count_in_file(path, "\"val_loss\":"), 2); /* steps 4 and 8 */
+    ck_assert_int_eq(count_in_file(path, "{\"step\":8,"), 1);
+    snprintf(path, sizeof path, "%s/val/summary.json", run_root);
+    ck_assert_int_eq(count_in_file(path, "\"val_step\":10,\"val_samples\":24"), 1);
+    /* the set is fixed: the same parameters give the same figure (resume of the finished run) */
+    double at_end = r.val_loss;
+    ck_assert_int_eq(run(&c, "val", NULL, &r, NULL), RZ_OK);
+    ck_assert_int_eq((int)r.val_step, 10);
+    ck_assert(r.val_loss == at_end);
+}
+END_TEST
+
 START_TEST(missing_token_file_is_an_io_error)
 {
     struct cfg c;
@@ -199,6 +245,7 @@ static Suite *train_suite(void)
     tcase_add_test(core, same_config_gives_bit_identical_losses);
     tcase_add_test(core, grad_accum_matches_a_larger_batch);
     tcase_add_test(core, metrics_and_summary_files);
+    tcase_add_test(core, validation_on_schedule_leaves_training_alone);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

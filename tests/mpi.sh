@@ -5,6 +5,7 @@
 #   exact resume     40 steps == 20 + resumed 20 (losses as hex floats, params and Adam hashes),
 #                    on 1 and on 2 ranks
 #   elastic resume   4 ranks for 20 steps, then 2 ranks: same global samples, loss on track
+#   validation       1 and 2 ranks agree; the same parameters validate to the same bits on both
 #   crash injection  at each stage of the checkpoint commit: a restart never loads a partial file
 #   damage           flipped byte, truncated, empty: verify fails, resume falls back, quarantine
 #   signals          USR2 at start-up, mid-run and during a checkpoint write -> exit 75
@@ -134,6 +135,31 @@ check "it continued at step 21, sample 336" \
   sh -c "echo '$first' | grep -q '^{\"step\":21,\"samples_seen\":336,'"
 check "the 2-rank world is recorded" sh -c "echo '$first' | grep -q '\"world_size\":2'"
 check "loss on track with the 4-rank run (1e-4)" close el4 els 1e-4 21 40
+
+echo "# validation: the same figure on 1 and 2 ranks"
+val="--set training.steps=10 --set training.eval_interval=5 --set data.val_fraction=0.1
+  --set training.eval_samples=20 --set checkpoint.interval=0"
+# val_hex DIR ID STEP: the validation loss (hex) of a step in rank 0's metrics
+val_hex() { sed -n "s/^{\"step\":$3,.*\"val_loss_hex\":\"\([^\"]*\)\".*/\1/p" "$tmp/$1/metrics/$2/rank-00000.jsonl"; }
+sum_hex() { sed -n 's/.*"val_loss_hex":"\([^"]*\)".*/\1/p' "$tmp/$1/summary.json"; }
+train va1 1 $val --set training.batch_size=8 >/dev/null 2>&1
+train va2 2 $val --set training.batch_size=4 >/dev/null 2>&1
+check "both ranks of the 2-rank run log the same validation loss" \
+  test -n "$(val_hex va2 va2 10)" -a "$(val_hex va2 va2 10)" = \
+  "$(sed -n 's/^{"step":10,.*"val_loss_hex":"\([^"]*\)".*/\1/p' "$tmp/va2/metrics/va2/rank-00001.jsonl")"
+awk_close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d / a < 1e-5) }'; }
+a=$(sed -n 's/^{"step":10,.*"val_loss":\([^,]*\),.*/\1/p' "$tmp/va1/metrics/va1/rank-00000.jsonl")
+b=$(sed -n 's/^{"step":10,.*"val_loss":\([^,]*\),.*/\1/p' "$tmp/va2/metrics/va2/rank-00000.jsonl")
+check "validation at step 10 of 1 x batch 8 and 2 x batch 4 agree (1e-5): $a, $b" awk_close "$a" "$b"
+# the same parameters validated on the other world size: a finished run, resumed, validates
+cp -r "$tmp/va2" "$tmp/va21"
+cp -r "$tmp/va1" "$tmp/va12"
+train va21 1 $val --set training.batch_size=8 >/dev/null 2>&1
+train va12 2 $val --set training.batch_size=4 >/dev/null 2>&1
+check "2-rank parameters validated on 1 rank: identical bits ($(val_hex va2 va2 10))" \
+  test -n "$(sum_hex va21)" -a "$(sum_hex va21)" = "$(val_hex va2 va2 10)"
+check "1-rank parameters validated on 2 ranks: identical bits ($(val_hex va1 va1 10))" \
+  test -n "$(sum_hex va12)" -a "$(sum_hex va12)" = "$(val_hex va1 va1 10)"
 
 echo "# crash injection at each stage of the checkpoint commit (2 ranks)"
 for stage in before_fsync before_rename before_dirsync; do

@@ -51,6 +51,8 @@ struct cfg_training {
     int64_t seed;         /* parameter init seed */
     int64_t log_interval; /* human progress line every N steps */
     int64_t warmup_bench; /* steps excluded from throughput figures */
+    int64_t eval_interval;/* validation loss every N steps (0: only at the end) */
+    int64_t eval_samples; /* size of the fixed validation set */
 };
 
 struct cfg_optimizer {
@@ -68,6 +70,8 @@ struct cfg_data {
     char kind[CFG_STR_MAX];     /* "random" | "markov" | "text" | "tokens" */
     int64_t seed;
     char path[CFG_PATH_MAX];    /* for text and tokens */
+    double val_fraction;        /* held-out share (file end, or a stream of its own) */
+    char val_path[CFG_PATH_MAX];/* validation file instead ("" = none) */
     char token_dtype[CFG_STR_MAX]; /* "auto" | "uint16" | "uint32" (tokens files) */
     int64_t markov_branching;   /* successors per state of the markov chain */
 };

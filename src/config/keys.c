@@ -69,6 +69,12 @@ const struct cfg_key cfg_keys[] = {
             "Print a progress line every N steps."),
     KEY_INT("training.warmup_bench", training.warmup_bench, 0, BIG, "5",
             "First N steps excluded from throughput figures."),
+    KEY_INT("training.eval_interval", training.eval_interval, 0, BIG, "100",
+            "Validation loss every N steps and at the end of a run, when data holds out a "
+            "split (0: only at the end)."),
+    KEY_INT("training.eval_samples", training.eval_samples, 1, 1048576, "64",
+            "Size of the fixed validation set: held-out samples 0..N-1, the same at any world "
+            "size."),
 
     KEY_ENUM("optimizer.name", optimizer.name, "adam|adamw", "adam",
              "adam: L2 weight decay in the gradient; adamw: decoupled weight decay."),
@@ -96,6 +102,11 @@ const struct cfg_key cfg_keys[] = {
              "tokens: token file data.path."),
     KEY_INT("data.seed", data.seed, 0, INT64_MAX, "1234", "Seed of synthetic data and sampling."),
     KEY_STRING("data.path", data.path, "", "Input file; required for kind text and tokens."),
+    KEY_FLOAT("data.val_fraction", data.val_fraction, 0.0, 1.0, CFG_OPEN_MAX, "0",
+              "Held out for validation: this share of the end of a text or tokens file; for "
+              "random and markov data any value > 0 holds out a sample stream (0: none)."),
+    KEY_STRING("data.val_path", data.val_path, "",
+               "Validation file of the same kind as data.path (instead of data.val_fraction)."),
     KEY_ENUM("data.token_dtype", data.token_dtype, "auto|uint16|uint32", "auto",
              "Ids of a tokens file, little-endian; auto: uint16 if model.vocab_size <= 65536, "
              "else uint32."),

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,13 @@ struct data {
     int64_t seq_len;            /* T */
     uint64_t seed;
     struct data_file file;      /* text and tokens: the mapped file */
+    /* Sample windows (T+1 tokens) lie in [train_lo, train_hi) of `file` and, for validation, in
+     * [val_lo, val_hi) of `val` (which is `file` itself with a val_fraction, val_file with a
+     * val_path).  Synthetic kinds draw validation samples from their own stream instead. */
+    uint64_t train_lo, train_hi, val_lo, val_hi;
+    const struct data_file *val;
+    struct data_file val_file;  /* data.val_path: the validation file */
+    int has_val;
     struct data_markov *markov; /* markov only */
     char *desc;                 /* data_describe */
 };
@@ -89,6 +97,17 @@ static enum rz_status data_check_kind_opts(const struct data_opts *o, struct rz_
         return rz_fail(err, RZ_ECONFIG, "tokens file '%s': uint16 ids cannot reach model.vocab_size "
                        "%" PRId64 " (the largest is 65535); use uint32 ids", o->path,
                        o->vocab_size);
+    if (!(o->val_fraction >= 0.0 && o->val_fraction < 1.0))
+        return rz_fail(err, RZ_ECONFIG, "create %s data: data.val_fraction %g is not in [0, 1)",
+                       data_kind_names[o->kind], o->val_fraction);
+    bool has_path = o->val_path != NULL && o->val_path[0] != '\0';
+    if (has_path && o->val_fraction > 0.0)
+        return rz_fail(err, RZ_ECONFIG, "create %s data: data.val_fraction and data.val_path are "
+                       "both set; hold out one or the other", data_kind_names[o->kind]);
+    if (has_path && o->kind != DATA_TEXT && o->kind != DATA_TOKENS)
+        return rz_fail(err, RZ_ECONFIG, "create %s data: data.val_path '%s' needs a file kind "
+                       "(text or tokens); %s data holds out a stream with data.val_fraction",
+                       data_kind_names[o->kind], o->val_path, data_kind_names[o->kind]);
     if (o->kind == DATA_TEXT && o->vocab_size < 256)
         return rz_fail(err, RZ_ECONFIG, "text file '%s': model.vocab_size %" PRId64 " is < 256; "
                        "byte tokens need a vocabulary of at least 256", o->path, o->vocab_size);
@@ -109,6 +128,24 @@ static enum rz_status data_set_desc(struct data *d, struct rz_err *err, const ch
     va_start(ap, fmt);
     vsnprintf(d->desc, (size_t)n + 1, fmt, ap);
     va_end(ap);
+    return RZ_OK;
+}
+
+/* Append printf output to d->desc (which data_set_desc made). */
+__attribute__((format(printf, 3, 4)))
+static enum rz_status data_append_desc(struct data *d, struct rz_err *err, const char *fmt, ...)
+{
+    char more[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(more, sizeof more, fmt, ap);
+    va_end(ap);
+    size_t had = strlen(d->desc), add = strlen(more);
+    char *grown = realloc(d->desc, had + add + 1);
+    if (grown == NULL)
+        return rz_fail(err, RZ_ENOMEM, "describe %s data: out of memory", data_kind_names[d->kind]);
+    memcpy(grown + had, more, add + 1);
+    d->desc = grown;
     return RZ_OK;
 }
 
@@ -167,6 +204,55 @@ static enum rz_status data_open(struct data *d, const struct data_opts *o, struc
     return rz_fail(err, RZ_ECONFIG, "create data source: unknown data kind %d", (int)o->kind);
 }
 
+/* val_fraction of a file: its last tokens are held out; windows never cross the cut. */
+static enum rz_status data_split_file(struct data *d, const char *path, double fraction,
+                                      struct rz_err *err)
+{
+    uint64_t n = d->file.n_tokens, held = (uint64_t)floor(fraction * (double)n);
+    uint64_t need = (uint64_t)d->seq_len + 1;
+    if (held < need || n - held < need)
+        return rz_fail(err, RZ_EDATA, "%s file '%s': data.val_fraction %g of its %" PRIu64
+                       " tokens leaves %" PRIu64 " for validation and %" PRIu64 " for training; "
+                       "each needs at least %" PRIu64 " (T+1)", data_kind_names[d->kind], path,
+                       fraction, n, held, n - held, need);
+    d->train_hi = n - held;
+    d->val = &d->file;
+    d->val_lo = n - held;
+    d->val_hi = n;
+    return data_append_desc(d, err, "; validation: its last %" PRIu64 " tokens (%g), held out",
+                            held, fraction);
+}
+
+static enum rz_status data_open_val_file(struct data *d, const struct data_opts *o,
+                                         struct rz_err *err)
+{
+    const char *label = d->kind == DATA_TEXT ? "validation text file" : "validation tokens file";
+    enum rz_status rc = data_file_open(&d->val_file, label, o->val_path, d->file.width, d->vocab,
+                                       d->seq_len, err);
+    if (rc != RZ_OK)
+        return rc;
+    d->val = &d->val_file;
+    d->val_hi = d->val_file.n_tokens;
+    return data_append_desc(d, err, "; validation: file '%s' (%" PRIu64 " tokens)", o->val_path,
+                            d->val_file.n_tokens);
+}
+
+/* The held-out split (data.h): none, a fraction of the file, a file, or a stream of its own. */
+static enum rz_status data_open_val(struct data *d, const struct data_opts *o, struct rz_err *err)
+{
+    bool file_kind = d->kind == DATA_TEXT || d->kind == DATA_TOKENS;
+    bool has_path = o->val_path != NULL && o->val_path[0] != '\0';
+    d->train_hi = d->file.n_tokens;
+    d->has_val = o->val_fraction > 0.0 || has_path;
+    if (!d->has_val)
+        return RZ_OK;
+    if (has_path)
+        return data_open_val_file(d, o, err);
+    if (file_kind)
+        return data_split_file(d, o->path, o->val_fraction, err);
+    return data_append_desc(d, err, "; validation: a sample stream of its own, held out");
+}
+
 enum rz_status data_create(struct data **out, const struct data_opts *opts, struct rz_err *err)
 {
     assert(out != NULL && opts != NULL);
@@ -184,6 +270,8 @@ enum rz_status data_create(struct data **out, const struct data_opts *opts, stru
     d->seq_len = opts->seq_len;
     d->seed = opts->seed;
     rc = data_open(d, opts, err);
+    if (rc == RZ_OK)
+        rc = data_open_val(d, opts, err);
     if (rc != RZ_OK) {
         data_destroy(d);
         return rc;
@@ -198,6 +286,7 @@ void data_destroy(struct data *d)
         return;
     data_markov_destroy(d->markov);
     data_file_close(&d->file);
+    data_file_close(&d->val_file);
     free(d->desc);
     free(d);
 }
@@ -208,25 +297,47 @@ static void data_sample_random(const struct data *d, uint64_t key, int32_t *toke
         tokens[t] = (int32_t)data_below(data_draw(key, (uint64_t)t), (uint64_t)d->vocab);
 }
 
-/* text and tokens: T+1 consecutive ids from a uniform offset in [0, n - T). */
-static void data_sample_file(const struct data *d, uint64_t key, int32_t *tokens)
+/* text and tokens: T+1 consecutive ids of f from a uniform offset in [lo, hi - T). */
+static void data_sample_file(const struct data *d, const struct data_file *f, uint64_t lo,
+                             uint64_t hi, uint64_t key, int32_t *tokens)
 {
-    uint64_t span = d->file.n_tokens - (uint64_t)d->seq_len;
-    uint64_t offset = data_below(data_draw(key, 0), span);
-    data_file_read(&d->file, offset, d->seq_len + 1, tokens);
+    uint64_t span = hi - lo - (uint64_t)d->seq_len;
+    uint64_t offset = lo + data_below(data_draw(key, 0), span);
+    data_file_read(f, offset, d->seq_len + 1, tokens);
+}
+
+/* One sample of the training split (val == false) or the validation split, from `key`. */
+static void data_sample_split(const struct data *d, bool val, uint64_t key, int32_t *tokens)
+{
+    switch (d->kind) {
+    case DATA_RANDOM: data_sample_random(d, key, tokens); return;
+    case DATA_MARKOV: data_markov_sample(d->markov, key, d->seq_len, tokens); return;
+    case DATA_TEXT:
+    case DATA_TOKENS:
+        if (val)
+            data_sample_file(d, d->val, d->val_lo, d->val_hi, key, tokens);
+        else
+            data_sample_file(d, &d->file, d->train_lo, d->train_hi, key, tokens);
+        return;
+    }
+    assert(!"unknown data kind");
 }
 
 void data_sample(const struct data *d, uint64_t index, int32_t *tokens)
 {
     assert(d != NULL && tokens != NULL);
-    uint64_t key = data_key(d->seed, DATA_STREAM_SAMPLE, index);
-    switch (d->kind) {
-    case DATA_RANDOM: data_sample_random(d, key, tokens); return;
-    case DATA_MARKOV: data_markov_sample(d->markov, key, d->seq_len, tokens); return;
-    case DATA_TEXT:
-    case DATA_TOKENS: data_sample_file(d, key, tokens); return;
-    }
-    assert(!"unknown data kind");
+    data_sample_split(d, false, data_key(d->seed, DATA_STREAM_SAMPLE, index), tokens);
+}
+
+bool data_has_val(const struct data *d)
+{
+    return d->has_val != 0;
+}
+
+void data_val_sample(const struct data *d, uint64_t index, int32_t *tokens)
+{
+    assert(d != NULL && tokens != NULL && d->has_val);
+    data_sample_split(d, true, data_key(d->seed, DATA_STREAM_VAL, index), tokens);
 }
 
 double data_entropy_floor(const struct data *d)

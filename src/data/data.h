@@ -15,10 +15,19 @@
  * text and tokens files are memory-mapped read-only (data/file.c): a file of any size costs only
  * the pages samples touch.
  *
+ * Validation: a held-out split, sampled by its own index j = 0, 1, ... (data_val_sample):
+ *   val_fraction f   text/tokens: the last floor(f * n) tokens of the file; training windows
+ *                    stay before them and validation windows inside them, so no token is in both;
+ *                    random/markov: any f > 0 holds out a sample stream of its own (the index
+ *                    space is unbounded, so there is no fraction to cut: the two streams never
+ *                    share a draw)
+ *   val_path         text/tokens: validation windows come from that file (same format)
+ *
  * Ownership: data_create allocates; data_destroy frees (accepts NULL and half-built objects). */
 #ifndef RZ_DATA_DATA_H
 #define RZ_DATA_DATA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -32,6 +41,8 @@ struct data_opts {
     uint64_t seed;
     const char *path;         /* text and tokens */
     unsigned token_bytes;     /* tokens: 2 (uint16) or 4 (uint32); 0: 2 if V <= 65536, else 4 */
+    double val_fraction;      /* held-out share, [0, 1); 0 = none */
+    const char *val_path;     /* validation file (text/tokens); NULL or "" = none */
     int64_t markov_branching; /* markov only */
 };
 
@@ -48,6 +59,12 @@ void data_destroy(struct data *d);
 
 /* Write sample `index` (T+1 token ids) into tokens[0..T]. */
 void data_sample(const struct data *d, uint64_t index, int32_t *tokens);
+
+/* Whether a validation split exists (val_fraction > 0 or val_path). */
+bool data_has_val(const struct data *d);
+
+/* Write validation sample `index` (T+1 ids) into tokens[0..T]; only when data_has_val. */
+void data_val_sample(const struct data *d, uint64_t index, int32_t *tokens);
 
 /* Entropy floor in nats/token: exact entropy rate for markov (stationary distribution),
  * ln(V) for random; a negative value when unknown (text, tokens). */

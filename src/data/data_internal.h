@@ -25,6 +25,7 @@ enum data_stream {
     DATA_STREAM_SAMPLE = 1, /* per-sample draws: tokens, text/tokens offsets */
     DATA_STREAM_SUCC,       /* markov: which states follow state s */
     DATA_STREAM_WEIGHT,     /* markov: the unnormalised weights of those successors */
+    DATA_STREAM_VAL,        /* per-sample draws of the validation split */
 };
 
 /* A bijection of 64-bit words whose output bits each depend on all input bits. */

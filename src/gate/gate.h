@@ -44,6 +44,7 @@ struct gate_row {
     uint64_t rss_bytes;
     bool has_sync, sync_ok;
     double gnorm_post_spread;
+    double val_loss;            /* NaN on steps without a validation */
 };
 
 struct gate_rank {
@@ -59,6 +60,7 @@ struct gate_step {
     int64_t step, run_step, samples_seen;
     double global_batch;        /* samples of this step (all ranks) */
     double loss;                /* rank 0's (the loss is already the global mean) */
+    double val_loss;            /* rank 0's validation loss; NaN on steps without one */
     double step_time_s;         /* slowest rank */
     int sync_ranks, sync_ok_ranks; /* ranks that ran / passed a sync check at this step */
     double gnorm_post_spread;   /* max over ranks */
@@ -80,6 +82,8 @@ struct gate_baseline {
     int64_t world_size;
     double *curve;              /* n_curve (samples_seen, loss) pairs */
     size_t n_curve;
+    double *val_curve;          /* n_val_curve (samples_seen, validation loss) pairs, or none */
+    size_t n_val_curve;
 };
 
 struct gate_ckpt {
@@ -143,6 +147,8 @@ struct gate_result {
     double *loss_curve;         /* n_loss (samples_seen, loss) pairs, <= GATE_MAX_POINTS */
     int64_t *loss_steps;        /* the step of each loss point */
     size_t n_loss;
+    double *val_curve;          /* n_val (samples_seen, validation loss) pairs, <= GATE_MAX_POINTS */
+    size_t n_val;
     struct gate_rank_stat *rank_stats; /* world_size */
     bool has_rollback;
     int64_t rollback_step, last_good_sync_step;

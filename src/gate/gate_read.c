@@ -132,6 +132,9 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
     r->gnorm_post_spread = 0;
     if (st == RZ_OK && r->has_sync)
         st = gate_field_num(o, "gnorm_post_spread", &r->gnorm_post_spread, path, line, err);
+    r->val_loss = NAN;
+    if (st == RZ_OK && gj_get(o, "val_loss") != NULL)
+        st = gate_field_num(o, "val_loss", &r->val_loss, path, line, err);
     return st;
 }
 
@@ -242,7 +245,8 @@ static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *
     for (size_t i = 0; i < in->ranks[0].n_rows; i++) {
         const struct gate_row *r0 = &in->ranks[0].rows[i];
         struct gate_step s = {.step = r0->step, .run_step = r0->run_step,
-                              .samples_seen = r0->samples_seen, .loss = r0->loss};
+                              .samples_seen = r0->samples_seen, .loss = r0->loss,
+                              .val_loss = r0->val_loss};
         bool all = true;
         for (int k = 0; k < in->world_size && all; k++) {
             const struct gate_rank *rk = &in->ranks[k];
@@ -537,5 +541,6 @@ void gate_input_free(struct gate_input *in)
     free(in->events);
     free(in->ckpts);
     free(in->baseline.curve);
+    free(in->baseline.val_curve);
     memset(in, 0, sizeof *in);
 }

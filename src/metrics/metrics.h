@@ -29,6 +29,9 @@ struct metrics_step {
     uint64_t rss_bytes;      /* resident set size of this rank */
     double allreduce_s;      /* latency of this step's small (loss) allreduce */
     int world_size;
+    /* validation, on the steps that ran one (has_val) */
+    int has_val;
+    double val_loss;         /* mean loss over the fixed validation set */
     /* gradient-sync check, on the steps that ran one (has_sync) */
     int has_sync;
     int sync_ok;             /* every rank's parameter hash identical */
@@ -74,6 +77,10 @@ struct metrics_summary {
     int64_t num_parameters;
     double entropy_floor;        /* < 0 when unknown */
     const char *config_path;
+    int has_val;                 /* a validation ran: the three below are set */
+    int64_t val_step;            /* step of the last validation */
+    double val_loss;
+    int64_t val_samples;         /* size of the validation set */
     const struct metrics_rank_result *ranks; /* num_processes entries */
 };
 

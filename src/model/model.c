@@ -428,6 +428,11 @@ float model_forward(struct model *m, const int32_t *inputs, const int32_t *targe
     return (float)(sum / (double)N);
 }
 
+const float *model_token_losses(const struct model *m)
+{
+    return m->a.losses;
+}
+
 /* ---- backward ---------------------------------------------------------------------------------- */
 
 /* LayerNorm backward: dresid (+)= d x; the gains and biases accumulate. */

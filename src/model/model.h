@@ -77,6 +77,9 @@ void model_zero_grads(struct model *m);
  * activations for model_backward. */
 float model_forward(struct model *m, const int32_t *inputs, const int32_t *targets);
 
+/* Per-position losses (B*T, row b*T + t) of the last forward; valid until the next forward. */
+const float *model_token_losses(const struct model *m);
+
 /* Backward pass of the last forward: ADDS d(loss * loss_scale)/d(params) into the gradients
  * (loss_scale = 1/grad_accum averages micro-steps). */
 void model_backward(struct model *m, float loss_scale);

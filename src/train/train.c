@@ -48,6 +48,10 @@ struct trainer {
     int64_t restarts;
     int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
     double last_lr;
+    /* validation (validate) */
+    double *val_losses;        /* (eval_samples) per-sample losses, gathered by sample index */
+    int64_t val_step;          /* step of the last validation in this process (-1: none) */
+    double val_loss;
 };
 
 /* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
@@ -108,6 +112,7 @@ static void trainer_free(struct trainer *t)
     free(t->inputs);
     free(t->targets);
     free(t->config_yaml);
+    free(t->val_losses);
     memset(t, 0, sizeof *t);
 }
 
@@ -163,7 +168,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     struct data_opts dopts = {.vocab_size = c->model.vocab_size, .seq_len = c->model.seq_len,
                               .seed = (uint64_t)c->data.seed, .path = c->data.path,
                               .markov_branching = c->data.markov_branching,
-                              .token_bytes = data_token_bytes(c->data.token_dtype)};
+                              .token_bytes = data_token_bytes(c->data.token_dtype),
+                              .val_fraction = c->data.val_fraction, .val_path = c->data.val_path};
     struct optim_opts oopts;
     struct health_watchdog_opts wopts = {
         .run_dir = t->opts->run_dir, .rank = t->rank, .world = t->world,
@@ -184,7 +190,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     t->sample = calloc((size_t)t->dims.seq_len + 1, sizeof *t->sample);
     t->inputs = calloc(n, sizeof *t->inputs);
     t->targets = calloc(n, sizeof *t->targets);
-    if (t->sample == NULL || t->inputs == NULL || t->targets == NULL)
+    t->val_losses = calloc((size_t)c->training.eval_samples, sizeof *t->val_losses);
+    if (t->sample == NULL || t->inputs == NULL || t->targets == NULL || t->val_losses == NULL)
         return rz_fail(err, RZ_ENOMEM, "trainer: out of memory for token buffers");
     model_init_params(t->model, (uint64_t)c->training.seed);
     return RZ_OK;
@@ -366,15 +373,25 @@ static void grad_ready(void *user, size_t offset, size_t count)
     comm_grads_ready(user, offset, count);
 }
 
-/* Fill inputs/targets (B, T) with global samples first .. first + B - 1. */
-static void load_batch(struct trainer *t, uint64_t first)
+/* Fill inputs/targets (B, T) with samples first .. first + B - 1 of the training split, or
+ * (val) of the validation split; rows from `valid` on repeat sample first + valid - 1. */
+static void load_rows(struct trainer *t, bool val, uint64_t first, int64_t valid)
 {
     int64_t B = t->dims.batch, T = t->dims.seq_len;
     for (int64_t b = 0; b < B; b++) {
-        data_sample(t->data, first + (uint64_t)b, t->sample);
+        uint64_t i = first + (uint64_t)(b < valid ? b : valid - 1);
+        if (val)
+            data_val_sample(t->data, i, t->sample);
+        else
+            data_sample(t->data, i, t->sample);
         memcpy(t->inputs + b * T, t->sample, (size_t)T * sizeof(int32_t));
         memcpy(t->targets + b * T, t->sample + 1, (size_t)T * sizeof(int32_t));
     }
+}
+
+static void load_batch(struct trainer *t, uint64_t first)
+{
+    load_rows(t, false, first, t->dims.batch);
 }
 
 struct step_out {
@@ -460,6 +477,53 @@ static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
     return RZ_OK;
 }
 
+/* ---- validation ------------------------------------------------------------------------------- */
+
+/* The fixed validation set is held-out samples 0 .. E-1 (data_val_sample), cut into chunks of the
+ * per-rank batch B; chunk c runs on rank c mod W, the last one padded with copies of sample E-1
+ * whose losses are dropped.  A sample's loss is the mean of its T token losses.  The per-sample
+ * losses are gathered by index (a sum with one non-zero term per index, so exact) and averaged in
+ * index order: every rank gets the same figure, and any world size gets the same figure as one
+ * rank with the same per-rank batch, since each chunk runs the same shapes on the same samples. */
+static void validate_chunk(struct trainer *t, int64_t first)
+{
+    int64_t B = t->dims.batch, T = t->dims.seq_len, E = t->cfg->training.eval_samples;
+    int64_t valid = E - first < B ? E - first : B;
+    load_rows(t, true, (uint64_t)first, valid);
+    model_forward(t->model, t->inputs, t->targets);
+    const float *loss = model_token_losses(t->model); /* (B, T) */
+    for (int64_t b = 0; b < valid; b++) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < T; i++)
+            sum += (double)loss[b * T + i];
+        t->val_losses[first + b] = sum / (double)T;
+    }
+}
+
+static enum rz_status validate(struct trainer *t, struct rz_err *err)
+{
+    int64_t B = t->dims.batch, E = t->cfg->training.eval_samples, chunks = (E + B - 1) / B;
+    memset(t->val_losses, 0, (size_t)E * sizeof *t->val_losses);
+    for (int64_t c = t->rank; c < chunks; c += t->world)
+        validate_chunk(t, c * B);
+    enum rz_status st = comm_sum_doubles(t->comm, t->val_losses, (int)E, err);
+    if (st != RZ_OK)
+        return st;
+    double sum = 0.0;
+    for (int64_t j = 0; j < E; j++)
+        sum += t->val_losses[j];
+    t->val_loss = sum / (double)E;
+    t->val_step = t->step;
+    return RZ_OK;
+}
+
+/* Every training.eval_interval steps, when the data holds out a split. */
+static bool validation_due(const struct trainer *t)
+{
+    int64_t every = t->cfg->training.eval_interval;
+    return data_has_val(t->data) && every > 0 && t->step % every == 0;
+}
+
 /* ---- the loop ----------------------------------------------------------------------------------- */
 
 /* "2 node(s): n1, n2" from every rank's host name. */
@@ -516,13 +580,15 @@ static void print_progress(const struct trainer *t, const struct metrics_step *s
 {
     if (t->rank != 0 || t->opts->log == NULL)
         return;
-    char eta[32], comm[32] = "";
+    char eta[32], comm[32] = "", val[32] = "";
     metrics_format_eta(eta, sizeof eta, eta_s);
     if (t->world > 1)
         snprintf(comm, sizeof comm, " | comm %.1f%%", 100.0 * comm_share);
-    fprintf(t->opts->log, "step %6lld/%lld | loss %.4f | lr %.3e | gnorm %.3f | %.1f samples/s%s"
+    if (s->has_val)
+        snprintf(val, sizeof val, " | val %.4f", s->val_loss);
+    fprintf(t->opts->log, "step %6lld/%lld | loss %.4f%s | lr %.3e | gnorm %.3f | %.1f samples/s%s"
             " | mfu %.2f | ETA %s\n", (long long)s->step, (long long)t->cfg->training.steps,
-            s->loss, s->lr, s->grad_norm, s->samples_per_sec, comm, s->mfu, eta);
+            s->loss, val, s->lr, s->grad_norm, s->samples_per_sec, comm, s->mfu, eta);
     fflush(t->opts->log);
 }
 
@@ -560,6 +626,11 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         .rss_bytes = rz_rss_bytes(), .allreduce_s = o->allreduce_s, .world_size = t->world};
     enum rz_status st = sync_check(t, o, &s, err);
     st = agree(t, st, err);
+    if (st == RZ_OK && validation_due(t)) {
+        st = validate(t, err);
+        s.has_val = 1;
+        s.val_loss = t->val_loss;
+    }
     if (st != RZ_OK)
         return st;
     st = metrics_write(t->metrics, &s, err);
@@ -575,7 +646,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
     ls->step_total += dt;
     int64_t steps = t->cfg->training.steps, done = t->step - r->start_step;
     if (t->step == r->start_step + 1 || t->step % t->cfg->training.log_interval == 0 ||
-        t->step == steps)
+        t->step == steps || s.has_val)
         print_progress(t, &s, (rz_now() - ls->t_start) / (double)done *
                        (double)(steps - t->step), ls->comm_total / ls->step_total);
     if (!isfinite(o->loss))
@@ -626,6 +697,14 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     }
     if (st == RZ_OK)
         st = save_checkpoint(t, r, err); /* the end of the run or of the segment */
+    if (st == RZ_OK && data_has_val(t->data) && t->val_step != t->step) {
+        st = validate(t, err); /* the parameters the run ends with */
+        if (st == RZ_OK)
+            say(t, "validation at step %lld: loss %.4f over %lld held-out samples",
+                (long long)t->step, t->val_loss, (long long)c->training.eval_samples);
+    }
+    r->val_step = t->val_step;
+    r->val_loss = t->val_loss;
     double t_end = rz_now();
     double span = ls.steady_steps > 0 ? t_end - ls.t_steady : t_end - ls.t_start;
     int64_t measured = ls.steady_steps > 0 ? ls.steady_steps : t->step - r->start_step;
@@ -662,7 +741,9 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
             .allreduce_latency_s = r->allreduce_latency_s, .restarts = t->restarts,
             .resumed_from = r->resumed_from, .steps = r->steps,
             .num_parameters = r->num_parameters, .entropy_floor = r->entropy_floor,
-            .config_path = t->cfg->source, .ranks = all};
+            .config_path = t->cfg->source, .ranks = all, .has_val = r->val_step >= 0,
+            .val_step = r->val_step,
+            .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples};
         st = metrics_write_summary(t->opts->run_dir, &s, err);
     }
     free(all);
@@ -678,6 +759,7 @@ static enum rz_status prepare(struct trainer *t, const struct train_opts *opts,
     t->cfg = opts->cfg;
     t->opts = opts;
     t->saved_step = -1;
+    t->val_step = -1;
     t->comm = opts->comm;
     if (t->comm == NULL) {
         enum rz_status st = comm_create_local(&t->own_comm, err);
@@ -705,6 +787,7 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
 {
     struct trainer t;
     memset(r, 0, sizeof *r);
+    r->val_step = -1;
     enum rz_status st = prepare(&t, opts, r, err);
     if (st == RZ_OK) {
         r->num_parameters = (int64_t)model_num_params(t.model);

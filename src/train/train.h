@@ -7,6 +7,10 @@
  * s*G + u*(batch*ranks) + r*batch + [0, batch).  So N ranks train like one rank with the same G,
  * and a checkpoint written at one world size resumes at another (elastic resume keeps G).
  *
+ * Validation: with a held-out split (data.val_fraction or data.val_path), the loss over a fixed
+ * set of held-out samples every training.eval_interval steps and at the end of the run; the same
+ * figure at any world size (validate, train.c).
+ *
  * Stops: a stop signal (health/) is agreed on by all ranks at the next step boundary; they
  * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  Ownership: train_run owns
  * everything it creates and frees it before returning; it borrows opts->comm. */
@@ -47,6 +51,8 @@ struct train_result {
     double comm_share;       /* exposed communication time / step time */
     double allreduce_latency_s; /* median small-allreduce latency at start-up */
     uint64_t peak_rss_bytes;
+    int64_t val_step;        /* step of the last validation (-1: none: no held-out split) */
+    double val_loss;         /* mean loss over the fixed validation set at val_step */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
 };
