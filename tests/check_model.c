@@ -243,7 +243,10 @@ static void tiny_tokens(int32_t *in, int32_t *tg, const struct model_dims *d, ui
 START_TEST(whole_model_gradients)
 {
     struct model *m;
-    ck_assert_int_eq(model_create(&m, &tiny, ref_ctx, NULL), RZ_OK);
+    struct model_dims d = tiny;
+    d.tie_embeddings = _i; /* loop: untied, then the head's weight is wte */
+    ck_assert_int_eq(model_create(&m, &d, ref_ctx, NULL), RZ_OK);
+    ck_assert_uint_eq(model_num_params(m), model_count_params(&tiny) - (_i ? 13 * 8 : 0));
     model_init_params(m, 77);
     int32_t in[10], tg[10];
     tiny_tokens(in, tg, &tiny, 99);
@@ -340,17 +343,28 @@ END_TEST
 struct hook_log {
     size_t n;
     unsigned char *seen;
-    size_t calls, last_end, progress_points;
+    size_t calls, last_end, progress_points, needed_calls, needed_end;
     int ordered;
 };
 
-static void record_ready(void *user, size_t offset, size_t count)
+static void record_progress(void *user)
+{
+    ((struct hook_log *)user)->progress_points++;
+}
+
+static void record_needed(void *user, size_t offset, size_t count)
 {
     struct hook_log *h = user;
-    if (count == 0) { /* a progress point between ranges */
-        h->progress_points++;
-        return;
-    }
+    if (offset != h->needed_end) /* forward asks for the ranges in order, start to end */
+        h->ordered = 0;
+    h->needed_end = offset + count;
+    h->needed_calls++;
+}
+
+static void record_ready(void *user, size_t offset, size_t count, float *data)
+{
+    struct hook_log *h = user;
+    (void)data;
     for (size_t i = offset; i < offset + count && i < h->n; i++)
         h->seen[i]++;
     if (h->calls > 0 && offset + count != h->last_end)
@@ -366,10 +380,16 @@ START_TEST(grad_ready_hook_covers_every_parameter_once)
     model_init_params(m, 1);
     struct hook_log h = {.n = model_num_params(m), .ordered = 1};
     h.seen = calloc(h.n, 1);
-    model_set_grad_ready_hook(m, record_ready, &h);
+    struct model_hooks hooks = {.user = &h, .grad_ready = record_ready,
+                                .params_needed = record_needed, .progress = record_progress};
+    model_set_hooks(m, &hooks);
     int32_t in[10], tg[10];
     tiny_tokens(in, tg, &tiny, 2);
     model_forward(m, in, tg);
+    ck_assert_uint_eq(h.needed_calls, (size_t)tiny.n_layers + 2);
+    ck_assert_uint_eq(h.needed_end, h.n);
+    ck_assert_uint_eq(h.progress_points, (size_t)tiny.n_layers); /* one per block */
+    h.progress_points = 0;
     model_backward(m, 1.0f);
     ck_assert_uint_eq(h.calls, (size_t)tiny.n_layers + 2);
     ck_assert_uint_eq(h.progress_points, 1 + 5 * (size_t)tiny.n_layers);
@@ -379,6 +399,88 @@ START_TEST(grad_ready_hook_covers_every_parameter_once)
         ck_assert_int_eq(h.seen[i], 1);
     free(h.seen);
     model_destroy(m);
+}
+END_TEST
+
+/* segment_grads (ZeRO-2): a segment's buffer is handed over at grad_ready and must not be
+ * written again before grad_reuse.  This hook copies a segment only when its buffer is reused
+ * (as a send would finish late), so an early overwrite would show in the copies. */
+struct deferred {
+    float *full;               /* the gradients collected in table layout */
+    struct { size_t offset, count; float *data; } pending[16];
+    size_t n_pending, reuses;
+};
+
+static void deferred_flush(struct deferred *d, const float *data, size_t count)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < d->n_pending; i++) {
+        if (data == NULL || (d->pending[i].data < data + count && data < d->pending[i].data +
+                                                                       d->pending[i].count))
+            memcpy(d->full + d->pending[i].offset, d->pending[i].data,
+                   d->pending[i].count * sizeof(float));
+        else
+            d->pending[kept++] = d->pending[i];
+    }
+    d->n_pending = kept;
+}
+
+static void deferred_ready(void *user, size_t offset, size_t count, float *data)
+{
+    struct deferred *d = user;
+    ck_assert_uint_lt(d->n_pending, 16);
+    d->pending[d->n_pending].offset = offset;
+    d->pending[d->n_pending].count = count;
+    d->pending[d->n_pending++].data = data;
+}
+
+static void deferred_reuse(void *user, const float *data, size_t count)
+{
+    struct deferred *d = user;
+    d->reuses++;
+    deferred_flush(d, data, count);
+}
+
+START_TEST(segment_grads_match_the_full_buffer)
+{
+    struct model_dims full = tiny, seg = tiny;
+    full.n_layers = seg.n_layers = 4; /* the two small buffers are each reused */
+    full.tie_embeddings = seg.tie_embeddings = _i;
+    seg.segment_grads = 1;
+    struct model *a, *b;
+    ck_assert_int_eq(model_create(&a, &full, ref_ctx, NULL), RZ_OK);
+    ck_assert_int_eq(model_create(&b, &seg, ref_ctx, NULL), RZ_OK);
+    ck_assert_ptr_null(model_grads(b));
+    struct model_memory ma, mb;
+    model_memory_plan(&full, &ma);
+    model_memory_plan(&seg, &mb);
+    ck_assert_uint_eq(ma.grads, model_num_params(a));
+    ck_assert_uint_lt(mb.grads, ma.grads);
+    size_t n = model_num_params(a);
+    model_init_params(a, 5);
+    model_init_params(b, 5);
+    struct deferred d = {.full = calloc(n, sizeof(float))};
+    struct model_hooks h = {.user = &d, .grad_ready = deferred_ready,
+                            .grad_reuse = deferred_reuse};
+    model_set_hooks(b, &h);
+    int32_t in[10], tg[10];
+    tiny_tokens(in, tg, &tiny, 6);
+    model_zero_grads(a);
+    ck_assert(model_forward(a, in, tg) == model_forward(b, in, tg));
+    model_backward(a, 0.5f);
+    model_backward(b, 0.5f);
+    deferred_flush(&d, NULL, 0);
+    ck_assert_uint_eq(d.reuses, (size_t)seg.n_layers + 2); /* once per segment */
+    ck_assert_int_eq(memcmp(d.full, model_grads(a), n * sizeof(float)), 0);
+    /* a second micro-step: the segments start from zero again (no accumulation) */
+    memset(d.full, 0, n * sizeof(float));
+    model_forward(b, in, tg); /* backward consumes the forward's probabilities */
+    model_backward(b, 0.5f);
+    deferred_flush(&d, NULL, 0);
+    ck_assert_int_eq(memcmp(d.full, model_grads(a), n * sizeof(float)), 0);
+    free(d.full);
+    model_destroy(a);
+    model_destroy(b);
 }
 END_TEST
 
@@ -411,7 +513,8 @@ static Suite *model_suite(void)
     tcase_add_test(core, linear_gradients);
     tcase_add_test(core, attention_gradients);
     tcase_add_test(core, embedding_gradients);
-    tcase_add_test(core, whole_model_gradients);
+    tcase_add_loop_test(core, whole_model_gradients, 0, 2);
+    tcase_add_loop_test(core, segment_grads_match_the_full_buffer, 0, 2);
     tcase_add_test(core, dnnl_matches_reference_on_the_model);
     tcase_add_test(core, backward_accumulates);
     tcase_add_test(core, grad_ready_hook_covers_every_parameter_once);

@@ -3,8 +3,10 @@
 # launcher (Open MPI's mpirun, oversubscribed on 2 cores):
 #   equivalence      4 x batch 4, 2 x batch 8 and 1 x batch 8 x accum 2 match 1 x batch 16
 #   exact resume     40 steps == 20 + resumed 20 (losses as hex floats, params and Adam hashes),
-#                    on 1 and on 2 ranks
+#                    on 1 and on 2 ranks, and on 2 ranks with ZeRO-2
 #   elastic resume   4 ranks for 20 steps, then 2 ranks: same global samples, loss on track
+#   ZeRO             stages 1 and 2 match stage 0 (4 and 2 ranks), one checkpoint file; ZeRO-2
+#                    elastic resume 4 -> 2 -> 4
 #   validation       1 and 2 ranks agree; the same parameters validate to the same bits on both
 #   crash injection  at each stage of the checkpoint commit: a restart never loads a partial file
 #   damage           flipped byte, truncated, empty: verify fails, resume falls back, quarantine
@@ -85,7 +87,7 @@ wait_step() {
 }
 
 echo "# the comm module's suite on 2 ranks"
-expect "check_comm under mpirun -np 2" 0 "100%: Checks: 8, Failures: 0, Errors: 0" -- \
+expect "check_comm under mpirun -np 2" 0 "100%: Checks: 9, Failures: 0, Errors: 0" -- \
   "$mpirun" -np 2 "$build/tests/check_comm"
 
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
@@ -102,22 +104,24 @@ check "metrics from every rank" test -s "$tmp/eq4/metrics/eq4/rank-00003.jsonl"
 check "sync checks agree" grep -q '"sync_ok":true' "$tmp/eq4/metrics/eq4/rank-00000.jsonl"
 check "summary lists 4 ranks" grep -q '"num_processes":4,' "$tmp/eq4/summary.json"
 
-for np in 1 2; do
-  echo "# exact resume on $np rank(s): 40 steps == 20 + 20"
-  train full$np $np --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
-  train seg$np $np --set training.steps=40 --set checkpoint.interval=0 --stop-at-step 20 \
+# exact resume on 1 and 2 ranks, and with ZeRO-2 (stage 2) on 2
+for run in 1:0 2:0 2:2; do
+  np=${run%:*} zs=${run#*:} f=full$np-$zs g=seg$np-$zs
+  z="--set training.zero_stage=$zs"
+  echo "# exact resume on $np rank(s), ZeRO stage $zs: 40 steps == 20 + 20"
+  train $f $np $z --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
+  train $g $np $z --set training.steps=40 --set checkpoint.interval=0 --stop-at-step 20 \
     >/dev/null 2>&1
-  train seg$np $np --set training.steps=40 >"$tmp/out" 2>&1   # --resume auto (default)
-  check "segment stopped at step 20" test -f "$tmp/seg$np/checkpoints/step-00000020.h5"
+  train $g $np $z --set training.steps=40 >"$tmp/out" 2>&1   # --resume auto (default)
+  check "segment stopped at step 20" test -f "$tmp/$g/checkpoints/step-00000020.h5"
   check "the second half resumed: 20 + 20 metrics lines" \
-    test "$(wc -l <"$tmp/seg$np/metrics/seg$np/rank-00000.jsonl")" -eq 40
-  check "losses of steps 21..40 identical as hex floats ($np rank)" \
-    same_hex full$np full$np seg$np seg$np 21 40
-  a=$(info "$tmp/full$np/checkpoints/step-00000040.h5" params_sha256)
-  b=$(info "$tmp/seg$np/checkpoints/step-00000040.h5" params_sha256)
+    test "$(wc -l <"$tmp/$g/metrics/$g/rank-00000.jsonl")" -eq 40
+  check "losses of steps 21..40 identical as hex floats ($np rank)" same_hex $f $f $g $g 21 40
+  a=$(info "$tmp/$f/checkpoints/step-00000040.h5" params_sha256)
+  b=$(info "$tmp/$g/checkpoints/step-00000040.h5" params_sha256)
   check "final params_sha256 identical ($np rank): $a" test -n "$a" -a "$a" = "$b"
-  a=$(info "$tmp/full$np/checkpoints/step-00000040.h5" adam_sha256)
-  b=$(info "$tmp/seg$np/checkpoints/step-00000040.h5" adam_sha256)
+  a=$(info "$tmp/$f/checkpoints/step-00000040.h5" adam_sha256)
+  b=$(info "$tmp/$g/checkpoints/step-00000040.h5" adam_sha256)
   check "final Adam state identical ($np rank)" test -n "$a" -a "$a" = "$b"
 done
 
@@ -135,6 +139,34 @@ check "it continued at step 21, sample 336" \
   sh -c "echo '$first' | grep -q '^{\"step\":21,\"samples_seen\":336,'"
 check "the 2-rank world is recorded" sh -c "echo '$first' | grep -q '\"world_size\":2'"
 check "loss on track with the 4-rank run (1e-4)" close el4 els 1e-4 21 40
+
+echo "# ZeRO: stages 1 and 2 against stage 0 (30 steps)"
+train z1x4 4 --set training.steps=30 --set training.batch_size=4 --set training.zero_stage=1 \
+  >/dev/null 2>&1
+train z2x4 4 --set training.steps=30 --set training.batch_size=2 --set training.grad_accum=2 \
+  --set training.zero_stage=2 >/dev/null 2>&1
+train z2x2 2 --set training.steps=30 --set training.batch_size=8 --set training.zero_stage=2 \
+  >/dev/null 2>&1
+check "ZeRO-1, 4 ranks x batch 4 == 1 rank x batch 16 (1e-5)" close eq1 z1x4 1e-5 1 30
+check "ZeRO-2, 4 ranks x batch 2 x accum 2 == 1 rank x batch 16 (1e-5)" close eq1 z2x4 1e-5 1 30
+check "ZeRO-2, 2 ranks: the same bits as stage 0 on 2 ranks" same_hex eq2 eq2 z2x2 z2x2 1 30
+a=$(info "$tmp/eq2/checkpoints/step-00000030.h5" adam_sha256)
+b=$(info "$tmp/z2x2/checkpoints/step-00000030.h5" adam_sha256)
+check "... and the same checkpoint: sharded moments gathered into one world-size-free file" \
+  test -n "$a" -a "$a" = "$b"
+check "ZeRO sync checks agree" grep -q '"sync_ok":true' "$tmp/z2x4/metrics/z2x4/rank-00003.jsonl"
+
+echo "# ZeRO-2: elastic resume 4 -> 2 -> 4 ranks"
+zel="--set training.steps=40 --set training.batch_size=4 --set training.zero_stage=2"
+train zel4 4 $zel >/dev/null 2>&1
+train zels 4 $zel --stop-at-step 15 >/dev/null 2>&1
+train zels 2 $zel --stop-at-step 30 >"$tmp/out" 2>&1
+check "4 -> 2: kept the global batch 16 as batch 4 x accum 2" \
+  grep -q "keeping the global batch 16 on 2 ranks as batch 4 x accum 2" "$tmp/out"
+train zels 4 $zel >/dev/null 2>&1
+check "2 -> 4: continued at step 31, sample 496, on 4 ranks" \
+  sh -c "sed -n 31p '$tmp/zels/metrics/zels/rank-00000.jsonl' | grep -q '^{\"step\":31,\"samples_seen\":496,.*\"world_size\":4'"
+check "loss on track with the 4-rank run through both moves (1e-4)" close zel4 zels 1e-4 16 40
 
 echo "# validation: the same figure on 1 and 2 ranks"
 val="--set training.steps=10 --set training.eval_interval=5 --set data.val_fraction=0.1

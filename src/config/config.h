@@ -42,6 +42,7 @@ struct cfg_model {
     int64_t seq_len;      /* T */
     double ln_eps;
     double init_std;
+    char tie_embeddings[CFG_STR_MAX]; /* "false" | "true" */
 };
 
 struct cfg_training {
@@ -51,6 +52,7 @@ struct cfg_training {
     int64_t seed;         /* parameter init seed */
     int64_t log_interval; /* human progress line every N steps */
     int64_t warmup_bench; /* steps excluded from throughput figures */
+    int64_t zero_stage;   /* 0 | 1 (shard Adam moments) | 2 (and gradients) */
     int64_t eval_interval;/* validation loss every N steps (0: only at the end) */
     int64_t eval_samples; /* size of the fixed validation set */
 };

@@ -58,6 +58,9 @@ const struct cfg_key cfg_keys[] = {
               "Epsilon added to the variance in LayerNorm."),
     KEY_FLOAT("model.init_std", model.init_std, 0.0, 10.0, CFG_OPEN_MIN, "0.02",
               "Standard deviation of the normal weight initialisation."),
+    KEY_ENUM("model.tie_embeddings", model.tie_embeddings, "false|true", "false",
+             "true: the output head's weight is the token embedding wte (GPT-2); false: an "
+             "untied head.weight."),
 
     KEY_INT("training.batch_size", training.batch_size, 1, 1048576, "16",
             "Sequences per rank per micro-step (B)."),
@@ -69,6 +72,9 @@ const struct cfg_key cfg_keys[] = {
             "Print a progress line every N steps."),
     KEY_INT("training.warmup_bench", training.warmup_bench, 0, BIG, "5",
             "First N steps excluded from throughput figures."),
+    KEY_INT("training.zero_stage", training.zero_stage, 0, 2, "0",
+            "ZeRO: 1 shards the Adam moments over the ranks, 2 also the gradients; the "
+            "parameters are all-gathered after each update (0: every rank holds everything)."),
     KEY_INT("training.eval_interval", training.eval_interval, 0, BIG, "100",
             "Validation loss every N steps and at the end of a run, when data holds out a "
             "split (0: only at the end)."),

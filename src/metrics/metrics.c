@@ -150,6 +150,7 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
         rz_json_kv_double(&j, "comm_share", rr->comm_share);
         rz_json_kv_double(&j, "duration_sec", rr->duration_sec);
         rz_json_kv_uint(&j, "peak_rss_bytes", rr->peak_rss_bytes);
+        rz_json_kv_uint(&j, "optimizer_rss_bytes", rr->optimizer_rss_bytes);
         rz_json_object_end(&j);
     }
     rz_json_array_end(&j);

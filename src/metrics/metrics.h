@@ -58,6 +58,7 @@ struct metrics_rank_result {
     double comm_share;       /* this rank's exposed communication share */
     double duration_sec;
     uint64_t peak_rss_bytes;
+    uint64_t optimizer_rss_bytes; /* RSS grown by the Adam moments (+ ZeRO's gradient shard) */
 };
 
 struct metrics_summary {

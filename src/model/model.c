@@ -61,6 +61,14 @@ struct acts {
     float *dgamma, *dbeta;    /* (C) */
 };
 
+/* A gradient segment (model.h): floats [lo, hi) of the layout, table entries [first, first +
+ * count), and with segment_grads the buffer its gradients live in during backward. */
+struct grad_seg {
+    size_t lo, hi;
+    size_t first, count;
+    float *buf;
+};
+
 struct model {
     struct model_dims dims;
     struct model_tensor *tensors;
@@ -68,6 +76,9 @@ struct model {
     size_t n_params;
     float *params, *grads, *act_buf;
     struct param_views p, g;
+    float ***gview;           /* (n_tensors) address of each tensor's view in g, table order */
+    struct grad_seg *seg;     /* (L + 2): 0 embeddings, 1 + l block l, L + 1 head */
+    float *seg_bufs;          /* segment_grads: one big and two small segment buffers */
     struct acts a;
     int32_t *inputs, *targets; /* (N) copies of the last forward's tokens */
     struct linear qkv, proj, fc, fc2, head;
@@ -75,8 +86,7 @@ struct model {
     struct kern_layernorm *ln;
     struct kern_gelu *gelu;
     struct kern_xent *xent;
-    model_grad_ready_fn hook;
-    void *hook_user;
+    struct model_hooks hooks;
 };
 
 /* ---- descriptor table -------------------------------------------------------------------------- */
@@ -95,7 +105,7 @@ static void add_tensor(struct model_tensor *t, size_t *n, size_t *off, const cha
 
 static size_t table_count(const struct model_dims *d)
 {
-    return 6 + LAYER_TENSORS * (size_t)d->n_layers;
+    return (d->tie_embeddings ? 5 : 6) + LAYER_TENSORS * (size_t)d->n_layers;
 }
 
 /* Fill the table t (table_count entries) in buffer order; returns the number of floats. */
@@ -123,7 +133,8 @@ static size_t build_table(const struct model_dims *d, struct model_tensor *t)
         }
     add_tensor(t, &n, &off, "ln_f.weight", C, 1, MODEL_INIT_ONE);
     add_tensor(t, &n, &off, "ln_f.bias", C, 1, MODEL_INIT_ZERO);
-    add_tensor(t, &n, &off, "head.weight", V, C, MODEL_INIT_NORMAL);
+    if (!d->tie_embeddings) /* tied: the head's weight is wte */
+        add_tensor(t, &n, &off, "head.weight", V, C, MODEL_INIT_NORMAL);
     add_tensor(t, &n, &off, "head.bias", V, 1, MODEL_INIT_ZERO);
     return off;
 }
@@ -146,27 +157,138 @@ double model_flops_per_sample(const struct model_dims *d)
     return 6.0 * T * matmul_weights + 12.0 * L * T * T * C;
 }
 
-/* Point the views at `base` using the table order. */
-static void bind_views(struct param_views *v, struct layer_params *layers, float *base,
-                       const struct model *m)
+/* The address of each tensor's view pointer in v, in table order (table_count entries). */
+static void view_slots(struct param_views *v, struct layer_params *layers,
+                       const struct model_dims *d, float ***out)
 {
-    const struct model_tensor *t = m->tensors;
     size_t i = 0;
-    v->wte = base + t[i++].offset;
-    v->wpe = base + t[i++].offset;
     v->layers = layers;
-    for (int64_t l = 0; l < m->dims.n_layers; l++) {
+    out[i++] = &v->wte;
+    out[i++] = &v->wpe;
+    for (int64_t l = 0; l < d->n_layers; l++) {
         float **f[LAYER_TENSORS] = {
             &layers[l].ln1_w, &layers[l].ln1_b, &layers[l].qkv_w, &layers[l].qkv_b,
             &layers[l].proj_w, &layers[l].proj_b, &layers[l].ln2_w, &layers[l].ln2_b,
             &layers[l].fc_w, &layers[l].fc_b, &layers[l].fc2_w, &layers[l].fc2_b};
         for (int j = 0; j < LAYER_TENSORS; j++)
-            *f[j] = base + t[i++].offset;
+            out[i++] = f[j];
     }
-    v->lnf_w = base + t[i++].offset;
-    v->lnf_b = base + t[i++].offset;
-    v->head_w = base + t[i++].offset;
-    v->head_b = base + t[i++].offset;
+    out[i++] = &v->lnf_w;
+    out[i++] = &v->lnf_b;
+    if (!d->tie_embeddings)
+        out[i++] = &v->head_w;
+    out[i++] = &v->head_b;
+}
+
+/* Point the views of table entries [first, first + count) at base, where base holds the floats
+ * from layout offset `lo` on.  Tied embeddings: head_w follows wte. */
+static void bind_range(struct param_views *v, float ***slots, const struct model *m, size_t first,
+                       size_t count, float *base, size_t lo)
+{
+    for (size_t i = first; i < first + count; i++)
+        *slots[i] = base + (m->tensors[i].offset - lo);
+    if (m->dims.tie_embeddings)
+        v->head_w = v->wte;
+}
+
+/* Point every view at `base` (a whole buffer in table layout). */
+static enum rz_status bind_views(struct param_views *v, struct layer_params *layers, float *base,
+                                 const struct model *m)
+{
+    float ***slots = calloc(m->n_tensors, sizeof *slots);
+    if (slots == NULL)
+        return RZ_ENOMEM;
+    view_slots(v, layers, &m->dims, slots);
+    bind_range(v, slots, m, 0, m->n_tensors, base, 0);
+    free(slots);
+    return RZ_OK;
+}
+
+/* ---- gradient segments ------------------------------------------------------------------------- */
+
+/* Fill seg (L + 2 entries) from the table t (n entries, n_params floats). */
+static void build_segments(struct grad_seg *seg, const struct model_tensor *t, size_t n,
+                           size_t n_params, int64_t L)
+{
+    size_t first = 0;
+    for (int64_t s = 0; s < L + 2; s++) {
+        size_t count = s == 0 ? 2 : s <= L ? LAYER_TENSORS : n - first;
+        seg[s] = (struct grad_seg){.lo = t[first].offset, .first = first, .count = count};
+        first += count;
+        seg[s].hi = first < n ? t[first].offset : n_params;
+    }
+}
+
+/* segment_grads: the segments' buffer sizes.  The embeddings (and an untied head, whose backward
+ * is done before the embeddings' starts) share the big buffer; blocks (and a tied head) take
+ * turns in two small ones, so one can be sent while the next is written. */
+static void segment_sizes(const struct grad_seg *seg, int64_t L, int tied, size_t *big,
+                          size_t *small)
+{
+    size_t head = seg[L + 1].hi - seg[L + 1].lo;
+    *big = seg[0].hi - seg[0].lo;
+    *small = tied ? head : 0;
+    if (!tied && head > *big)
+        *big = head;
+    for (int64_t l = 0; l < L; l++)
+        if (seg[1 + l].hi - seg[1 + l].lo > *small)
+            *small = seg[1 + l].hi - seg[1 + l].lo;
+}
+
+/* segment_grads: one allocation, cut into the big buffer and two small ones, assigned in the
+ * order backward visits the segments (head, L-1, ..., 0, embeddings). */
+static enum rz_status alloc_segments(struct model *m)
+{
+    int64_t L = m->dims.n_layers;
+    int tied = m->dims.tie_embeddings;
+    size_t big, small;
+    segment_sizes(m->seg, L, tied, &big, &small);
+    m->seg_bufs = rz_alloc_aligned((big + 2 * small) * sizeof(float));
+    if (m->seg_bufs == NULL)
+        return RZ_ENOMEM;
+    float *slot[2] = {m->seg_bufs + big, m->seg_bufs + big + small};
+    int turn = 0;
+    m->seg[0].buf = m->seg_bufs;
+    m->seg[L + 1].buf = tied ? slot[turn++ % 2] : m->seg_bufs;
+    for (int64_t l = L - 1; l >= 0; l--)
+        m->seg[1 + l].buf = slot[turn++ % 2];
+    return RZ_OK;
+}
+
+/* Backward is about to write segment s's gradients.  With segment_grads: wait until its buffer
+ * is no longer being sent, zero it and point the gradient views at it. */
+static void seg_begin(struct model *m, size_t s)
+{
+    const struct grad_seg *g = &m->seg[s];
+    if (!m->dims.segment_grads)
+        return;
+    if (m->hooks.grad_reuse != NULL)
+        m->hooks.grad_reuse(m->hooks.user, g->buf, g->hi - g->lo);
+    memset(g->buf, 0, (g->hi - g->lo) * sizeof(float));
+    bind_range(&m->g, m->gview, m, g->first, g->count, g->buf, g->lo);
+}
+
+/* Segment s's gradients are final for this micro-step. */
+static void seg_ready(struct model *m, size_t s)
+{
+    const struct grad_seg *g = &m->seg[s];
+    if (m->hooks.grad_ready != NULL)
+        m->hooks.grad_ready(m->hooks.user, g->lo, g->hi - g->lo,
+                            m->dims.segment_grads ? g->buf : m->grads + g->lo);
+}
+
+/* A progress point for communication in flight (model.h). */
+static void progress(struct model *m)
+{
+    if (m->hooks.progress != NULL)
+        m->hooks.progress(m->hooks.user);
+}
+
+/* Forward is about to read segment s's parameters. */
+static void seg_needed(struct model *m, size_t s)
+{
+    if (m->hooks.params_needed != NULL)
+        m->hooks.params_needed(m->hooks.user, m->seg[s].lo, m->seg[s].hi - m->seg[s].lo);
 }
 
 /* ---- activation buffer ------------------------------------------------------------------------- */
@@ -233,6 +355,32 @@ static size_t layout_acts(struct model *m, float *base)
     a->dgamma = carve(&cur, &total, C);
     a->dbeta = carve(&cur, &total, C);
     return total;
+}
+
+void model_memory_plan(const struct model_dims *dims, struct model_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    struct model m;
+    memset(&m, 0, sizeof m);
+    m.dims = *dims;
+    size_t n = table_count(dims);
+    m.a.layers = calloc((size_t)dims->n_layers, sizeof *m.a.layers);
+    struct model_tensor *t = calloc(n, sizeof *t);
+    struct grad_seg *seg = calloc((size_t)dims->n_layers + 2, sizeof *seg);
+    if (m.a.layers != NULL && t != NULL && seg != NULL) {
+        out->params = build_table(dims, t);
+        out->acts = layout_acts(&m, NULL); /* counts only: no memory is touched */
+        for (size_t i = 0; i < n; i++)
+            if ((size_t)(t[i].rows * t[i].cols) > out->largest_tensor)
+                out->largest_tensor = (size_t)(t[i].rows * t[i].cols);
+        build_segments(seg, t, n, out->params, dims->n_layers);
+        size_t big, small;
+        segment_sizes(seg, dims->n_layers, dims->tie_embeddings, &big, &small);
+        out->grads = dims->segment_grads ? big + 2 * small : out->params;
+    }
+    free(seg);
+    free(t);
+    free(m.a.layers);
 }
 
 size_t model_memory_bytes(const struct model_dims *dims)
@@ -309,15 +457,27 @@ enum rz_status model_create(struct model **out, const struct model_dims *dims,
     m->g.layers = gl;
     size_t act_floats = layout_acts(m, NULL);
     m->params = rz_alloc_aligned(m->n_params * sizeof(float));
-    m->grads = rz_alloc_aligned(m->n_params * sizeof(float));
     m->act_buf = rz_alloc_aligned(act_floats * sizeof(float));
-    if (m->params == NULL || m->grads == NULL || m->act_buf == NULL) {
+    m->gview = calloc(m->n_tensors, sizeof *m->gview);
+    m->seg = calloc((size_t)dims->n_layers + 2, sizeof *m->seg);
+    bool ok = m->params != NULL && m->act_buf != NULL && m->gview != NULL && m->seg != NULL;
+    if (ok) {
+        build_segments(m->seg, m->tensors, m->n_tensors, m->n_params, dims->n_layers);
+        view_slots(&m->g, gl, dims, m->gview);
+        if (dims->segment_grads)
+            ok = alloc_segments(m) == RZ_OK;
+        else
+            ok = (m->grads = rz_alloc_aligned(m->n_params * sizeof(float))) != NULL;
+    }
+    if (ok)
+        ok = bind_views(&m->p, pl, m->params, m) == RZ_OK;
+    if (ok && !dims->segment_grads)
+        bind_range(&m->g, m->gview, m, 0, m->n_tensors, m->grads, 0);
+    if (!ok) {
         model_destroy(m);
         return rz_fail(err, RZ_ENOMEM, "model: cannot allocate %zu parameters and %zu "
                        "activation floats", m->n_params, act_floats);
     }
-    bind_views(&m->p, pl, m->params, m);
-    bind_views(&m->g, gl, m->grads, m);
     layout_acts(m, m->act_buf);
     st = plan_ops(m, ctx, err);
     if (st != RZ_OK) {
@@ -349,6 +509,9 @@ void model_destroy(struct model *m)
     free(m->targets);
     free(m->params);
     free(m->grads);
+    free(m->seg_bufs);
+    free(m->gview);
+    free(m->seg);
     free(m->act_buf);
     free(m);
 }
@@ -364,10 +527,12 @@ const struct model_tensor *model_tensors(const struct model *m, size_t *count)
     return m->tensors;
 }
 
-void model_set_grad_ready_hook(struct model *m, model_grad_ready_fn fn, void *user)
+void model_set_hooks(struct model *m, const struct model_hooks *hooks)
 {
-    m->hook = fn;
-    m->hook_user = user;
+    if (hooks != NULL)
+        m->hooks = *hooks;
+    else
+        memset(&m->hooks, 0, sizeof m->hooks);
 }
 
 void model_init_params(struct model *m, uint64_t seed)
@@ -387,7 +552,8 @@ void model_init_params(struct model *m, uint64_t seed)
 
 void model_zero_grads(struct model *m)
 {
-    memset(m->grads, 0, m->n_params * sizeof(float));
+    if (m->grads != NULL)
+        memset(m->grads, 0, m->n_params * sizeof(float));
 }
 
 /* ---- forward ----------------------------------------------------------------------------------- */
@@ -416,9 +582,14 @@ float model_forward(struct model *m, const int32_t *inputs, const int32_t *targe
     struct acts *a = &m->a;
     memcpy(m->inputs, inputs, (size_t)N * sizeof *inputs);
     memcpy(m->targets, targets, (size_t)N * sizeof *targets);
+    seg_needed(m, 0);
     embedding_forward(a->layers[0].x, inputs, m->p.wte, m->p.wpe, d->batch, d->seq_len, d->d_model);
-    for (int64_t l = 0; l < L; l++)
+    for (int64_t l = 0; l < L; l++) {
+        seg_needed(m, (size_t)(1 + l));
         block_forward(m, &m->p.layers[l], &a->layers[l], l + 1 < L ? a->layers[l + 1].x : a->x_out);
+        progress(m);
+    }
+    seg_needed(m, (size_t)(L + 1));
     kern_layernorm_forward(m->ln, a->lnf, a->lnf_mean, a->lnf_var, a->x_out, m->p.lnf_w, m->p.lnf_b);
     linear_forward(&m->head, a->probs, a->lnf, m->p.head_w, m->p.head_b);
     kern_xent_forward(m->xent, a->losses, a->probs, a->probs, targets);
@@ -450,19 +621,6 @@ static void layernorm_backward_acc(struct model *m, float *dresid, bool overwrit
     vec_acc(db, s->dbeta, C);
 }
 
-static void grad_ready(struct model *m, const float *first, const float *end)
-{
-    if (m->hook != NULL)
-        m->hook(m->hook_user, (size_t)(first - m->grads), (size_t)(end - first));
-}
-
-/* A progress point for communication started by the hook (an empty range: see model.h). */
-static void progress(struct model *m)
-{
-    if (m->hook != NULL)
-        m->hook(m->hook_user, 0, 0);
-}
-
 /* On entry s->dresid holds d(block output); on exit d(block input). */
 static void block_backward(struct model *m, const struct layer_params *p, struct layer_params *g,
                            const struct layer_acts *a)
@@ -488,19 +646,26 @@ static void block_backward(struct model *m, const struct layer_params *p, struct
 void model_backward(struct model *m, float loss_scale)
 {
     const struct model_dims *d = &m->dims;
-    int64_t N = d->batch * d->seq_len;
+    int64_t N = d->batch * d->seq_len, L = d->n_layers;
+    size_t head = (size_t)(L + 1);
     struct acts *a = &m->a;
     struct param_views *g = &m->g;
+    if (d->tie_embeddings)
+        seg_begin(m, 0); /* the head's weight gradient is wte's */
+    seg_begin(m, head);
     kern_xent_backward(m->xent, a->probs, a->probs, m->targets, loss_scale / (float)N);
     linear_backward(&m->head, a->dln, g->head_w, g->head_b, a->probs, a->lnf, m->p.head_w);
     progress(m);
     layernorm_backward_acc(m, a->dresid, true, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
                            a->lnf_var, m->p.lnf_w);
-    grad_ready(m, g->lnf_w, m->grads + m->n_params);
-    for (int64_t l = d->n_layers - 1; l >= 0; l--) {
+    seg_ready(m, head);
+    for (int64_t l = L - 1; l >= 0; l--) {
+        seg_begin(m, (size_t)(1 + l));
         block_backward(m, &m->p.layers[l], &g->layers[l], &a->layers[l]);
-        grad_ready(m, g->layers[l].ln1_w, l + 1 < d->n_layers ? g->layers[l + 1].ln1_w : g->lnf_w);
+        seg_ready(m, (size_t)(1 + l));
     }
+    if (!d->tie_embeddings)
+        seg_begin(m, 0);
     embedding_backward(g->wte, g->wpe, a->dresid, m->inputs, d->batch, d->seq_len, d->d_model);
-    grad_ready(m, m->grads, g->layers[0].ln1_w);
+    seg_ready(m, 0);
 }

@@ -30,6 +30,11 @@ struct model_dims {
     int64_t batch;     /* B: sequences per forward pass (per rank, per micro-step) */
     float ln_eps;
     float init_std;
+    int tie_embeddings;/* the output head's weight is wte (no head.weight tensor; GPT-2) */
+    /* How the model is run, not its shape: */
+    int segment_grads; /* no full gradient buffer: each gradient segment (model_set_hooks) lives
+                        * in a small buffer for one micro-step and is handed to the grad_ready
+                        * hook, which must take it away (ZeRO-2) */
 };
 
 #define MODEL_TENSOR_NAME_MAX 48
@@ -49,6 +54,16 @@ struct model;
 /* Number of parameters for these dims, without building a model. */
 size_t model_count_params(const struct model_dims *dims);
 
+/* The model's own big allocations for these dims, in floats (the planner adds the optimizer,
+ * communication and runtime on top: src/plan/). */
+struct model_memory {
+    size_t params;        /* the parameter buffer */
+    size_t grads;         /* the gradient buffer, or the segment buffers with segment_grads */
+    size_t acts;          /* the activation buffer: what backward keeps plus the scratch */
+    size_t largest_tensor;/* floats of the largest table entry */
+};
+void model_memory_plan(const struct model_dims *dims, struct model_memory *out);
+
 /* Bytes of the big allocations of a training rank (parameters, gradients, Adam moments,
  * activations) for these dims; the preflight memory check adds the runtime on top. */
 size_t model_memory_bytes(const struct model_dims *dims);
@@ -64,13 +79,15 @@ void model_destroy(struct model *m);
 const struct model_dims *model_get_dims(const struct model *m);
 size_t model_num_params(const struct model *m);
 float *model_params(struct model *m);       /* the one parameter buffer (num_params floats) */
-float *model_grads(struct model *m);        /* the one gradient buffer, same layout */
+float *model_grads(struct model *m);        /* the one gradient buffer, same layout (NULL with
+                                              * segment_grads) */
 const struct model_tensor *model_tensors(const struct model *m, size_t *count);
 
 /* Deterministic initialization: N(0, init_std) weights from a counter-based generator keyed by
  * (seed, flat index), so it does not depend on thread count or rank; LayerNorm gains 1, biases 0. */
 void model_init_params(struct model *m, uint64_t seed);
 
+/* Zero the gradient buffer (nothing to do with segment_grads: segments start at zero). */
 void model_zero_grads(struct model *m);
 
 /* Forward pass over `inputs` and `targets` (B, T) token ids; returns the mean loss and keeps the
@@ -84,12 +101,26 @@ const float *model_token_losses(const struct model *m);
  * (loss_scale = 1/grad_accum averages micro-steps). */
 void model_backward(struct model *m, float loss_scale);
 
-/* Optional hook called during backward as soon as the gradients of a contiguous parameter range
- * are final for this micro-step (used by comm/ to overlap allreduce with backward).  Ranges are
- * reported from the end of the buffer towards the start.  Between ranges it is also called with
- * count == 0 after each large kernel: a progress point, so that communication already started
- * can advance while backward continues (MPI has no progress thread by default). */
-typedef void (*model_grad_ready_fn)(void *user, size_t offset, size_t count);
-void model_set_grad_ready_hook(struct model *m, model_grad_ready_fn fn, void *user);
+/* What communication needs from the passes (comm/ through train.c).  Any member may be NULL.
+ *
+ * Gradient segments are the parameter ranges whose gradients become final together: the
+ * embeddings (wte, wpe), each block, and the head (ln_f, head.*); backward finishes them from the
+ * end of the buffer to the start, adjacent, each once per model_backward. */
+struct model_hooks {
+    void *user;
+    /* Floats [offset, offset+count) of this micro-step's gradients are final; they are at data
+     * (the gradient buffer at offset, or the segment's buffer with segment_grads, which the
+     * callee may modify until grad_reuse is called for it). */
+    void (*grad_ready)(void *user, size_t offset, size_t count, float *data);
+    /* segment_grads: data (count floats) is about to be overwritten by the next segment. */
+    void (*grad_reuse)(void *user, const float *data, size_t count);
+    /* Forward is about to read parameters [offset, offset+count) (ZeRO: wait for the gather). */
+    void (*params_needed)(void *user, size_t offset, size_t count);
+    /* After each large kernel of forward and backward: communication in flight may advance
+     * (MPI has no progress thread by default). */
+    void (*progress)(void *user);
+};
+/* Copy the hooks (NULL: none). */
+void model_set_hooks(struct model *m, const struct model_hooks *hooks);
 
 #endif

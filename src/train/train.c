@@ -48,6 +48,12 @@ struct trainer {
     int64_t restarts;
     int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
     double last_lr;
+    /* ZeRO (training.zero_stage 1 or 2: zero_* functions) */
+    int zero;                  /* the stage; 0: every rank holds everything */
+    size_t shard_lo, shard_hi; /* this rank's part of the flat layout (rz_shard) */
+    float *gshard;             /* (hi - lo) reduced gradient of the part */
+    double *norm_blocks;       /* (optim_norm_blocks(n)) block sums of squares (optim.h) */
+    uint64_t optim_rss;        /* RSS grown by the moments (and ZeRO's gradient shard) */
     /* validation (validate) */
     double *val_losses;        /* (eval_samples) per-sample losses, gathered by sample index */
     int64_t val_step;          /* step of the last validation in this process (-1: none) */
@@ -113,6 +119,8 @@ static void trainer_free(struct trainer *t)
     free(t->targets);
     free(t->config_yaml);
     free(t->val_losses);
+    free(t->gshard);
+    free(t->norm_blocks);
     memset(t, 0, sizeof *t);
 }
 
@@ -124,7 +132,9 @@ static struct model_dims dims_from_cfg(const struct cfg *c)
         .vocab = c->model.vocab_size, .d_model = c->model.d_model, .n_heads = c->model.n_heads,
         .n_layers = c->model.n_layers, .d_ff = c->model.d_ff, .seq_len = c->model.seq_len,
         .batch = c->training.batch_size, .ln_eps = (float)c->model.ln_eps,
-        .init_std = (float)c->model.init_std};
+        .init_std = (float)c->model.init_std,
+        .tie_embeddings = strcmp(c->model.tie_embeddings, "true") == 0,
+        .segment_grads = c->training.zero_stage == 2};
     return d;
 }
 
@@ -161,6 +171,126 @@ static enum rz_status snapshot_config(struct trainer *t, struct rz_err *err)
     return RZ_OK;
 }
 
+/* ---- ZeRO --------------------------------------------------------------------------------------
+ * Stage 1 shards the Adam moments, stage 2 also the gradients (Rajbhandari et al. 2020, "ZeRO:
+ * memory optimizations toward training trillion parameter models").  Rank r owns floats
+ * [lo_r, hi_r) of the flat layout (rz_shard, boundaries at multiples of OPTIM_NORM_BLOCK, so the
+ * global norm adds the same block sums at any world size: optim.h).  A step reduce-scatters the
+ * gradients (stage 2: every micro-step, from segment buffers that live one micro-step), clips
+ * by the global norm, updates the owned part, and all-gathers the parameters, overlapped with
+ * the next forward (comm.h).  Whatever reads all parameters between steps (sync check,
+ * validation, checkpoint) first waits for the gather (params_complete). */
+
+static enum rz_status zero_init(struct trainer *t, struct rz_err *err)
+{
+    size_t n = model_num_params(t->model);
+    t->zero = (int)t->cfg->training.zero_stage;
+    t->shard_lo = 0;
+    t->shard_hi = n;
+    if (t->zero == 0)
+        return RZ_OK;
+    rz_shard(n, t->world, t->rank, OPTIM_NORM_BLOCK, &t->shard_lo, &t->shard_hi);
+    size_t part = t->shard_hi - t->shard_lo;
+    t->gshard = rz_alloc_aligned((part > 0 ? part : 1) * sizeof(float));
+    t->norm_blocks = calloc(optim_norm_blocks(n), sizeof *t->norm_blocks);
+    if (t->gshard == NULL || t->norm_blocks == NULL)
+        return rz_fail(err, RZ_ENOMEM, "ZeRO: out of memory for the gradient shard of %zu floats",
+                       part);
+    return RZ_OK;
+}
+
+/* Every parameter is present on this rank (waits for the gather of the last update). */
+static enum rz_status params_complete(struct trainer *t, struct rz_err *err)
+{
+    return t->zero > 0 ? comm_params_finish(t->comm, err) : RZ_OK;
+}
+
+/* The global norm from this rank's blocks and everyone else's, clip, update the owned part, and
+ * start gathering the parameters. */
+static enum rz_status zero_update(struct trainer *t, double lr, double *grad_norm,
+                                  struct rz_err *err)
+{
+    size_t n = model_num_params(t->model), nb = optim_norm_blocks(n);
+    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    memset(t->norm_blocks, 0, nb * sizeof *t->norm_blocks);
+    optim_block_sumsq(t->norm_blocks, t->gshard, t->shard_lo, t->shard_hi);
+    /* one owner per block, zeros elsewhere: the sum is exact */
+    enum rz_status st = comm_sum_doubles(t->comm, t->norm_blocks, (int)nb, err);
+    if (st != RZ_OK)
+        return st;
+    *grad_norm = optim_norm_of_blocks(t->norm_blocks, nb);
+    optim_clip(t->gshard, t->shard_hi - t->shard_lo, *grad_norm, t->cfg->optimizer.grad_clip);
+    optim_step(t->optim, model_params(t->model) + t->shard_lo, t->gshard, lr);
+    return comm_params_begin(t->comm, model_params(t->model), n, OPTIM_NORM_BLOCK, bucket, err);
+}
+
+/* Start this (micro-)step's gradient reduction: an allreduce of the whole buffer (stage 0) or a
+ * reduce-scatter into the shard, accumulating from the second micro-step on (stage 2). */
+static enum rz_status grads_begin(struct trainer *t, int64_t micro, bool local_norm,
+                                  struct rz_err *err)
+{
+    size_t n = model_num_params(t->model);
+    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    if (t->zero == 0) {
+        comm_grads_begin(t->comm, model_grads(t->model), n, bucket, local_norm);
+        return RZ_OK;
+    }
+    return comm_grads_begin_sharded(t->comm, t->gshard, n, OPTIM_NORM_BLOCK, bucket, local_norm,
+                                    t->zero == 2 && micro > 0, err);
+}
+
+/* ZeRO: rank 0's checkpoint writer asks for each tensor's moments in turn (ckpt.h: m of every
+ * tensor in table order, then v); every rank takes part in each gather. */
+static enum rz_status gather_moment(struct trainer *t, size_t k, float *out, struct rz_err *err)
+{
+    size_t count;
+    const struct model_tensor *e = &model_tensors(t->model, &count)[k % count];
+    const float *shard = k < count ? t->optim->m : t->optim->v;
+    return comm_gather_range(t->comm, shard, model_num_params(t->model), OPTIM_NORM_BLOCK,
+                             e->offset, e->offset + (size_t)(e->rows * e->cols), out, err);
+}
+
+struct moment_fetch {
+    struct trainer *t;
+    size_t calls;              /* gathers made so far */
+};
+
+static enum rz_status fetch_moment(void *user, int which, size_t index, float *out,
+                                   struct rz_err *err)
+{
+    struct moment_fetch *f = user;
+    size_t count;
+    model_tensors(f->t->model, &count);
+    f->calls++;
+    return gather_moment(f->t, (size_t)which * count + index, out, err);
+}
+
+/* The gathers of a checkpoint from number `from` on: what ranks other than 0 do while rank 0
+ * writes, and what rank 0 does after a write that stopped early, so no rank is left waiting. */
+static enum rz_status gather_moments_from(struct trainer *t, size_t from, struct rz_err *err)
+{
+    size_t count;
+    const struct model_tensor *table = model_tensors(t->model, &count);
+    float *out = NULL;
+    if (t->rank == 0 && from < 2 * count) {
+        size_t largest = 0;
+        for (size_t i = 0; i < count; i++)
+            largest = (size_t)(table[i].rows * table[i].cols) > largest
+                          ? (size_t)(table[i].rows * table[i].cols) : largest;
+        if ((out = malloc(largest * sizeof *out)) == NULL)
+            return rz_fail(err, RZ_ENOMEM, "checkpoint: out of memory for a moment gather");
+    }
+    enum rz_status st = RZ_OK;
+    for (size_t k = from; k < 2 * count; k++) {
+        struct rz_err e;
+        enum rz_status s2 = gather_moment(t, k, out, &e);
+        if (s2 != RZ_OK && st == RZ_OK)
+            st = rz_fail(err, s2, "%s", e.msg);
+    }
+    free(out);
+    return st;
+}
+
 static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
 {
     const struct cfg *c = t->cfg;
@@ -180,7 +310,10 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     if (st == RZ_OK) st = kern_ctx_create(&t->kern, backend, err);
     if (st == RZ_OK) st = model_create(&t->model, &t->dims, t->kern, err);
     if (st == RZ_OK) st = data_create(&t->data, &dopts, err);
-    if (st == RZ_OK) st = optim_create(&t->optim, &oopts, model_num_params(t->model), err);
+    uint64_t rss0 = rz_rss_bytes(); /* the optimizer's memory, measured (pages are zeroed) */
+    if (st == RZ_OK) st = zero_init(t, err);
+    if (st == RZ_OK) st = optim_create(&t->optim, &oopts, t->shard_hi - t->shard_lo, err);
+    t->optim_rss = rz_rss_bytes() - rss0;
     if (st == RZ_OK) st = metrics_open(&t->metrics, t->opts->run_dir, t->opts->run_id, t->rank, err);
     if (st == RZ_OK) st = health_watchdog_start(&t->watchdog, &wopts, err);
     if (st == RZ_OK) st = snapshot_config(t, err);
@@ -258,7 +391,8 @@ static struct ckpt_tensors tensors_of(struct trainer *t)
 {
     struct ckpt_tensors x = {.n_floats = model_num_params(t->model),
                              .params = model_params(t->model), .adam_m = t->optim->m,
-                             .adam_v = t->optim->v};
+                             .adam_v = t->optim->v, .moments_sharded = t->zero > 0,
+                             .moment_lo = t->shard_lo, .moment_hi = t->shard_hi};
     x.table = model_tensors(t->model, &x.count);
     return x;
 }
@@ -325,11 +459,14 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
 {
     if (t->saved_step == t->step)
         return RZ_OK; /* this state is on disk already */
-    enum rz_status st = RZ_OK;
+    enum rz_status st = params_complete(t, err);
     double commit_ms = 0.0, prune_ms = 0.0;
     char path[4096] = "";
+    struct moment_fetch fetch = {.t = t};
     health_watchdog_pause(t->watchdog, 1);
-    if (t->rank == 0) {
+    if (st == RZ_OK && t->rank != 0 && t->zero > 0)
+        st = gather_moments_from(t, 0, err); /* rank 0 writes what they gather */
+    if (st == RZ_OK && t->rank == 0) {
         test_save_delay();
         struct ckpt_meta meta = {
             .step = t->step, .samples_seen = t->step * t->global_batch,
@@ -340,8 +477,18 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
             .config_yaml = t->config_yaml};
         snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
         struct ckpt_tensors x = tensors_of(t);
+        if (t->zero > 0) {
+            x.fetch = fetch_moment;
+            x.fetch_user = &fetch;
+        }
         double t0 = rz_now();
         st = ckpt_save(t->ckpt_dir, &meta, &x, path, sizeof path, err);
+        if (t->zero > 0) {
+            struct rz_err ignored; /* the write's own failure is the one to report */
+            enum rz_status s2 = gather_moments_from(t, fetch.calls, &ignored);
+            if (st == RZ_OK && s2 != RZ_OK)
+                st = rz_fail(err, s2, "%s", ignored.msg);
+        }
         commit_ms = (rz_now() - t0) * 1e3;
         if (st == RZ_OK) {
             struct rz_err perr;
@@ -368,9 +515,24 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
 
 /* ---- the step ----------------------------------------------------------------------------------- */
 
-static void grad_ready(void *user, size_t offset, size_t count)
+static void hook_grad_ready(void *user, size_t offset, size_t count, float *data)
 {
-    comm_grads_ready(user, offset, count);
+    comm_grads_ready(user, offset, count, data);
+}
+
+static void hook_grad_reuse(void *user, const float *data, size_t count)
+{
+    comm_grads_reuse(user, data, count);
+}
+
+static void hook_params_needed(void *user, size_t offset, size_t count)
+{
+    comm_params_need(user, offset, count);
+}
+
+static void hook_progress(void *user)
+{
+    comm_progress(user);
 }
 
 /* Fill inputs/targets (B, T) with samples first .. first + B - 1 of the training split, or
@@ -399,32 +561,66 @@ struct step_out {
     int stop;                  /* some rank got a stop signal */
 };
 
+/* The model's hooks for micro-step `micro`: gradients go to comm when this micro-step reduces
+ * (the last one; every one with ZeRO-2); ZeRO's forward waits for each range of the gather. */
+static struct model_hooks hooks_for(const struct trainer *t, bool reduce)
+{
+    struct model_hooks h = {.user = t->comm, .grad_ready = reduce ? hook_grad_ready : NULL,
+                            .grad_reuse = hook_grad_reuse, .progress = hook_progress,
+                            .params_needed = t->zero > 0 ? hook_params_needed : NULL};
+    return h;
+}
+
+/* Clip and update: stage 0 from the whole reduced gradient, ZeRO from the shard. */
+static enum rz_status update(struct trainer *t, double lr, double *grad_norm, struct rz_err *err)
+{
+    if (t->zero > 0)
+        return zero_update(t, lr, grad_norm, err);
+    float *g = model_grads(t->model);
+    size_t n = model_num_params(t->model);
+    *grad_norm = optim_grad_norm(g, n);
+    optim_clip(g, n, *grad_norm, t->cfg->optimizer.grad_clip);
+    optim_step(t->optim, model_params(t->model), g, lr);
+    return RZ_OK;
+}
+
 /* One optimizer step: accum micro-steps of forward + backward; the last micro-step's backward
- * starts the bucketed allreduce as layers finish; then clip and Adam. */
+ * (every one's with ZeRO-2) starts the bucketed reduction as layers finish; then clip and Adam. */
 static enum rz_status train_step(struct trainer *t, double lr, struct step_out *o,
                                  struct rz_err *err)
 {
     int64_t B = t->dims.batch, W = t->world;
-    float *g = model_grads(t->model);
-    size_t n = model_num_params(t->model);
-    double loss = 0.0, sumsq = 0.0;
-    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    double loss = 0.0, sumsq = 0.0, part_s = 0.0, part_sq = 0.0;
     /* the per-rank gradient norm is only reported by the sync check */
     int64_t every = t->cfg->health.sync_check_interval;
     bool local_norm = every > 0 && (t->step + 1) % every == 0;
+    enum rz_status st = RZ_OK;
+    o->comm_s = 0.0;
     model_zero_grads(t->model);
-    comm_grads_begin(t->comm, g, n, bucket, local_norm);
-    for (int64_t u = 0; u < t->accum; u++) {
+    if (t->zero < 2)
+        st = grads_begin(t, 0, local_norm, err);
+    for (int64_t u = 0; st == RZ_OK && u < t->accum; u++) {
+        bool reduce = t->zero == 2 || u + 1 == t->accum;
+        struct model_hooks h = hooks_for(t, reduce);
+        model_set_hooks(t->model, &h);
+        if (t->zero == 2)
+            st = grads_begin(t, u, local_norm, err);
         uint64_t first = (uint64_t)(t->step * t->global_batch + u * B * W + t->rank * B);
         load_batch(t, first);
         loss += (double)model_forward(t->model, t->inputs, t->targets);
-        bool last = u + 1 == t->accum;
-        model_set_grad_ready_hook(t->model, last ? grad_ready : NULL, t->comm);
-        /* 1/(accum*W): the allreduce sum is then the mean over the global batch */
+        /* 1/(accum*W): the reduction's sum is then the mean over the global batch */
         model_backward(t->model, 1.0f / (float)(t->accum * W));
+        if (st == RZ_OK && t->zero == 2) {
+            st = comm_grads_finish(t->comm, &part_s, &part_sq, err);
+            o->comm_s += part_s;
+            sumsq += part_sq;
+        }
     }
     health_sync_arrived(t->watchdog, t->step + 1);
-    enum rz_status st = comm_grads_finish(t->comm, &o->comm_s, &sumsq, err);
+    if (st == RZ_OK && t->zero < 2) {
+        st = comm_grads_finish(t->comm, &part_s, &sumsq, err);
+        o->comm_s += part_s;
+    }
     if (st != RZ_OK)
         return st;
     /* one small allreduce carries the loss and the stop flag; its time is a latency sample */
@@ -436,11 +632,10 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
         return st;
     o->loss = vals[0] / (double)W;
     o->stop = vals[1] > 0.0;
-    o->local_gnorm = sqrt(sumsq) * (double)W; /* the norm of this rank's own mean gradient */
-    o->grad_norm = optim_grad_norm(g, n);
-    optim_clip(g, n, o->grad_norm, t->cfg->optimizer.grad_clip);
-    optim_step(t->optim, model_params(t->model), g, lr);
-    return RZ_OK;
+    /* the norm of this rank's own mean gradient (ZeRO-2 with accumulation: of its micro-steps'
+     * gradients taken apart, the only ones it ever holds) */
+    o->local_gnorm = sqrt(sumsq) * (double)W;
+    return update(t, lr, &o->grad_norm, err);
 }
 
 /* Test-hook build only (RYZEN_TEST_DESYNC_RANK=r, core/hooks.h): perturb one parameter on rank r
@@ -457,6 +652,9 @@ static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
     int64_t every = t->cfg->health.sync_check_interval;
     if (every <= 0 || t->step % every != 0)
         return RZ_OK;
+    enum rz_status st0 = params_complete(t, err);
+    if (st0 != RZ_OK)
+        return st0;
     test_desync(t);
     struct comm_sync sync;
     enum rz_status st = comm_sync_check(t->comm, model_params(t->model),
@@ -503,6 +701,9 @@ static void validate_chunk(struct trainer *t, int64_t first)
 static enum rz_status validate(struct trainer *t, struct rz_err *err)
 {
     int64_t B = t->dims.batch, E = t->cfg->training.eval_samples, chunks = (E + B - 1) / B;
+    enum rz_status st0 = params_complete(t, err);
+    if (st0 != RZ_OK)
+        return st0;
     memset(t->val_losses, 0, (size_t)E * sizeof *t->val_losses);
     for (int64_t c = t->rank; c < chunks; c += t->world)
         validate_chunk(t, c * B);
@@ -571,6 +772,11 @@ static void print_banner(const struct trainer *t, double peak, double latency, c
     if (t->world > 1)
         inform(t, "ranks: %d on %s; allreduce latency %.1f us (median, 8 bytes)", t->world,
                hosts, latency * 1e6);
+    if (t->zero > 0)
+        inform(t, "ZeRO-%d: rank 0 holds floats [%zu, %zu) of %zu: Adam moments and gradient shard "
+               "%.1f MB (RSS measured)%s", t->zero, t->shard_lo, t->shard_hi,
+               model_num_params(t->model), (double)t->optim_rss / 1e6,
+               t->zero == 2 ? "; gradients live per segment" : "");
     inform(t, "data %s", data_describe(t->data));
     inform(t, "run dir %s (metrics/%s/, checkpoints/)", t->opts->run_dir, t->opts->run_id);
 }
@@ -697,6 +903,10 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     }
     if (st == RZ_OK)
         st = save_checkpoint(t, r, err); /* the end of the run or of the segment */
+    if (st == RZ_OK || st == RZ_ESIGNAL) {
+        enum rz_status s2 = params_complete(t, err); /* no gather left in flight */
+        st = st == RZ_OK ? s2 : st;
+    }
     if (st == RZ_OK && data_has_val(t->data) && t->val_step != t->step) {
         st = validate(t, err); /* the parameters the run ends with */
         if (st == RZ_OK)
@@ -726,7 +936,8 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
     struct metrics_rank_result mine = {
         .rank = t->rank, .steps = r->steps, .avg_loss = r->avg_loss, .final_loss = r->final_loss,
         .samples_per_sec = r->samples_per_sec / (double)t->world, .comm_share = r->comm_share,
-        .duration_sec = r->duration_s, .peak_rss_bytes = r->peak_rss_bytes};
+        .duration_sec = r->duration_s, .peak_rss_bytes = r->peak_rss_bytes,
+        .optimizer_rss_bytes = t->optim_rss};
     snprintf(mine.host, sizeof mine.host, "%s", comm_host(t->comm));
     struct metrics_rank_result *all = calloc((size_t)t->world, sizeof *all);
     if (all == NULL)
