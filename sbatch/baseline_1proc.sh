@@ -1,10 +1,14 @@
 #!/bin/bash
 # Baseline: 1 node x 1 rank, the reference every scaling phase is measured against (the
-# roadmap's "Baseline | 1" row).  Config: configs/baseline_1proc.yaml.
-#   sbatch sbatch/baseline_1proc.sh [--set key=value]...      (extra arguments are config overrides)
-# Partition, account and time limit come from sbatch's own flags or the SBATCH_PARTITION,
-# SBATCH_ACCOUNT and SBATCH_TIMELIMIT environment variables: nothing site-specific is written
-# here.  The warning signal gives ryzen-step 120 s to checkpoint before the time limit.
+# roadmap's "Baseline | 1" row).  Config: baseline_1proc.yaml, found in
+# RYZEN_CONFIG_DIR, else ../configs beside this template, else $SLURM_SUBMIT_DIR/configs, else the
+# installed configs (docs/operations.md, "Where files are found").
+#   sbatch [-A ACCOUNT -p PARTITION --time=... --mem=... -c N] baseline_1proc.sh [--set key=value]...
+# Extra arguments are config overrides.  Partition, account, QOS, time limit, memory and CPUs per
+# task come from sbatch's own flags (or SBATCH_* variables); nothing site-specific is written
+# here, and promotion and rollback give the next job the same flags.  The warning signal gives
+# ryzen-step 120 s to checkpoint before the time limit; health.stop_signal must name the same
+# signal (ryzen-step checks it at start).
 #SBATCH --job-name=ryzen-baseline_1proc
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=1
@@ -13,7 +17,8 @@
 #SBATCH --open-mode=append
 #SBATCH --signal=B:USR2@120
 #SBATCH --output=%x-%j.out
-set -euo pipefail
+# Until ryzen-step has its own handlers, a stop signal must not kill the job by its default
+# action; ryzen-step then asks Slurm whether a time limit or a preemption is under way.
+trap '' USR1 USR2
 export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}
-cd "${SLURM_SUBMIT_DIR:-.}"
-exec "${RYZEN_STEP:-ryzen-step}" --config configs/baseline_1proc.yaml "$@"
+exec "${RYZEN_STEP:-ryzen-step}" --config baseline_1proc "$@"

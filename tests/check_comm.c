@@ -156,61 +156,54 @@ START_TEST(sync_check_names_the_rank_that_differs)
 }
 END_TEST
 
+/* An environment entry (the parsers take environ's type). */
+#define S(x) ((char *)(x))
+
 START_TEST(launch_check_catches_a_wrong_world)
 {
     struct rz_err e;
-    char want[16];
-    snprintf(want, sizeof want, "%d", comm_size(world) + 1);
-    setenv("SLURM_NTASKS", want, 1);
-    setenv("SLURM_STEP_ID", "0", 1);
-    ck_assert_int_eq(comm_check_launch(world, &e), RZ_EHEALTH);
+    struct comm_launch l;
+    char ntasks[32];
+    snprintf(ntasks, sizeof ntasks, "SLURM_NTASKS=%d", comm_size(world) + 1);
+    char *env[] = {ntasks, S("SLURM_STEP_ID=0"), NULL};
+    comm_launch_parse(&l, env);
+    ck_assert_int_eq(comm_check_launch(world, &l, &e), RZ_EHEALTH);
     ck_assert_ptr_nonnull(strstr(e.msg, "srun --mpi=pmix"));
-    snprintf(want, sizeof want, "%d", comm_size(world));
-    setenv("SLURM_NTASKS", want, 1);
-    ck_assert_int_eq(comm_check_launch(world, &e), RZ_OK);
-    unsetenv("SLURM_NTASKS");
-    unsetenv("SLURM_STEP_ID");
+    snprintf(ntasks, sizeof ntasks, "SLURM_NTASKS=%d", comm_size(world));
+    comm_launch_parse(&l, env);
+    ck_assert_int_eq(comm_check_launch(world, &l, &e), RZ_OK);
+    char *mpirun[] = {ntasks, NULL}; /* not an srun task */
+    comm_launch_parse(&l, mpirun);
+    ck_assert_int_eq(comm_check_launch(world, &l, &e), RZ_OK);
+    ck_assert_int_eq(comm_check_launch(world, NULL, &e), RZ_OK);
 }
 END_TEST
 
 START_TEST(launch_env_needs_a_pmix_rank_under_srun)
 {
-    /* The tests share one process (CK_NOFORK), and under mpirun PMIX_RANK and
-     * OMPI_COMM_WORLD_RANK are set: keep them to put back. */
     struct rz_err e;
-    char pmix[32] = "", ompi[32] = "";
-    const char *v;
-    if ((v = getenv("PMIX_RANK")) != NULL)
-        snprintf(pmix, sizeof pmix, "%s", v);
-    if ((v = getenv("OMPI_COMM_WORLD_RANK")) != NULL)
-        snprintf(ompi, sizeof ompi, "%s", v);
-    unsetenv("SLURM_STEP_ID");
-    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK);
-    setenv("SLURM_STEP_ID", "3", 1);
-    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK); /* PMIx ranks present */
-    unsetenv("PMIX_RANK");
-    unsetenv("OMPI_COMM_WORLD_RANK");
-    setenv("SLURM_PROCID", "2", 1);
-    setenv("SLURM_MPI_TYPE", "pmi2", 1);
-    ck_assert_int_eq(comm_check_launch_env(&e), RZ_EHEALTH);
+    struct comm_launch l;
+    char *plain[] = {S("HOME=/root"), NULL};
+    comm_launch_parse(&l, plain);
+    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_OK);
+    char *pmix[] = {S("SLURM_STEP_ID=3"), S("PMIX_RANK=2"), NULL};
+    comm_launch_parse(&l, pmix);
+    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_OK); /* PMIx ranks present */
+    ck_assert_int_eq(l.launcher_rank, 2);
+    char *pmi2[] = {S("SLURM_STEP_ID=3"), S("SLURM_PROCID=2"), S("SLURM_MPI_TYPE=pmi2"), NULL};
+    comm_launch_parse(&l, pmi2);
+    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_EHEALTH);
     ck_assert_ptr_nonnull(strstr(e.msg, "task 2 of step 3"));
     ck_assert_ptr_nonnull(strstr(e.msg, "--mpi=pmi2"));
     ck_assert_ptr_nonnull(strstr(e.msg, "srun --mpi=pmix"));
-    unsetenv("SLURM_MPI_TYPE");
-    ck_assert_int_eq(comm_check_launch_env(&e), RZ_EHEALTH);
+    ck_assert_int_eq(l.launcher_rank, 2);
+    char *none[] = {S("SLURM_STEP_ID=3"), S("SLURM_PROCID=2"), NULL};
+    comm_launch_parse(&l, none);
+    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_EHEALTH);
     ck_assert_ptr_nonnull(strstr(e.msg, "--mpi=none"));
-    setenv("OMPI_COMM_WORLD_RANK", "2", 1); /* mpirun's ranks */
-    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK);
-    unsetenv("OMPI_COMM_WORLD_RANK");
-    setenv("PMIX_RANK", "2", 1);
-    ck_assert_int_eq(comm_check_launch_env(&e), RZ_OK);
-    unsetenv("PMIX_RANK");
-    unsetenv("SLURM_STEP_ID");
-    unsetenv("SLURM_PROCID");
-    if (pmix[0] != '\0')
-        setenv("PMIX_RANK", pmix, 1);
-    if (ompi[0] != '\0')
-        setenv("OMPI_COMM_WORLD_RANK", ompi, 1);
+    char *ompi[] = {S("SLURM_STEP_ID=3"), S("OMPI_COMM_WORLD_RANK=2"), NULL}; /* mpirun's ranks */
+    comm_launch_parse(&l, ompi);
+    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_OK);
 }
 END_TEST
 
@@ -252,7 +245,7 @@ static Suite *comm_suite(void)
 int main(int argc, char **argv)
 {
     struct rz_err err;
-    if (comm_init(&world, &argc, &argv, &err) != RZ_OK) {
+    if (comm_init(&world, &argc, &argv, NULL, &err) != RZ_OK) {
         fprintf(stderr, "check_comm: %s\n", err.msg);
         return EXIT_FAILURE;
     }

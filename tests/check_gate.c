@@ -55,8 +55,10 @@ static void metrics(int rank, int from, int to, int run0, double step_time)
                          "{\"step\":%d,\"samples_seen\":%d,\"run_step\":%d,\"loss\":%.9g,\"lr\":"
                          "0.0005,\"grad_norm\":1,\"step_time_s\":%.9g,\"comm_time_s\":0.0078125,"
                          "\"samples_per_sec\":128,\"tokens_per_sec\":1,\"mfu\":0.5,\"rss_bytes\":"
-                         "1073741824,\"allreduce_s\":0.001953125,\"world_size\":2",
-                         s, 16 * s, run0 + s - from, 4.0 - 0.001 * s, step_time);
+                         "1073741824,\"allreduce_s\":0.001953125,\"compute_time_s\":%.9g,"
+                         "\"world_size\":2",
+                         s, 16 * s, run0 + s - from, 4.0 - 0.001 * s, step_time,
+                         rank == 1 ? 0.09375 : 0.0625);
         if (!isnan(val_base) && s % 5 == 0)
             n += snprintf(line + n, sizeof line - (size_t)n, ",\"val_loss\":%.9g",
                           val_base + 0.001 * s);
@@ -128,6 +130,8 @@ static void config(struct cfg *c)
     c->gates.throughput_no_go = 50;
     c->gates.uptime_go = 0.5;
     c->gates.uptime_no_go = 0.4;
+    c->gates.straggler_ratio_go = 1.2;
+    c->gates.straggler_ratio_no_go = 1.5;
 }
 
 static void teardown_fixture(void)
@@ -135,11 +139,13 @@ static void teardown_fixture(void)
     rz_test_rmtree(root);
 }
 
+static const struct gate_opts job7 = {.job = "7", .status = -1};
+
 static enum rz_status judge(struct gate_input *in, struct gate_result *res, const struct cfg *c,
                             struct rz_err *err)
 {
     rz_err_clear(err);
-    enum rz_status st = gate_read(in, c, run, "7", NULL, err);
+    enum rz_status st = gate_read(in, c, run, &job7, err);
     if (st == RZ_OK)
         st = gate_evaluate(res, in, c, err);
     return st;
@@ -185,6 +191,11 @@ START_TEST(fixture_measures_what_was_written)
     ck_assert_double_eq(res.crit[GATE_MEMORY].measured, 0.5);
     ck_assert_double_eq(res.crit[GATE_UPTIME].measured, 0.5);
     ck_assert_double_eq(res.crit[GATE_FAILURES].measured, 1.0);
+    /* compute 0.0625 s on rank 0, 0.09375 s on rank 1: median 0.078125, ratio 1.2 */
+    ck_assert_double_eq_tol(res.crit[GATE_STRAGGLER_RATIO].measured, 1.2, 1e-12);
+    ck_assert_int_eq(res.straggler_rank, 1);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_STRAGGLER_RATIO].note, "slowest rank 1 (n1): "
+                                 "93.75 ms of compute per step, 1.2x the median rank's 78.12"));
     /* last 10 steps: loss 4 - 0.001 s for s = 31..40, mean 3.9645; floor 3.9 */
     ck_assert_double_eq_tol(res.crit[GATE_ENTROPY_GAP].measured, 0.0645, 1e-9);
     /* overlap 16..640 samples, last 10%: steps 37..40, mean loss 3.9615 vs baseline 3.96 */
@@ -226,8 +237,9 @@ START_TEST(validation_loss_is_judged_when_present)
     ck_assert_uint_eq(res.n_val, 8);
     ck_assert_double_eq(res.val_curve[0], 80.0);
     char dir[1024], warn[256], path[1100];
-    ck_assert_int_eq(gate_write_reports(&in, &res, &c, dir, sizeof dir, warn, sizeof warn, &err),
-                     RZ_OK);
+    struct gate_doc doc;
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
     struct gate_baseline b = {0};
     snprintf(path, sizeof path, "%s/report.json", dir);
     ck_assert_int_eq(gate_read_baseline(&b, path, &err), RZ_OK);
@@ -262,6 +274,7 @@ static void thresholds(struct cfg *c, int k, double **go, double **no_go)
         {&g->loss_vs_baseline_pct_go, &g->loss_vs_baseline_pct_no_go},
         {&g->entropy_gap_go, &g->entropy_gap_no_go}, {&g->failures_go, &g->failures_no_go},
         {&g->memory_go, &g->memory_no_go}, {&g->uptime_go, &g->uptime_no_go},
+        {&g->straggler_ratio_go, &g->straggler_ratio_no_go},
     };
     *go = t[k][0];
     *no_go = t[k][1];
@@ -488,7 +501,7 @@ START_TEST(rollback_checkpoint_choice)
         "\"loss\":3.96,\"step_time_s\":0.125,\"comm_time_s\":0,\"rss_bytes\":1,\"allreduce_s\":0,"
         "\"world_size\":2,\"sync_ok\":false,\"gnorm_post_spread\":0}\n");
     rz_err_clear(&err);
-    ck_assert_int_eq(gate_read(&in, &c, run, "7", NULL, &err), RZ_OK);
+    ck_assert_int_eq(gate_read(&in, &c, run, &job7, &err), RZ_OK);
     struct gate_ckpt ck[4] = {{10, true, "c10"}, {20, true, "c20"}, {30, false, "c30"},
                               {40, true, "c40"}};
     in.ckpts = malloc(sizeof ck);
@@ -584,8 +597,9 @@ START_TEST(reports_are_written_and_well_formed)
     ck_assert_int_eq(rz_mkdirs(c.gates.prom_dir, NULL), RZ_OK);
     ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
     char warn[256];
-    ck_assert_int_eq(gate_write_reports(&in, &res, &c, dir, sizeof dir, warn, sizeof warn, &err),
-                     RZ_OK);
+    struct gate_doc doc;
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
     ck_assert_str_eq(warn, "");
     ck_assert_uint_eq(res.n_loss, 200);
 
@@ -638,9 +652,15 @@ START_TEST(reports_are_written_and_well_formed)
     free(prom);
     snprintf(path, sizeof path, "%s/gate.prom", dir);
     prom = slurp(path);
-    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_verdict{phase=\"phase\",job=\"7\"} 2\n"));
-    ck_assert_ptr_nonnull(strstr(prom, "ryzen_throughput_samples_per_second{phase=\"phase\","
-                                       "job=\"7\"} 128\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_verdict{slurm_job_id=\"7\",phase=\"phase\"} "
+                                       "2\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_throughput_samples_per_second{slurm_job_id="
+                                       "\"7\",phase=\"phase\"} 128\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_allreduce_p99_seconds{slurm_job_id=\"7\","
+                                       "phase=\"phase\"} 0.001953125\n"));
+    ck_assert_ptr_nonnull(strstr(prom, "ryzen_gate_requeues{slurm_job_id=\"7\",phase=\"phase\","
+                                       "reason=\"failure\"} 1\n"));
+    ck_assert_ptr_null(strstr(prom, "job=\"7\"")); /* job clashes with the scrape label */
     free(prom);
 
     /* report.json is the next phase's baseline */
@@ -658,6 +678,200 @@ START_TEST(reports_are_written_and_well_formed)
     gate_result_free(&res);
     gate_input_free(&in);
     teardown_fixture();
+}
+END_TEST
+
+/* A preemption, a time limit and a node failure are the site's doing: only the failure requeue
+ * (and the give-up) counts against the failures gate; an unknown event is kept, not an error. */
+START_TEST(requeues_by_reason_and_unknown_events)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    put("events.jsonl", "a",
+        "{\"time\":\"x\",\"t\":1003,\"job\":\"7\",\"restart\":1,\"phase\":\"phase\",\"event\":"
+        "\"requeue\",\"message\":\"\",\"reason\":\"preemption\"}\n"
+        "{\"time\":\"x\",\"t\":1004,\"job\":\"7\",\"restart\":2,\"phase\":\"phase\",\"event\":"
+        "\"requeue\",\"message\":\"\",\"reason\":\"time_limit\"}\n"
+        "{\"time\":\"x\",\"t\":1005,\"job\":\"7\",\"restart\":3,\"phase\":\"phase\",\"event\":"
+        "\"attempt_end\",\"message\":\"step ended\",\"status\":137,\"class\":\"crash\","
+        "\"rank\":1,\"host\":\"n2\"}\n"
+        "{\"time\":\"x\",\"t\":1006,\"job\":\"7\",\"restart\":3,\"phase\":\"phase\",\"event\":"
+        "\"requeue\",\"message\":\"\",\"reason\":\"node_failure\"}\n"
+        "{\"time\":\"x\",\"t\":1007,\"job\":\"7\",\"restart\":4,\"phase\":\"phase\",\"event\":"
+        "\"something_new\",\"message\":\"from a later wrapper\"}\n"
+        "{\"time\":\"x\",\"t\":1008,\"job\":\"7\",\"restart\":4,\"phase\":\"phase\",\"event\":"
+        "\"requeue\",\"message\":\"\",\"reason\":\"quantum\"}\n");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(in.requeues[GATE_RQ_FAILURE], 1);
+    ck_assert_int_eq(in.requeues[GATE_RQ_PREEMPTION], 1);
+    ck_assert_int_eq(in.requeues[GATE_RQ_TIME_LIMIT], 1);
+    ck_assert_int_eq(in.requeues[GATE_RQ_NODE_FAILURE], 1);
+    ck_assert_int_eq(in.requeues[GATE_RQ_SIGNAL], 0);
+    ck_assert_int_eq(in.requeues[GATE_RQ_OTHER], 1);
+    ck_assert_double_eq(res.crit[GATE_FAILURES].measured, 1.0);
+    ck_assert_uint_eq(in.n_job_events, 9);
+    ck_assert_uint_eq(in.n_chain_events, 1);
+    /* start, requeue, promote, attempt_end and the 4 later requeues; not train_exit or the
+     * unknown event */
+    ck_assert_uint_eq(in.n_verdict_events, 8);
+    const struct gate_event *e = &in.events[in.verdict_events[5]];
+    ck_assert_str_eq(e->event, "attempt_end");
+    ck_assert_str_eq(e->summary, "step ended (class crash, status 137, rank 1, host n2)");
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+/* ryzen-gate --ended: whatever exists, NO-GO (HOLD for nothing_to_train), the last good
+ * checkpoints, the preflight's checks; no metrics at all is no error. */
+START_TEST(ended_report_from_whatever_exists)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct gate_doc doc;
+    struct rz_err err;
+    char dir[4096], path[4200], warn[256];
+    fixture();
+    config(&c);
+    put("health.json", "w", "{\"ok\":false,\"world_size\":2,\"checks\":[{\"name\":\"ring\",\"ok\":"
+        "true,\"detail\":\"2 ranks\"},{\"name\":\"memory\",\"ok\":false,\"detail\":\"n2: 1 GiB "
+        "free, 3 GiB needed\"}],\"ranks\":[]}\n");
+    struct gate_opts o = {.job = "9", .ended = GATE_END_HEALTH, .why = "preflight failed on n2",
+                          .status = 70, .cpus_per_rank = "4"};
+    rz_err_clear(&err);
+    ck_assert_int_eq(gate_read(&in, &c, run, &o, &err), RZ_OK);
+    ck_assert_int_eq(in.world_size, 0);
+    ck_assert_uint_eq(in.n_checks, 2);
+    ck_assert(!in.health_ok);
+    ck_assert_ptr_nonnull(strstr(in.warnings, "metrics of rank 0 missing"));
+    struct gate_ckpt ck[3] = {{10, true, "c10"}, {20, true, "c20"}, {30, false, "c30"}};
+    in.ckpts = malloc(sizeof ck);
+    memcpy(in.ckpts, ck, sizeof ck);
+    in.n_ckpts = 3;
+    ck_assert_int_eq(gate_evaluate(&res, &in, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.verdict, GATE_VERDICT_NO_GO);
+    ck_assert_str_eq(res.last_good->path, "c20");
+    ck_assert_str_eq(res.prev_good->path, "c10");
+    ck_assert(res.has_rollback);
+    ck_assert_str_eq(res.rollback_path, "c20");
+    ck_assert_str_eq(res.action, "rollback");
+    setenv("SLURM_CPUS_PER_TASK", "99", 1); /* the writers must not read it: 4 was passed in */
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
+    unsetenv("SLURM_CPUS_PER_TASK");
+    ck_assert_ptr_nonnull(strstr(dir, "/reports/9"));
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    char *json = slurp(path);
+    ck_assert_ptr_nonnull(strstr(json, "\"verdict\":\"NO-GO\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"ended\":\"health\",\"why\":\"preflight failed on n2\","
+                                       "\"status\":70,\"last_good_checkpoint\":{\"path\":\"c20\","
+                                       "\"step\":20},\"previous_good_checkpoint\":{\"path\":"
+                                       "\"c10\",\"step\":10},\"health\":{\"ok\":false"));
+    ck_assert_ptr_nonnull(strstr(json, "\"cpus_per_rank\":\"4\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"requeues\":{\"failure\":0,\"signal\":0,"));
+    free(json);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = slurp(path);
+    ck_assert_ptr_nonnull(strstr(md, "## Ended without finishing training: health"));
+    ck_assert_ptr_nonnull(strstr(md, "- preflight check memory: FAILED; n2: 1 GiB free"));
+    ck_assert_ptr_nonnull(strstr(md, "| CPUs per rank | 4 |"));
+    free(md);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html = slurp(path);
+    assert_balanced(html);
+    ck_assert_ptr_nonnull(strstr(html, "<h2 id=\"ended\" data-reason=\"health\">"));
+    ck_assert_ptr_null(strstr(html, ">99<"));
+    free(html);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* nothing_to_train is HOLD; partial metrics of job 7 are used */
+    o.job = "7";
+    o.ended = GATE_END_NOTHING_TO_TRAIN;
+    ck_assert_int_eq(gate_read(&in, &c, run, &o, &err), RZ_OK);
+    ck_assert_uint_eq(in.n_steps, 40);
+    ck_assert_int_eq(gate_evaluate(&res, &in, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.verdict, GATE_VERDICT_HOLD);
+    ck_assert_double_eq(res.crit[GATE_THROUGHPUT].measured, 128.0);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* a truncated last line (the crash that ended the phase) is a warning, not an error */
+    put("metrics/7/rank-00001.jsonl", "a", "{\"step\":41,\"samples_seen\":656,\"ru");
+    o.ended = GATE_END_GIVE_UP;
+    ck_assert_int_eq(gate_read(&in, &c, run, &o, &err), RZ_OK);
+    ck_assert_ptr_nonnull(strstr(in.warnings, "rank-00001.jsonl:41: truncated"));
+    ck_assert_uint_eq(in.n_steps, 40);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(end_reasons_parse)
+{
+    enum gate_end e = GATE_END_NONE;
+    const char *names[] = {"health", "give_up", "io", "no_progress", "diverged",
+                           "nothing_to_train"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ck_assert(gate_end_parse(names[i], &e));
+        ck_assert_int_eq(e, (int)i + 1);
+        ck_assert_str_eq(gate_end_name(e), names[i]);
+    }
+    ck_assert(!gate_end_parse("crash", &e));
+    ck_assert(!gate_end_parse("", &e));
+    ck_assert_ptr_null(gate_end_name(GATE_END_NONE));
+}
+END_TEST
+
+/* monitoring/ryzen-dashboard.json: valid JSON in Grafana's model, templated by phase and job,
+ * one row per concern, every panel with at least one PromQL target on ryzen_* series.  (That the
+ * names are ones the trainer and the gate write is tests/ops.sh's check, on real files.) */
+START_TEST(dashboard_is_a_grafana_model)
+{
+    const char *top = getenv("top_srcdir");
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/monitoring/ryzen-dashboard.json", top != NULL ? top : ".");
+    ck_assert_int_eq(rz_read_file(path, &text, &len, NULL), RZ_OK);
+    struct gj_value *v = NULL;
+    struct rz_err err;
+    ck_assert_msg(gj_parse(&v, text, len, path, 1, &err) == RZ_OK, "%s", err.msg);
+    free(text);
+    ck_assert_str_eq(gj_get_str(v, "uid"), "ryzen-llm-training");
+    const struct gj_value *vars = gj_get(gj_get(v, "templating"), "list");
+    ck_assert_ptr_nonnull(vars);
+    bool phase = false, job = false;
+    for (size_t i = 0; i < vars->n; i++) {
+        const char *name = gj_get_str(&vars->items[i], "name");
+        phase |= strcmp(name, "phase") == 0;
+        job |= strcmp(name, "job") == 0;
+    }
+    ck_assert(phase && job);
+    const struct gj_value *panels = gj_get(v, "panels");
+    size_t rows = 0, graphs = 0;
+    for (size_t i = 0; i < panels->n; i++) {
+        const struct gj_value *p = &panels->items[i];
+        if (strcmp(gj_get_str(p, "type"), "row") == 0) {
+            rows++;
+            continue;
+        }
+        const struct gj_value *t = gj_get(p, "targets");
+        ck_assert_msg(t != NULL && t->n > 0, "panel %s has no target", gj_get_str(p, "title"));
+        for (size_t k = 0; k < t->n; k++) {
+            const char *e = gj_get_str(&t->items[k], "expr");
+            ck_assert_msg(e != NULL && strstr(e, "ryzen_") != NULL, "panel %s: expr %s",
+                          gj_get_str(p, "title"), e);
+            ck_assert_msg(strstr(e, "slurm_job_id=~\"$job\"") != NULL, "not templated: %s", e);
+        }
+        graphs++;
+    }
+    ck_assert_uint_eq(rows, 6);
+    ck_assert_uint_ge(graphs, 18);
+    gj_free(v);
 }
 END_TEST
 
@@ -684,7 +898,7 @@ static void expect_error(const struct cfg *c, const char *needle, const char *ne
     struct gate_input in;
     struct rz_err err;
     rz_err_clear(&err);
-    enum rz_status st = gate_read(&in, c, run, "7", NULL, &err);
+    enum rz_status st = gate_read(&in, c, run, &job7, &err);
     ck_assert_int_eq(st, RZ_EDATA);
     ck_assert_int_eq(rz_exit_code(st), 64);
     ck_assert_msg(strstr(err.msg, needle) != NULL, "'%s' not in: %s", needle, err.msg);
@@ -773,10 +987,12 @@ START_TEST(malformed_baseline_and_absent_job)
     snprintf(run, sizeof run, "%s", saved);
     expect_error(&c, "loss_curve[0] is not [samples_seen, loss]", NULL);
     rz_err_clear(&err);
-    ck_assert_int_eq(gate_read(&in, &c, run, "8", NULL, &err), RZ_EDATA);
+    struct gate_opts o = {.job = "8", .status = -1};
+    ck_assert_int_eq(gate_read(&in, &c, run, &o, &err), RZ_EDATA);
     ck_assert_ptr_nonnull(strstr(err.msg, "metrics of rank 0 missing"));
     gate_input_free(&in);
-    ck_assert_int_eq(gate_read(&in, &c, run, "../x", NULL, &err), RZ_ECONFIG);
+    o.job = "../x";
+    ck_assert_int_eq(gate_read(&in, &c, run, &o, &err), RZ_ECONFIG);
     gate_input_free(&in);
     const char *bad[] = {"[1,]", "{\"a\":tru}", "\"\\x\"", "01", "[\"\\ud800\"]", "{} x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -806,6 +1022,9 @@ static Suite *gate_suite(void)
     tcase_add_test(core, rollback_checkpoint_choice);
     tcase_add_test(core, reports_are_written_and_well_formed);
     tcase_add_test(core, json_reader_escapes);
+    tcase_add_test(core, dashboard_is_a_grafana_model);
+    tcase_add_test(core, requeues_by_reason_and_unknown_events);
+    tcase_add_test(core, ended_report_from_whatever_exists);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, truncated_line_names_file_and_line);
@@ -813,6 +1032,7 @@ static Suite *gate_suite(void)
     tcase_add_test(errors, non_number_loss_is_an_error);
     tcase_add_test(errors, bad_json_names_line_and_column);
     tcase_add_test(errors, malformed_baseline_and_absent_job);
+    tcase_add_test(errors, end_reasons_parse);
     suite_add_tcase(s, errors);
     return s;
 }

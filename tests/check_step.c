@@ -1,162 +1,1064 @@
-/* check_step: ryzen-step's policy, restart budget, event log, run-directory naming and argv
- * handling (the end-to-end behaviour under Slurm is tests/slurm.sh). */
+/* check_step: ryzen-step's library without Slurm: parsing what Slurm says, the job's own flags,
+ * --signal, classifying an attempt from the ranks' exit records, the requeue policy and its
+ * budgets, the event log read back, the run directory's owner, and whole attempts through a
+ * scripted command runner (promotion with the job's flags, rollback that cancels only its own
+ * lineage's jobs, requeue, give-up, hold, a busy run directory, a node excluded after the
+ * preflight).  The real thing runs in tests/slurm.sh and tests/chain.sh. */
 #include "config.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "ckpt/ckpt.h"
 #include "core/util.h"
-#include "step/step.h"
+#include "step/step_internal.h"
 #include "testutil.h"
+
+#define NOW 1.8e9 /* the fake runner's clock */
 
 static char dir[64];
 
-static void setup(void)
+static void setup(void) { rz_test_tmpdir(dir, sizeof dir, "step"); }
+static void teardown(void) { rz_test_rmtree(dir); }
+
+static bool has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+static void write_file(const char *path, const char *text)
 {
-    rz_test_tmpdir(dir, sizeof dir, "step");
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%s", path);
+    *strrchr(parent, '/') = '\0';
+    struct rz_err err;
+    ck_assert_int_eq(rz_mkdirs(parent, &err), RZ_OK);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
 }
 
-static void teardown(void)
+static char *slurp(const char *path)
 {
-    rz_test_rmtree(dir);
-}
-
-START_TEST(exit_status_policy)
-{
-    ck_assert_int_eq(step_decide(0, 0, 3), STEP_DONE);
-    ck_assert_int_eq(step_decide(75, 99, 3), STEP_REQUEUE_SIGNAL); /* signals never spend it */
-    ck_assert_int_eq(step_decide(64, 0, 3), STEP_NO_REQUEUE);
-    ck_assert_int_eq(step_decide(65, 0, 3), STEP_NO_REQUEUE);
-    ck_assert_int_eq(step_decide(70, 0, 3), STEP_NO_REQUEUE);
-    ck_assert_int_eq(step_decide(76, 0, 3), STEP_REQUEUE_FAILURE);
-    ck_assert_int_eq(step_decide(76, 2, 3), STEP_REQUEUE_FAILURE);
-    ck_assert_int_eq(step_decide(76, 3, 3), STEP_GIVE_UP);
-    ck_assert_int_eq(step_decide(137, 0, 3), STEP_REQUEUE_FAILURE); /* a rank killed by -9 */
-    ck_assert_int_eq(step_decide(1, 0, 0), STEP_GIVE_UP);
-    ck_assert_str_eq(step_action_name(STEP_GIVE_UP), "give up");
-}
-END_TEST
-
-/* The trainer's answers to --preflight are final; a launch that failed before it could answer
- * (srun's own statuses) is tried again, then handled like a failed step. */
-START_TEST(preflight_status_policy)
-{
-    ck_assert_int_eq(step_preflight_classify(0, true, 1), STEP_PREFLIGHT_PASSED);
-    ck_assert_int_eq(step_preflight_classify(70, true, 1), STEP_PREFLIGHT_NO_GO);
-    ck_assert_int_eq(step_preflight_classify(70, false, 1), STEP_PREFLIGHT_NO_GO);
-    ck_assert_int_eq(step_preflight_classify(64, false, 1), STEP_PREFLIGHT_NO_GO);
-    ck_assert_int_eq(step_preflight_classify(65, false, 1), STEP_PREFLIGHT_NO_GO);
-    /* one rank's 70 reached srun as 137 (-K1 killed the others), but health.json was written */
-    ck_assert_int_eq(step_preflight_classify(137, true, 1), STEP_PREFLIGHT_NO_GO);
-    ck_assert_int_eq(step_preflight_classify(75, false, 1), STEP_PREFLIGHT_DECIDE); /* a signal */
-    /* srun could not launch the tasks: no answer */
-    ck_assert_int_eq(step_preflight_classify(1, false, 1), STEP_PREFLIGHT_RETRY);
-    ck_assert_int_eq(step_preflight_classify(167, false, 2), STEP_PREFLIGHT_RETRY);
-    ck_assert_int_eq(step_preflight_classify(1, false, STEP_PREFLIGHT_TRIES), STEP_PREFLIGHT_DECIDE);
-    ck_assert_int_eq(step_preflight_classify(0, true, STEP_PREFLIGHT_TRIES), STEP_PREFLIGHT_PASSED);
-    /* ... and after the retries, such a status is a failure requeue within the budget. */
-    ck_assert_int_eq(step_decide(167, 0, 3), STEP_REQUEUE_FAILURE);
-}
-END_TEST
-
-START_TEST(events_are_json_lines_and_count_failures)
-{
-    struct step_env env;
-    memset(&env, 0, sizeof env);
-    snprintf(env.job_id, sizeof env.job_id, "42");
-    env.restart_count = 1;
-    struct step_events *ev;
-    char out[4096] = "";
-    FILE *echo = fmemopen(out, sizeof out, "w");
-    ck_assert_int_eq(step_events_open(&ev, dir, &env, "phase1_4proc", echo, NULL), RZ_OK);
-    struct step_kv kv[] = {{"reason", "failure", 0}, {"status", NULL, 76}};
-    step_event(ev, "requeue", "step exited 76: \"quoted\"", kv, 2);
-    struct step_kv sig[] = {{"reason", "signal", 0}};
-    step_event(ev, "requeue", "signal", sig, 1);
-    step_event(ev, "start", "hello", NULL, 0);
-    char path[256];
-    snprintf(path, sizeof path, "%s", step_events_path(ev));
-    step_events_close(ev);
-    fclose(echo);
-    ck_assert_ptr_nonnull(strstr(out, "ryzen-step: requeue: step exited 76: \"quoted\"\n"));
     char *text = NULL;
-    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
-    ck_assert_ptr_nonnull(strstr(text, "\"job\":\"42\",\"restart\":1,\"phase\":\"phase1_4proc\","
-                                       "\"event\":\"requeue\",\"message\":\"step exited 76: "
-                                       "\\\"quoted\\\"\",\"reason\":\"failure\",\"status\":76}\n"));
+    return rz_read_file(path, &text, NULL, NULL) == RZ_OK ? text : NULL;
+}
+
+/* ---- a scripted runner ------------------------------------------------------------------------- */
+
+struct rule {
+    const char *match;           /* a prefix of the command line ("scontrol show job") */
+    int status;
+    const char *out;
+    int times;                   /* 0: every time; else this many times */
+};
+
+/* One run of the job step (srun ...): what the ranks leave behind. */
+struct fake_step {
+    int status;
+    int ranks_recorded;          /* exit records rank-0 .. rank-(n-1) */
+    int record_status;           /* their status */
+    const char *end_reason;
+    const char *message;
+    int64_t ckpt_step;           /* > 0: a checkpoint of this step appears */
+    const char *health;          /* health.json written by a preflight (NULL: none) */
+    int signal;                  /* a signal arrives at the wrapper meanwhile */
+};
+
+struct fake {
+    struct step_runner r;
+    struct rule rules[48];
+    int n_rules;
+    char calls[160][2048];
+    int n_calls;
+    struct fake_step steps[8];
+    int n_steps, next_step;
+    char run_dir[1024];
+};
+
+static void join(char *out, size_t len, const char *const *argv)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; argv[i] != NULL && used + 1 < len; i++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s", i ? " " : "", argv[i]);
+}
+
+static struct fake *self_of(const struct step_runner *r) { return r->self; }
+
+static void record(struct fake *f, const char *line)
+{
+    if (f->n_calls < 160)
+        snprintf(f->calls[f->n_calls++], sizeof f->calls[0], "%s", line);
+}
+
+static int fake_run(const struct step_runner *r, const char *const *argv, char *out, size_t len,
+                    struct rz_err *err)
+{
+    (void)err;
+    struct fake *f = self_of(r);
+    char line[2048];
+    join(line, sizeof line, argv);
+    record(f, line);
+    if (out != NULL)
+        out[0] = '\0';
+    for (int i = 0; i < f->n_rules; i++) {
+        struct rule *u = &f->rules[i];
+        if (u->times < 0 || strncmp(line, u->match, strlen(u->match)) != 0)
+            continue;
+        if (u->times > 0 && --u->times == 0)
+            u->times = -1; /* used up */
+        if (out != NULL && u->out != NULL)
+            snprintf(out, len, "%s", u->out);
+        return u->status;
+    }
+    return 0;
+}
+
+static void save_checkpoint(const char *run_dir, int64_t step)
+{
+    static struct model_tensor table[1] = {{"wte", 2, 2, 0, MODEL_INIT_NORMAL}};
+    float params[4] = {1, 2, 3, 4}, m[4] = {0}, v[4] = {0};
+    char yaml[] = "x: 1\n";
+    struct ckpt_tensors t = {.table = table, .count = 1, .n_floats = 4, .params = params,
+                             .adam_m = m, .adam_v = v};
+    struct ckpt_meta meta = {.step = step, .samples_seen = step * 4, .global_batch = 4,
+                             .world_size = 1, .dims = {.vocab = 16, .d_model = 2, .n_heads = 1,
+                                                       .n_layers = 1, .d_ff = 4, .seq_len = 2,
+                                                       .batch = 4, .ln_eps = 1e-5f,
+                                                       .init_std = 0.02f},
+                             .config_yaml = yaml};
+    char ckdir[1100];
+    struct rz_err err;
+    snprintf(ckdir, sizeof ckdir, "%s/checkpoints", run_dir);
+    ck_assert_msg(ckpt_save(ckdir, &meta, &t, NULL, 0, &err) == RZ_OK, "%s", err.msg);
+}
+
+static enum rz_status fake_start(const struct step_runner *r, const char *const *argv,
+                                 const char *const *env, long *handle, struct rz_err *err)
+{
+    (void)err;
+    struct fake *f = self_of(r);
+    char line[2048];
+    join(line, sizeof line, argv);
+    record(f, line);
+    ck_assert_int_lt(f->next_step, f->n_steps);
+    const struct fake_step *s = &f->steps[f->next_step];
+    const char *attempt = NULL;
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        if (strncmp(env[i], "RYZEN_ATTEMPT_DIR=", 18) == 0)
+            attempt = env[i] + 18;
+    ck_assert_ptr_nonnull(attempt);
+    for (int k = 0; k < s->ranks_recorded; k++) {
+        char path[1400], text[1024];
+        snprintf(path, sizeof path, "%s/rank-%05d.json", attempt, k);
+        snprintf(text, sizeof text, "{\"rank\":%d,\"host\":\"n%d\",\"status\":%d,"
+                 "\"end_reason\":\"%s\",\"message\":\"%s\"}\n", k, 1 + k / 4, s->record_status,
+                 s->end_reason ? s->end_reason : "", s->message ? s->message : "");
+        write_file(path, text);
+    }
+    if (s->health != NULL) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/health.json", f->run_dir);
+        write_file(path, s->health);
+    }
+    if (s->ckpt_step > 0)
+        save_checkpoint(f->run_dir, s->ckpt_step);
+    if (s->signal != 0)
+        step_signals_note(s->signal);
+    *handle = f->next_step++;
+    return RZ_OK;
+}
+
+static int fake_wait(const struct step_runner *r, long handle, int forward_signo, FILE *log)
+{
+    (void)log;
+    struct fake *f = self_of(r);
+    char line[64];
+    snprintf(line, sizeof line, "wait %ld forward %d", handle, forward_signo);
+    record(f, line);
+    return f->steps[handle].status;
+}
+
+static void fake_sleep(const struct step_runner *r, double s) { (void)r; (void)s; }
+static double fake_now(const struct step_runner *r) { (void)r; return NOW; }
+
+static void fake_init(struct fake *f)
+{
+    memset(f, 0, sizeof *f);
+    f->r = (struct step_runner){fake_run, fake_start, fake_wait, fake_sleep, fake_now, f};
+}
+
+static void rule(struct fake *f, const char *match, int status, const char *out, int times)
+{
+    ck_assert_int_lt(f->n_rules, 48);
+    f->rules[f->n_rules++] = (struct rule){match, status, out, times};
+}
+
+/* The first call that starts with prefix, or NULL. */
+static const char *call(const struct fake *f, const char *prefix)
+{
+    for (int i = 0; i < f->n_calls; i++)
+        if (strncmp(f->calls[i], prefix, strlen(prefix)) == 0)
+            return f->calls[i];
+    return NULL;
+}
+
+static int count_calls(const struct fake *f, const char *prefix)
+{
+    int n = 0;
+    for (int i = 0; i < f->n_calls; i++)
+        n += strncmp(f->calls[i], prefix, strlen(prefix)) == 0;
+    return n;
+}
+
+/* ---- what Slurm says ---------------------------------------------------------------------------- */
+
+/* A `scontrol show job -o` line of job 100 in `state`, ending at `end` (Unix seconds; the clock
+ * of the fake runner is 1.8e9), with `extra` fields. */
+static const char *job_line(const char *state, double end, const char *extra)
+{
+    static char buf[4][4096];
+    static int k;
+    char stamp[32];
+    time_t t = (time_t)end;
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    char *out = buf[k++ % 4];
+    snprintf(out, sizeof buf[0],
+             "JobId=100 JobName=ryzen-p1 UserId=rzuser(1001) GroupId=rzuser(1001) MCS_label=N/A "
+             "Priority=1 Nice=0 Account=ml QOS=normal JobState=%s Reason=None "
+             "Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 "
+             "RunTime=00:00:05 TimeLimit=00:30:00 TimeMin=N/A SubmitTime=2026-11-22T10:00:00 "
+             "StartTime=2026-11-22T10:00:01 EndTime=%s Deadline=N/A "
+             "PreemptEligibleTime=2026-11-22T10:00:01 PreemptTime=None Partition=batch "
+             "ReqNodeList=(null) ExcNodeList=n4 NodeList=n1 BatchHost=n1 NumNodes=1 NumCPUs=8 "
+             "NumTasks=4 CPUs/Task=2 ReqB:S:C:T=0:0:*:* TRES=cpu=8,mem=512M,node=1 "
+             "MinCPUsNode=2 MinMemoryNode=512M MinTmpDiskNode=0 Features=avx512 "
+             "DelayBoot=00:00:00 Reservation=train Command=/site/share/ryzen-llm/sbatch/p1.sh "
+             "WorkDir=/home/rzuser/exp Comment=p1: running (attempt 1) "
+             "StdOut=/home/rzuser/exp/ryzen-p1-100.out MailUser=rz@example.org "
+             "MailType=END,FAIL %s\n", state, stamp, extra);
+    return out;
+}
+#define JOB_LINE(state, extra) job_line(state, NOW + 3600, extra)
+
+START_TEST(scontrol_show_job_is_parsed)
+{
+    struct slurm_job j;
+    slurm_job_parse(JOB_LINE("RUNNING", ""), &j);
+    ck_assert(j.found);
+    ck_assert_str_eq(j.state, "RUNNING");
+    ck_assert_str_eq(j.partition, "batch");
+    ck_assert_str_eq(j.account, "ml");
+    ck_assert_str_eq(j.qos, "normal");
+    ck_assert_str_eq(j.time_limit, "00:30:00");
+    ck_assert_int_eq(j.time_limit_s, 1800);
+    ck_assert_int_eq(j.cpus_per_task, 2);
+    ck_assert_str_eq(j.min_mem_node, "512M");
+    ck_assert_str_eq(j.exc_nodes, "n4");
+    ck_assert_str_eq(j.features, "avx512");
+    ck_assert_str_eq(j.reservation, "train");
+    ck_assert_str_eq(j.mail_user, "rz@example.org");
+    ck_assert_str_eq(j.mail_type, "END,FAIL");
+    ck_assert_str_eq(j.command, "/site/share/ryzen-llm/sbatch/p1.sh");
+    ck_assert_str_eq(j.comment, "p1: running (attempt 1)"); /* a value with spaces */
+    ck_assert_str_eq(j.preempt_time, "");                   /* None reads as empty */
+    ck_assert(j.end_epoch > 0.0);
+    slurm_job_parse("", &j);
+    ck_assert(!j.found);
+    ck_assert_int_eq(slurm_parse_duration("1-02:03:04"), ((24 + 2) * 60 + 3) * 60 + 4);
+    ck_assert_int_eq(slurm_parse_duration("02:03:04"), (2 * 60 + 3) * 60 + 4);
+    ck_assert_int_eq(slurm_parse_duration("03:04"), 3 * 60 + 4);
+    ck_assert_int_eq(slurm_parse_duration("UNLIMITED"), -1);
+    ck_assert_int_eq(slurm_parse_duration("soon"), -1);
+}
+END_TEST
+
+/* Partition, account, QOS, time, memory, CPUs per task, reservation, constraint, exclusions,
+ * mail settings and an explicit --signal all travel to the next job. */
+START_TEST(the_jobs_own_flags_travel)
+{
+    struct slurm_job j;
+    struct step_argv v = {0};
+    struct rz_err err;
+    char text[2048];
+    slurm_job_parse(JOB_LINE("RUNNING", ""), &j);
+    ck_assert_int_eq(slurm_job_flags(&j, "--signal=B:USR1@60", &v, &err), RZ_OK);
+    step_argv_format(&v, text, sizeof text);
+    ck_assert_str_eq(text, "--partition=batch --account=ml --qos=normal --time=00:30:00 "
+                     "--mem=512M --cpus-per-task=2 --reservation=train --constraint=avx512 "
+                     "--exclude=n4 --mail-type=END,FAIL --mail-user=rz@example.org "
+                     "--signal=B:USR1@60");
+    step_argv_free(&v);
+    /* --mem-per-cpu when there is no --mem; nothing for unset fields */
+    slurm_job_parse("JobId=7 JobState=RUNNING Partition=debug Account=(null) QOS=(null) "
+                    "TimeLimit=UNLIMITED MinMemoryNode=0 MinMemoryCPU=256M CPUs/Task=1", &j);
+    ck_assert_int_eq(slurm_job_flags(&j, NULL, &v, &err), RZ_OK);
+    step_argv_format(&v, text, sizeof text);
+    ck_assert_str_eq(text, "--partition=debug --mem-per-cpu=256M --cpus-per-task=1");
+    step_argv_free(&v);
+}
+END_TEST
+
+START_TEST(signal_specs)
+{
+    struct slurm_signal s;
+    ck_assert(slurm_signal_parse("B:USR1@60", &s));
+    ck_assert(s.batch);
+    ck_assert_int_eq(s.signo, SIGUSR1);
+    ck_assert_int_eq(s.lead_s, 60);
+    ck_assert(slurm_signal_parse("USR2", &s));
+    ck_assert(!s.batch);
+    ck_assert_int_eq(s.signo, SIGUSR2);
+    ck_assert_int_eq(s.lead_s, 60); /* sbatch's default lead */
+    ck_assert(slurm_signal_parse("R:SIGTERM@30", &s));
+    ck_assert_int_eq(s.signo, SIGTERM);
+    ck_assert(slurm_signal_parse("12@5", &s));
+    ck_assert_int_eq(s.signo, 12);
+    ck_assert(!slurm_signal_parse("B:NOPE@60", &s));
+    ck_assert(!slurm_signal_parse("B:USR1@soon", &s));
+    ck_assert_str_eq(slurm_signal_name(SIGUSR1), "USR1");
+}
+END_TEST
+
+/* The command line beats SBATCH_SIGNAL, which beats the script's #SBATCH line. */
+START_TEST(the_jobs_signal_is_found)
+{
+    struct fake f;
+    struct slurm_job j;
+    struct slurm_signal s;
+    slurm_job_parse(JOB_LINE("RUNNING", ""), &j);
+    fake_init(&f);
+    rule(&f, "sacct", 0, "sbatch -A ml --signal=B:USR1@90 /site/share/ryzen-llm/sbatch/p1.sh "
+         "--set health.stop_signal=USR1 --signal=B:TERM@1\n", 0);
+    slurm_job_signal(&f.r, "100", &j, "USR2@30", &s);
+    ck_assert(s.found);
+    ck_assert_int_eq(s.signo, SIGUSR1); /* the template's own arguments do not count */
+    ck_assert_int_eq(s.lead_s, 90);
+    ck_assert_str_eq(s.source, "command line");
+    fake_init(&f);
+    rule(&f, "sacct", 0, "sbatch p1.sh\n", 0);
+    slurm_job_signal(&f.r, "100", &j, "USR2@30", &s);
+    ck_assert_int_eq(s.signo, SIGUSR2);
+    ck_assert_str_eq(s.source, "SBATCH_SIGNAL");
+    fake_init(&f);
+    rule(&f, "sacct", 1, "", 0); /* no accounting */
+    rule(&f, "scontrol write batch_script", 0, "#!/bin/bash\n#SBATCH --nodes=1\n"
+         "#SBATCH --signal=B:USR2@120\nexec ryzen-step\n", 0);
+    slurm_job_signal(&f.r, "100", &j, "", &s);
+    ck_assert_int_eq(s.signo, SIGUSR2);
+    ck_assert_int_eq(s.lead_s, 120);
+    ck_assert_str_eq(s.source, "batch script");
+    fake_init(&f);
+    rule(&f, "sacct", 1, "", 0);
+    rule(&f, "scontrol write batch_script", 0, "#!/bin/bash\nexec ryzen-step\n", 0);
+    slurm_job_signal(&f.r, "100", &j, "", &s);
+    ck_assert(!s.found);
+}
+END_TEST
+
+/* ---- how an attempt ended ------------------------------------------------------------------------- */
+
+static struct step_exit_record rec(int rank, int status, const char *reason, const char *msg)
+{
+    struct step_exit_record r = {.rank = rank, .status = status};
+    snprintf(r.host, sizeof r.host, "n%d", 1 + rank / 4);
+    snprintf(r.end_reason, sizeof r.end_reason, "%s", reason);
+    snprintf(r.message, sizeof r.message, "%s", msg);
+    return r;
+}
+
+START_TEST(attempts_are_classified_from_the_ranks)
+{
+    char who[1024];
+    struct step_exit_record r[4];
+    for (int k = 0; k < 4; k++)
+        r[k] = rec(k, 0, "done", "");
+    ck_assert_int_eq(step_classify(0, r, 4, 4, who, sizeof who), CLASS_DONE);
+    for (int k = 0; k < 4; k++)
+        r[k] = rec(k, 75, "signal", "");
+    ck_assert_int_eq(step_classify(75, r, 4, 4, who, sizeof who), CLASS_SIGNAL);
+    /* A hung rank that srun killed reaches the wrapper as 137, but the peers' watchdog said 76
+     * naming it: a hang, not a crash (the dead one left no record). */
+    r[0] = rec(0, 76, "hang", "watchdog: rank 1 (n1) is behind at step 22");
+    r[1] = rec(2, 76, "hang", "watchdog: rank 1 (n1) is behind at step 22");
+    ck_assert_int_eq(step_classify(137, r, 2, 3, who, sizeof who), CLASS_HANG);
+    ck_assert_msg(has(who, "rank 1 (n1) is behind"), "%s", who);
+    /* kill -9 of rank 2: the others stopped by srun left nothing either */
+    r[0] = rec(0, 75, "signal", "");
+    ck_assert_int_eq(step_classify(137, r, 1, 4, who, sizeof who), CLASS_CRASH);
+    ck_assert_msg(has(who, "rank(s) 1, 2, 3 left no exit record"), "%s", who);
+    r[0] = rec(0, 74, "io", "save checkpoint: disk full (ENOSPC)");
+    r[1] = rec(1, 70, "error", "another rank failed");
+    ck_assert_int_eq(step_classify(74, r, 2, 2, who, sizeof who), CLASS_IO);
+    ck_assert(has(who, "disk full"));
+    r[0] = rec(0, 70, "diverged", "loss guard: 5 skipped steps");
+    r[1] = rec(1, 70, "diverged", "loss guard: 5 skipped steps");
+    ck_assert_int_eq(step_classify(70, r, 2, 2, who, sizeof who), CLASS_DIVERGED);
+    /* no records at all: the status is all there is */
+    ck_assert_int_eq(step_classify(0, r, 0, 2, who, sizeof who), CLASS_DONE);
+    ck_assert_int_eq(step_classify(76, r, 0, 2, who, sizeof who), CLASS_HANG);
+    ck_assert_int_eq(step_classify(139, r, 0, 2, who, sizeof who), CLASS_CRASH);
+    /* every rank said 0 but srun did not: something outside the ranks failed */
+    r[0] = rec(0, 0, "done", "");
+    r[1] = rec(1, 0, "done", "");
+    ck_assert_int_eq(step_classify(1, r, 2, 2, who, sizeof who), CLASS_CRASH);
+}
+END_TEST
+
+START_TEST(exit_records_are_read_from_the_attempt_directory)
+{
+    char path[256];
+    struct step_exit_record r[8];
+    int n = -1;
+    snprintf(path, sizeof path, "%s/att/rank-00001.json", dir);
+    write_file(path, "{\"rank\":1,\"host\":\"n2\",\"status\":76,\"end_reason\":\"hang\","
+               "\"message\":\"watchdog\"}\n");
+    snprintf(path, sizeof path, "%s/att/rank-00000.json", dir);
+    write_file(path, "{\"rank\":0,\"status\":0");        /* cut short by a crash: skipped */
+    snprintf(path, sizeof path, "%s/att/notes.txt", dir);
+    write_file(path, "not a record");
+    snprintf(path, sizeof path, "%s/att", dir);
+    step_exit_records_read(path, r, 8, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(r[0].rank, 1);
+    ck_assert_int_eq(r[0].status, 76);
+    ck_assert_str_eq(r[0].host, "n2");
+    ck_assert_str_eq(r[0].end_reason, "hang");
+    step_exit_records_read("/nonexistent", r, 8, &n);
+    ck_assert_int_eq(n, 0);
+}
+END_TEST
+
+/* scancel, preemption, a requeue by someone, node failure, the time-limit warning and a signal by
+ * hand are told apart by Slurm's view of the job, not by the signal. */
+START_TEST(stop_causes_come_from_slurm)
+{
+    struct slurm_job j;
+    double t = NOW;
+    slurm_job_parse(JOB_LINE("CANCELLED", ""), &j);
+    ck_assert_int_eq(step_stop_cause(&j, true, t, 120), CAUSE_CANCELLED);
+    slurm_job_parse(JOB_LINE("RUNNING", "PreemptTime=2026-11-22T10:05:00"), &j);
+    ck_assert_int_eq(step_stop_cause(&j, true, t, 120), CAUSE_PREEMPTED);
+    slurm_job_parse(JOB_LINE("REQUEUED", ""), &j);
+    ck_assert_int_eq(step_stop_cause(&j, true, t, 120), CAUSE_REQUEUED);
+    slurm_job_parse(JOB_LINE("NODE_FAIL", ""), &j);
+    ck_assert_int_eq(step_stop_cause(&j, false, t, 120), CAUSE_NODE_FAILURE);
+    slurm_job_parse(JOB_LINE("TIMEOUT", ""), &j);
+    ck_assert_int_eq(step_stop_cause(&j, false, t, 120), CAUSE_TIME_LIMIT);
+    slurm_job_parse(JOB_LINE("RUNNING", ""), &j);
+    ck_assert_int_eq(step_stop_cause(&j, false, j.end_epoch - 1000, 120), CAUSE_NONE);
+    ck_assert_int_eq(step_stop_cause(&j, true, j.end_epoch - 1000, 120), CAUSE_USER_SIGNAL);
+    ck_assert_int_eq(step_stop_cause(&j, true, j.end_epoch - 150, 120), CAUSE_TIME_LIMIT);
+    ck_assert_str_eq(step_cause_name(CAUSE_PREEMPTED), "preempted");
+}
+END_TEST
+
+START_TEST(decisions_and_budgets)
+{
+    struct step_history h;
+    struct step_budget b = {.max_failures = 2, .max_signal = 3};
+    struct step_decision d;
+    memset(&h, 0, sizeof h);
+    step_decide(CLASS_DONE, CAUSE_CANCELLED, 0, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_FINISH); /* finished is finished */
+    step_decide(CLASS_SIGNAL, CAUSE_CANCELLED, 75, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_CANCELLED); /* scancel never requeues */
+    step_decide(CLASS_SIGNAL, CAUSE_TIME_LIMIT, 75, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_REQUEUE);
+    ck_assert_int_eq(d.reason, RQ_TIME_LIMIT);
+    step_decide(CLASS_SIGNAL, CAUSE_PREEMPTED, 75, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_SLURM_REQUEUES); /* PreemptMode=REQUEUE does it */
+    ck_assert_int_eq(d.reason, RQ_PREEMPTION);
+    step_decide(CLASS_CRASH, CAUSE_REQUEUED, 143, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_SLURM_REQUEUES); /* never "requeue_failed" after Slurm's */
+    step_decide(CLASS_CRASH, CAUSE_NODE_FAILURE, 1, true, &h, &b, &d);
+    ck_assert_int_eq(d.reason, RQ_NODE_FAILURE);
+    step_decide(CLASS_IO, CAUSE_NONE, 74, false, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_END);
+    ck_assert_str_eq(d.ended, "io");
+    ck_assert_int_eq(d.exit_status, 74); /* 74: no requeue (docs/exit-codes.md) */
+    step_decide(CLASS_DIVERGED, CAUSE_NONE, 70, false, &h, &b, &d);
+    ck_assert_str_eq(d.ended, "diverged");
+    /* the failure budget */
+    step_decide(CLASS_HANG, CAUSE_NONE, 76, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_REQUEUE);
+    ck_assert_int_eq(d.reason, RQ_FAILURE);
+    h.requeues[RQ_FAILURE] = 2;
+    step_decide(CLASS_CRASH, CAUSE_NONE, 137, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_END);
+    ck_assert_str_eq(d.ended, "give_up");
+    ck_assert_int_eq(d.exit_status, 76); /* never 1 (NO-GO) nor a signal's 128+N */
+    ck_assert_msg(has(d.why, "2 of 2 failure requeues"), "%s", d.why);
+    /* signals, preemptions and time limits have their own cap; they never spend the budget */
+    memset(&h, 0, sizeof h);
+    h.requeues[RQ_SIGNAL] = 1;
+    h.requeues[RQ_PREEMPTION] = 1;
+    h.requeues[RQ_TIME_LIMIT] = 1;
+    step_decide(CLASS_SIGNAL, CAUSE_USER_SIGNAL, 75, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_HOLD);
+    ck_assert_str_eq(d.ended, "give_up");
+    /* two attempts in a row without a new checkpoint: held */
+    memset(&h, 0, sizeof h);
+    h.no_progress_run = 1;
+    step_decide(CLASS_SIGNAL, CAUSE_TIME_LIMIT, 75, false, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_HOLD);
+    ck_assert_str_eq(d.ended, "no_progress");
+    step_decide(CLASS_SIGNAL, CAUSE_TIME_LIMIT, 75, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_REQUEUE); /* this one made progress */
+}
+END_TEST
+
+/* ---- the event log read back ------------------------------------------------------------------------ */
+
+START_TEST(history_and_lineage_from_events)
+{
+    struct fake f;
+    struct step_events ev;
+    struct rz_err err;
+    char rd[256], ids[256];
+    fake_init(&f);
+    snprintf(rd, sizeof rd, "%s/runs/p1", dir);
+    ck_assert_int_eq(step_events_open(&ev, rd, "100", "90", 0, "p1", NULL, &f.r, &err), RZ_OK);
+    struct step_kv sig[] = {{"reason", "signal", 0}}, fail[] = {{"reason", "failure", 0}};
+    struct step_kv yes[] = {{"progress", NULL, 1}}, no[] = {{"progress", NULL, 0}};
+    struct step_kv pf[] = {{"excluded_nodes", "n2,n3", 0}}, pf2[] = {{"excluded_nodes", "n3", 0}};
+    step_event(&ev, "requeue", "", sig, 1);
+    step_event(&ev, "requeue", "", fail, 1);
+    step_event(&ev, "requeue", "", fail, 1);
+    step_event(&ev, "attempt_end", "", yes, 1);
+    step_event(&ev, "attempt_end", "", no, 1);
+    step_event(&ev, "preflight_failed", "", pf, 1);
+    step_event(&ev, "preflight_failed", "", pf2, 1);
+    struct step_kv promo[] = {{"next_job", "101", 0}};
+    step_event(&ev, "promote", "", promo, 1);
+    step_events_close(&ev);
+    /* another job's lines in the same file do not count */
+    ck_assert_int_eq(step_events_open(&ev, rd, "555", "555", 0, "p1", NULL, &f.r, &err), RZ_OK);
+    step_event(&ev, "requeue", "", fail, 1);
+    struct step_kv other[] = {{"next_job", "777", 0}};
+    step_event(&ev, "promote", "", other, 1);
+    step_events_close(&ev);
+    /* a rollback lineage's directory, two levels down */
+    snprintf(rd, sizeof rd, "%s/runs/p0/rollback-101", dir);
+    ck_assert_int_eq(step_events_open(&ev, rd, "102", "90", 0, "p0", NULL, &f.r, &err), RZ_OK);
+    struct step_kv rb[] = {{"new_job", "103", 0}};
+    step_event(&ev, "rollback", "", rb, 1);
+    step_events_close(&ev);
+
+    struct step_history h;
+    snprintf(rd, sizeof rd, "%s/runs/p1/events.jsonl", dir);
+    step_history_read(rd, "100", &h);
+    ck_assert_int_eq(h.requeues[RQ_SIGNAL], 1);
+    ck_assert_int_eq(h.requeues[RQ_FAILURE], 2);
+    ck_assert_int_eq(h.attempts, 2);
+    ck_assert_int_eq(h.no_progress_run, 1);
+    ck_assert_str_eq(h.excluded, "n2,n3");
+    snprintf(rd, sizeof rd, "%s/runs", dir);
+    ck_assert_int_eq(step_lineage_jobs(rd, "90", ids, sizeof ids), 2);
+    ck_assert(has(ids, "101") && has(ids, "103") && !has(ids, "777"));
+}
+END_TEST
+
+/* ---- the run directory's owner ------------------------------------------------------------------------ */
+
+START_TEST(one_live_job_owns_a_run_directory)
+{
+    struct fake f;
+    struct rz_err err;
+    enum step_owner how;
+    char other[128], rd[128], path[256];
+    snprintf(rd, sizeof rd, "%s/runs/p1", dir);
+    ck_assert_int_eq(rz_mkdirs(rd, &err), RZ_OK);
+    fake_init(&f);
+    ck_assert_int_eq(step_owner_claim(&f.r, rd, "100", &how, other, sizeof other, &err), RZ_OK);
+    ck_assert_int_eq(how, OWNER_TAKEN);
+    ck_assert_int_eq(step_owner_claim(&f.r, rd, "100", &how, other, sizeof other, &err), RZ_OK);
+    ck_assert_int_eq(how, OWNER_REENTERED); /* the same job after a requeue */
+    rule(&f, "scontrol show job -o 100", 0, JOB_LINE("RUNNING", ""), 1);
+    ck_assert_int_eq(step_owner_claim(&f.r, rd, "200", &how, other, sizeof other, &err), RZ_OK);
+    ck_assert_int_eq(how, OWNER_BUSY);
+    ck_assert_str_eq(other, "100");
+    snprintf(path, sizeof path, "%s/owner", rd);
+    char *text = slurp(path);
+    ck_assert_str_eq(text, "100\n"); /* untouched */
     free(text);
-    ck_assert_int_eq(step_count_failures(path, "42"), 1);  /* the signal requeue does not count */
-    ck_assert_int_eq(step_count_failures(path, "43"), 0);  /* another job's budget */
-    ck_assert_int_eq(step_count_failures("/nonexistent/events.jsonl", "42"), 0);
+    rule(&f, "scontrol show job -o 100", 0, JOB_LINE("COMPLETED", ""), 1);
+    ck_assert_int_eq(step_owner_claim(&f.r, rd, "200", &how, other, sizeof other, &err), RZ_OK);
+    ck_assert_int_eq(how, OWNER_TAKEN_OVER);
+    ck_assert_str_eq(other, "100");
+    text = slurp(path);
+    ck_assert_str_eq(text, "200\n");
+    free(text);
+    /* Slurm forgot job 200 (scontrol fails): dead too */
+    rule(&f, "scontrol show job -o 200", 1, "", 1);
+    ck_assert_int_eq(step_owner_claim(&f.r, rd, "300", &how, other, sizeof other, &err), RZ_OK);
+    ck_assert_int_eq(how, OWNER_TAKEN_OVER);
+    step_owner_release(rd, "999"); /* not the owner: nothing happens */
+    ck_assert_int_eq(access(path, F_OK), 0);
+    step_owner_release(rd, "300");
+    ck_assert_int_ne(access(path, F_OK), 0);
+    /* outside Slurm: a live local process owns it, a dead one does not */
+    char me[128], host[64];
+    gethostname(host, sizeof host);
+    snprintf(me, sizeof me, "local:%s:%ld", host, (long)getpid());
+    ck_assert(step_job_alive(&f.r, me));
+    snprintf(me, sizeof me, "local:%s:%d", host, 0x7ffffff0);
+    ck_assert(!step_job_alive(&f.r, me));
 }
 END_TEST
 
-START_TEST(run_dir_from_submit_dir_and_phase)
+START_TEST(names_and_places)
 {
+    const char *sets[] = {"training.steps=5", "p2:gates.comm_go=0.3", "p1:model.d_model=64",
+                          "data.path=/a:b=c"};
+    const char *out[4];
+    ck_assert_int_eq(step_select_sets(sets, 4, "p1", out), 3);
+    ck_assert_str_eq(out[1], "model.d_model=64");
+    ck_assert_str_eq(out[2], "data.path=/a:b=c"); /* a ':' after the '=' is the value's */
+    char rd[512];
+    ck_assert(step_run_dir(rd, sizeof rd, "/r", "p1", NULL, NULL));
+    ck_assert_str_eq(rd, "/r/p1");
+    ck_assert(step_run_dir(rd, sizeof rd, "/r,x", "p1", "42", "3"));
+    ck_assert_str_eq(rd, "/r,x/p1/rollback-42/task-3");
+    ck_assert(!step_run_dir(rd, 8, "/r", "phase1", NULL, NULL));
+    /* configs: the template's ../configs before the submit directory's */
+    struct step_env e;
+    memset(&e, 0, sizeof e);
+    char tdir[256], cfg[512], path[256];
+    snprintf(e.submit_dir, sizeof e.submit_dir, "%s/sub", dir);
+    snprintf(tdir, sizeof tdir, "%s/prefix/sbatch", dir);
+    snprintf(path, sizeof path, "%s/prefix/configs/p1.yaml", dir);
+    write_file(path, "training:\n  steps: 3\n");
+    snprintf(path, sizeof path, "%s/prefix/sbatch/p1.sh", dir);
+    write_file(path, "#!/bin/bash\n");
+    snprintf(path, sizeof path, "%s/sub/configs/p1.yaml", dir);
+    write_file(path, "training:\n  steps: 4\n");
+    ck_assert(step_find_config(cfg, sizeof cfg, "p1.yaml", &e, tdir));
+    ck_assert(has(cfg, "/prefix/sbatch/../configs/p1.yaml"));
+    ck_assert(step_find_config(cfg, sizeof cfg, "p1", &e, ""));
+    ck_assert(has(cfg, "/sub/configs/p1.yaml"));
+    ck_assert(!step_find_config(cfg, sizeof cfg, "p9", &e, tdir));
+    ck_assert(!step_find_config(cfg, sizeof cfg, "/nonexistent/p1.yaml", &e, tdir));
+}
+END_TEST
+
+/* ---- whole attempts --------------------------------------------------------------------------------------- */
+
+struct world {
+    struct fake f;
     struct step_env env;
-    memset(&env, 0, sizeof env);
-    snprintf(env.submit_dir, sizeof env.submit_dir, "/home/u/job");
-    char run[256], phase[64];
-    unsetenv("RYZEN_RUN_ROOT");
-    ck_assert(step_run_dir(run, sizeof run, &env, "configs/phase2a_8proc.yaml", phase,
-                           sizeof phase));
-    ck_assert_str_eq(phase, "phase2a_8proc");
-    ck_assert_str_eq(run, "/home/u/job/runs/phase2a_8proc");
-    setenv("RYZEN_RUN_ROOT", "/scratch/r", 1);
-    ck_assert(step_run_dir(run, sizeof run, &env, "x.yml", phase, sizeof phase));
-    ck_assert_str_eq(run, "/scratch/r/x");
-    setenv("RYZEN_ROLLBACK_OF", "77", 1); /* a rollback lineage never shares checkpoints */
-    ck_assert(step_run_dir(run, sizeof run, &env, "x.yml", phase, sizeof phase));
-    ck_assert_str_eq(run, "/scratch/r/x/rollback-77");
-    unsetenv("RYZEN_ROLLBACK_OF");
-    unsetenv("RYZEN_RUN_ROOT");
-    ck_assert(!step_run_dir(run, 8, &env, "configs/phase1_4proc.yaml", phase, sizeof phase));
+    struct step_args args;
+    char rd[512];
+    FILE *out;
+    char *log;
+    size_t log_len;
+};
+
+/* Configs p0 -> p1 -> p2 in DIR/site/configs, templates in DIR/site/sbatch; job 100 runs p1 with
+ * 4 tasks in partition batch of account ml. */
+static void world_init(struct world *w, const char *state)
+{
+    char path[512];
+    memset(w, 0, sizeof *w);
+    fake_init(&w->f);
+    snprintf(path, sizeof path, "%s/site/configs/p0.yaml", dir);
+    write_file(path, "training:\n  steps: 40\nphase:\n  next: \"p1\"\n");
+    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
+    write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n");
+    snprintf(path, sizeof path, "%s/site/configs/p2.yaml", dir);
+    write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p1\"\n");
+    snprintf(w->env.job_id, sizeof w->env.job_id, "100");
+    snprintf(w->env.display_id, sizeof w->env.display_id, "100");
+    w->env.ntasks = 4;
+    w->env.nnodes = 1;
+    w->env.cpus_per_task = 2;
+    snprintf(w->env.submit_dir, sizeof w->env.submit_dir, "%s/exp,1", dir);
+    snprintf(w->env.run_root, sizeof w->env.run_root, "%s/runs,a", dir);
+    snprintf(w->env.sbatch_dir, sizeof w->env.sbatch_dir, "%s/site/sbatch", dir);
+    snprintf(w->env.srun_mpi, sizeof w->env.srun_mpi, "pmix");
+    snprintf(w->env.train, sizeof w->env.train, "ryzen-train");
+    snprintf(w->env.gate, sizeof w->env.gate, "ryzen-gate");
+    w->args.config = "p1";
+    snprintf(w->env.config_dir, sizeof w->env.config_dir, "%s/site/configs", dir);
+    snprintf(w->rd, sizeof w->rd, "%s/runs,a/p1", dir);
+    snprintf(w->f.run_dir, sizeof w->f.run_dir, "%s", w->rd);
+    rule(&w->f, "scontrol show job -o 100", 0, JOB_LINE(state, ""), 0);
+    rule(&w->f, "sacct", 0, "sbatch -A ml p1.sh\n", 0);
+    rule(&w->f, "scontrol write batch_script", 0, "#SBATCH --signal=B:USR2@120\n", 0);
+    w->out = open_memstream(&w->log, &w->log_len);
+}
+
+static void step(struct world *w, struct fake_step s)
+{
+    w->f.steps[w->f.n_steps++] = s;
+}
+
+/* Four ranks each leave `status`; with a new checkpoint at ckpt_step when > 0. */
+static struct fake_step ranks(int srun_status, int status, int64_t ckpt_step)
+{
+    return (struct fake_step){.status = srun_status, .ranks_recorded = 4, .record_status = status,
+                              .ckpt_step = ckpt_step};
+}
+
+static const struct fake_step preflight_ok = {.status = 0, .ranks_recorded = 4,
+                                              .health = "{\"ok\":true}\n"};
+
+static int run(struct world *w)
+{
+    int rc = step_main(&w->args, &w->env, &w->f.r, w->out);
+    fflush(w->out);
+    return rc;
+}
+
+static char *events_of(const struct world *w)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/events.jsonl", w->rd);
+    char *text = slurp(path);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+static void world_free(struct world *w)
+{
+    fclose(w->out);
+    free(w->log);
+}
+
+/* GO: the next phase is submitted with this job's own flags, after it, in its lineage. */
+START_TEST(go_promotes_with_the_jobs_flags)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    step(&w, preflight_ok);
+    step(&w, ranks(0, 0, 20));
+    rule(&w.f, "ryzen-gate", 0, "", 0);
+    rule(&w.f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(&w), 0);
+    const char *srun = call(&w.f, "srun");
+    ck_assert_ptr_nonnull(srun);
+    ck_assert_msg(has(srun, "srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=2 "
+                  "--cpu-bind=cores ryzen-train --config "), "%s", srun);
+    const char *sb = call(&w.f, "sbatch");
+    ck_assert_ptr_nonnull(sb);
+    char want[2048];
+    snprintf(want, sizeof want, "sbatch --parsable --partition=batch --account=ml --qos=normal "
+             "--time=00:30:00 --mem=512M --cpus-per-task=2 --reservation=train "
+             "--constraint=avx512 --exclude=n4 --mail-type=END,FAIL --mail-user=rz@example.org "
+             "--dependency=afterok:100 %s/site/sbatch/p2.sh --lineage 100", dir);
+    ck_assert_msg(strcmp(sb, want) == 0, "%s", sb);
+    const char *c = call(&w.f, "scontrol update JobId=100 Comment=p1: GO");
+    ck_assert_ptr_nonnull(c);
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"event\":\"promote\"") && has(ev, "\"next_job\":\"101\""));
+    ck_assert(has(ev, "\"lineage\":\"100\""));
+    free(ev);
+    /* the run directory is free again */
+    char path[600];
+    snprintf(path, sizeof path, "%s/owner", w.rd);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    world_free(&w);
 }
 END_TEST
 
-START_TEST(argv_runs_without_a_shell)
+/* NO-GO: cancel only this lineage's pending jobs (never by name, never another user's), then
+ * roll back with the checkpoint path as an argument (a comma in it arrives intact). */
+START_TEST(no_go_rolls_back_and_cancels_only_its_own_jobs)
 {
-    struct step_argv v = {0};
-    char marker[256];
-    snprintf(marker, sizeof marker, "%s/it ran; $(echo not-a-shell)", dir);
-    const char *args[] = {"touch", marker};
-    for (size_t i = 0; i < 2; i++)
-        ck_assert_int_eq(step_argv_add(&v, args[i], NULL), RZ_OK);
-    char shown[512];
-    step_argv_format(&v, shown, sizeof shown);
-    ck_assert_ptr_nonnull(strstr(shown, "touch '"));
-    ck_assert_int_eq(step_run(&v, NULL), 0);
-    ck_assert_int_eq(access(marker, F_OK), 0); /* the odd name was one argument, unexpanded */
-    step_argv_free(&v);
-    struct step_argv f = {0};
-    ck_assert_int_eq(step_argv_add(&f, "false", NULL), RZ_OK);
-    ck_assert_int_eq(step_run(&f, NULL), 1);
-    step_argv_free(&f);
+    struct world w;
+    world_init(&w, "RUNNING");
+    w.args.lineage = "90";
+    step(&w, preflight_ok);
+    step(&w, ranks(0, 0, 20));
+    /* an earlier attempt of this lineage promoted job 101 (still pending); another lineage
+     * promoted 777 */
+    char path[700], ck[700];
+    snprintf(path, sizeof path, "%s/events.jsonl", w.rd);
+    write_file(path, "{\"job\":\"100\",\"lineage\":\"90\",\"event\":\"promote\",\"next_job\":\"101\"}\n"
+               "{\"job\":\"555\",\"lineage\":\"555\",\"event\":\"promote\",\"next_job\":\"777\"}\n");
+    snprintf(ck, sizeof ck, "%s/checkpoints/step-00000010.h5", w.rd);
+    save_checkpoint(w.rd, 10);
+    snprintf(path, sizeof path, "%s/reports/100/report.json", w.rd);
+    char report[1024];
+    snprintf(report, sizeof report, "{\"verdict\":\"NO-GO\",\"rollback_checkpoint\":"
+             "{\"path\":\"%s\"}}\n", ck);
+    write_file(path, report);
+    rule(&w.f, "ryzen-gate", 1, "", 0);
+    rule(&w.f, "squeue --me --noheader --states=PENDING --format=%i --jobs 101", 0, "101\n", 0);
+    rule(&w.f, "sbatch", 0, "102\n", 0);
+    ck_assert_int_eq(run(&w), 1);
+    ck_assert_int_eq(count_calls(&w.f, "scancel"), 1);
+    ck_assert_ptr_nonnull(call(&w.f, "scancel 101"));
+    ck_assert_ptr_null(call(&w.f, "squeue --me --noheader --states=PENDING --format=%i --jobs 777"));
+    const char *sb = call(&w.f, "sbatch");
+    ck_assert_ptr_nonnull(sb);
+    char want[1500];
+    snprintf(want, sizeof want, "%s/site/sbatch/p0.sh --lineage 90 --rollback-of 100 "
+             "--resume-from %s", dir, ck);
+    ck_assert_msg(has(sb, want), "%s", sb);
+    ck_assert(!has(sb, "--export"));
+    ck_assert(!has(sb, "--dependency"));
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"event\":\"rollback\"") && has(ev, "\"new_job\":\"102\""));
+    free(ev);
+    world_free(&w);
 }
 END_TEST
 
-START_TEST(missing_program_is_reported)
+/* A rollback whose checkpoint is already at the end of the previous phase's schedule would
+ * train nothing: it is not submitted, and the events say why. */
+START_TEST(a_rollback_with_nothing_to_train_is_not_submitted)
 {
-    struct step_argv v = {0};
-    struct rz_err e;
-    ck_assert_int_eq(step_argv_add(&v, "/nonexistent/srun", NULL), RZ_OK);
-    ck_assert_int_eq(step_run(&v, &e), -1);
-    ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/srun"));
-    step_argv_free(&v);
+    struct world w;
+    world_init(&w, "RUNNING");
+    step(&w, preflight_ok);
+    step(&w, ranks(0, 0, 40));
+    char path[700], ck[700], report[1024];
+    snprintf(ck, sizeof ck, "%s/checkpoints/step-00000040.h5", w.rd);
+    snprintf(path, sizeof path, "%s/reports/100/report.json", w.rd);
+    snprintf(report, sizeof report, "{\"rollback_checkpoint\":{\"path\":\"%s\"}}\n", ck);
+    write_file(path, report);
+    rule(&w.f, "ryzen-gate", 1, "", 0);
+    ck_assert_int_eq(run(&w), 1);
+    ck_assert_ptr_null(call(&w.f, "sbatch"));
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"event\":\"rollback_skipped\"") && has(ev, "a rollback would train nothing"));
+    free(ev);
+    world_free(&w);
 }
 END_TEST
 
-START_TEST(unwritable_run_dir_is_an_io_error)
+/* A crash within the budget requeues; with the budget spent: a NO-GO report that says why. */
+START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
 {
-    struct step_env env;
-    memset(&env, 0, sizeof env);
-    struct step_events *ev = NULL;
-    struct rz_err e;
-    ck_assert_int_eq(step_events_open(&ev, "/proc/self/rz-no", &env, "p", NULL, &e), RZ_EIO);
-    ck_assert_ptr_null(ev);
+    struct world w;
+    world_init(&w, "RUNNING");
+    step(&w, preflight_ok);
+    step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 5});
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+    world_free(&w);
+
+    world_init(&w, "RUNNING");
+    step(&w, preflight_ok);
+    step(&w, (struct fake_step){.status = 137, .ckpt_step = 10});
+    char path[700];
+    snprintf(path, sizeof path, "%s/events.jsonl", w.rd);
+    write_file(path, "{\"job\":\"100\",\"event\":\"requeue\",\"reason\":\"failure\"}\n"
+               "{\"job\":\"100\",\"event\":\"requeue\",\"reason\":\"failure\"}\n"
+               "{\"job\":\"100\",\"event\":\"requeue\",\"reason\":\"failure\"}\n");
+    ck_assert_int_eq(run(&w), 76);
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
+    const char *g = call(&w.f, "ryzen-gate");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_msg(has(g, "--ended give_up --why the restart budget is spent (3 of 3"), "%s", g);
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol update JobId=100 Comment=p1: NO-GO (give_up)"));
+    world_free(&w);
+}
+END_TEST
+
+/* scancel: the trainer checkpoints on the forwarded signal, and nothing is requeued. */
+START_TEST(scancel_is_never_requeued)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    w.f.rules[0].times = 1; /* RUNNING at the start, then CANCELLED */
+    rule(&w.f, "scontrol show job -o 100", 0, JOB_LINE("CANCELLED", ""), 0);
+    step(&w, preflight_ok);
+    struct fake_step s = ranks(75, 75, 12);
+    s.signal = SIGTERM;
+    step(&w, s);
+    ck_assert_int_eq(run(&w), 0);
+    ck_assert_ptr_nonnull(call(&w.f, "wait 1 forward 12")); /* the trainer got the stop signal */
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
+    ck_assert_ptr_null(call(&w.f, "ryzen-gate"));
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"event\":\"cancelled\""));
+    ck_assert(has(ev, "\"progress\":1")); /* the checkpoint on the way out was made */
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
+/* The time-limit warning: checkpoint, requeue (its own cap); the stop signal is forwarded. */
+START_TEST(time_limit_warning_requeues)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    w.f.rules[0].times = 1; /* an hour left at the start; 100 s left (the warning) at the end */
+    rule(&w.f, "scontrol show job -o 100", 0, job_line("RUNNING", NOW + 100, ""), 0);
+    step(&w, preflight_ok);
+    struct fake_step s = ranks(75, 75, 12);
+    s.signal = SIGUSR2;
+    step(&w, s);
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_nonnull(call(&w.f, "wait 1 forward 12")); /* SIGUSR2 went to the step */
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"reason\":\"time_limit\""));
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
+/* The template ignores stop signals until ryzen-step runs: a job that starts inside its warning
+ * window (the warning came, or comes at once) stops before training; so does a preemption. */
+START_TEST(a_start_inside_the_warning_window_does_not_train)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    w.f.rules[0].out = job_line("RUNNING", NOW + 100, ""); /* lead 120 s */
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_null(call(&w.f, "srun"));
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"event\":\"stop_before_training\"") && has(ev, "(time limit)"));
+    free(ev);
+    world_free(&w);
+    char root[128];
+    snprintf(root, sizeof root, "%s/runs,a", dir);
+    rz_test_rmtree(root); /* a new job's history */
+    world_init(&w, "RUNNING");
+    w.f.rules[0].out = JOB_LINE("RUNNING", "PreemptTime=2026-11-22T10:05:00");
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_null(call(&w.f, "srun"));
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue")); /* Slurm requeues a preempted job */
+    ev = events_of(&w);
+    ck_assert(has(ev, "\"reason\":\"preemption\""));
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(a_busy_run_directory_is_refused)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    char path[700];
+    snprintf(path, sizeof path, "%s/owner", w.rd);
+    write_file(path, "99\n");
+    rule(&w.f, "scontrol show job -o 99", 0, "JobId=99 JobState=RUNNING\n", 0);
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_ptr_null(call(&w.f, "srun"));
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"event\":\"run_dir_busy\"") && has(ev, "belongs to job 99"));
+    free(ev);
+    char *text = slurp(path);
+    ck_assert_str_eq(text, "99\n"); /* still the other job's */
+    free(text);
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(a_signal_that_disagrees_with_the_config_is_an_error_at_start)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    w.f.rules[1].out = "sbatch --signal=B:USR1@60 p1.sh\n"; /* health.stop_signal is USR2 */
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_ptr_null(call(&w.f, "srun"));
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"event\":\"signal_mismatch\"") && has(ev, "sends SIGUSR1"));
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
+/* A stop before the step ran: no training, a clean requeue; the second attempt in a row without a
+ * checkpoint is held with a NO-GO report (e.g. --time shorter than the signal lead). */
+START_TEST(a_stop_before_training_requeues_cleanly_then_holds)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    step_signals_note(SIGUSR2);
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_null(call(&w.f, "srun"));
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+    world_free(&w);
+    world_init(&w, "RUNNING"); /* the next attempt, same directory, signal again */
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeuehold 100"));
+    const char *g = call(&w.f, "ryzen-gate");
+    ck_assert_ptr_nonnull(g);
+    ck_assert(has(g, "--ended no_progress"));
+    world_free(&w);
+}
+END_TEST
+
+/* A node that fails the preflight is excluded from the next attempt: requeuehold, update,
+ * release; a failure on every node is a NO-GO (health) report and exit 70. */
+START_TEST(a_node_that_fails_the_preflight_is_excluded)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    step(&w, (struct fake_step){.status = 70, .ranks_recorded = 8, .record_status = 70,
+                                .health = "{\"ok\":false,\"hosts\":[\"n1\",\"n2\"],"
+                                          "\"failed_hosts\":[\"n2\"]}\n"});
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeuehold 100"));
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol update JobId=100 ExcNodeList=n4,n2"));
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol release 100"));
+    world_free(&w);
+    world_init(&w, "RUNNING");
+    step(&w, (struct fake_step){.status = 70, .ranks_recorded = 4, .record_status = 70,
+                                .health = "{\"ok\":false,\"hosts\":[\"n1\"],"
+                                          "\"failed_hosts\":[\"n1\"]}\n"});
+    ck_assert_int_eq(run(&w), 70);
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
+    const char *g = call(&w.f, "ryzen-gate");
+    ck_assert_ptr_nonnull(g);
+    ck_assert(has(g, "--ended health"));
+    world_free(&w);
+}
+END_TEST
+
+/* ---- errors ------------------------------------------------------------------------------------------------ */
+
+START_TEST(bad_inputs_end_before_srun)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    w.args.resume_from = "/nonexistent/step-1.h5";
+    w.args.rollback_of = "7";
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_ptr_null(call(&w.f, "srun"));
+    ck_assert_msg(has(w.log, "--resume-from '/nonexistent/step-1.h5': No such file"), "%s", w.log);
+    world_free(&w);
+
+    world_init(&w, "RUNNING");
+    char path[512];
+    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
+    write_file(path, "data:\n  kind: tokens\n  path: /nonexistent/corpus.bin\n");
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_ptr_null(call(&w.f, "srun"));
+    ck_assert_msg(has(w.log, "data.path '/nonexistent/corpus.bin'"), "%s", w.log);
+    world_free(&w);
+
+    world_init(&w, "RUNNING");
+    write_file(path, "model:\n  d_model: 250\n");
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_msg(has(w.log, "p1.yaml"), "%s", w.log);
+    world_free(&w);
+
+    world_init(&w, "RUNNING");
+    w.args.config = "p9";
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_msg(has(w.log, "config 'p9' not found"), "%s", w.log);
+    world_free(&w);
+
+    world_init(&w, "RUNNING");
+    snprintf(w.env.run_root, sizeof w.env.run_root, "/proc/rz-no-such-root");
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_msg(has(w.log, "the run directory cannot be written"), "%s", w.log);
+    world_free(&w);
 }
 END_TEST
 
@@ -165,16 +1067,32 @@ static Suite *step_suite(void)
     Suite *s = suite_create("step");
     TCase *core = tcase_create("core");
     tcase_add_checked_fixture(core, setup, teardown);
-    tcase_add_test(core, exit_status_policy);
-    tcase_add_test(core, preflight_status_policy);
-    tcase_add_test(core, events_are_json_lines_and_count_failures);
-    tcase_add_test(core, run_dir_from_submit_dir_and_phase);
-    tcase_add_test(core, argv_runs_without_a_shell);
+    tcase_add_test(core, scontrol_show_job_is_parsed);
+    tcase_add_test(core, the_jobs_own_flags_travel);
+    tcase_add_test(core, signal_specs);
+    tcase_add_test(core, the_jobs_signal_is_found);
+    tcase_add_test(core, attempts_are_classified_from_the_ranks);
+    tcase_add_test(core, exit_records_are_read_from_the_attempt_directory);
+    tcase_add_test(core, stop_causes_come_from_slurm);
+    tcase_add_test(core, decisions_and_budgets);
+    tcase_add_test(core, history_and_lineage_from_events);
+    tcase_add_test(core, one_live_job_owns_a_run_directory);
+    tcase_add_test(core, names_and_places);
+    tcase_add_test(core, go_promotes_with_the_jobs_flags);
+    tcase_add_test(core, no_go_rolls_back_and_cancels_only_its_own_jobs);
+    tcase_add_test(core, a_rollback_with_nothing_to_train_is_not_submitted);
+    tcase_add_test(core, crashes_spend_the_budget_then_give_up_with_a_report);
+    tcase_add_test(core, scancel_is_never_requeued);
+    tcase_add_test(core, time_limit_warning_requeues);
+    tcase_add_test(core, a_start_inside_the_warning_window_does_not_train);
+    tcase_add_test(core, a_busy_run_directory_is_refused);
+    tcase_add_test(core, a_signal_that_disagrees_with_the_config_is_an_error_at_start);
+    tcase_add_test(core, a_stop_before_training_requeues_cleanly_then_holds);
+    tcase_add_test(core, a_node_that_fails_the_preflight_is_excluded);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);
-    tcase_add_test(errors, missing_program_is_reported);
-    tcase_add_test(errors, unwritable_run_dir_is_an_io_error);
+    tcase_add_test(errors, bad_inputs_end_before_srun);
     suite_add_tcase(s, errors);
     return s;
 }

@@ -85,6 +85,34 @@ else
   bad "summary.json or metrics missing under $tmp/seed"
 fi
 
+# the seed checkpoint: a missing --resume PATH says which file and why, once
+expect "a missing --resume PATH" 65 "resume from $tmp/none.h5: read checkpoint metadata '$tmp/none.h5': No such file" \
+  -- "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.steps=1 --run-dir "$tmp/r" \
+  --resume "$tmp/none.h5"
+check "... said once (no 'resume: resume:')" sh -c "! grep -q 'resume: resume' '$tmp/out'"
+expect "--config=FILE works like --config FILE" 0 "step 1 committed" -- "$bin" \
+  --config="$src/configs/seed_benchmark.yaml" --set=training.steps=1 --run-dir "$tmp/eq" --quiet
+
+# every program: --help and --version
+top=${top_builddir:-.}
+for p in ryzen-train ryzen-step ryzen-gate ryzen-ckpt; do
+  expect "$p --version" 0 "^$p \(ryzen-llm\) [0-9]" -- "$top/$p" --version
+  expect "$p --help" 0 "usage: $p" -- "$top/$p" --help
+done
+expect "ryzen-step: an unknown option" 64 "unknown option '--bogus'" -- "$top/ryzen-step" --config x --bogus
+expect "ryzen-step: --rollback-of without --resume-from" 64 "go together" -- "$top/ryzen-step" \
+  --config x --rollback-of 7
+
+# ryzen-ckpt: 0 or 65 for "is this a checkpoint?", 64 for a list of a non-directory
+ck=$(ls "$tmp"/seed/checkpoints/step-*.h5 | tail -n 1)
+expect "ryzen-ckpt verify of a checkpoint" 0 ": ok" -- "$top/ryzen-ckpt" verify "$ck"
+expect "ryzen-ckpt verify of a missing file" 65 "No such file" -- "$top/ryzen-ckpt" verify "$tmp/no.h5"
+expect "ryzen-ckpt verify of a directory" 65 "not a regular file" -- "$top/ryzen-ckpt" verify "$tmp"
+expect "ryzen-ckpt verify of /dev/null" 65 "not a regular file" -- "$top/ryzen-ckpt" verify /dev/null
+expect "ryzen-ckpt info of a missing file" 65 "No such file" -- "$top/ryzen-ckpt" info "$tmp/no.h5"
+expect "ryzen-ckpt list of a missing directory" 64 "not a directory" -- "$top/ryzen-ckpt" list "$tmp/no"
+expect "ryzen-ckpt list of /dev/null" 64 "not a directory" -- "$top/ryzen-ckpt" list /dev/null
+
 # docs/config.md is generated from the key table and must not drift
 "$bin" --config-reference >"$tmp/config.md"
 if cmp -s "$tmp/config.md" "$src/docs/config.md"; then

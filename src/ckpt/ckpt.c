@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "ckpt/ckpt_internal.h"
@@ -447,6 +448,12 @@ static enum rz_status write_file(const struct ckpt_io *io, const struct ckpt_met
     file = -1;
     CKPT_H5(H5Fclose(closing));
 cleanup:
+    /* After a failed write (a full disk), give the space back before HDF5 closes the file: its
+     * close flushes metadata, and a flush that fails too leaves HDF5 1.10 with a half-closed file
+     * it crashes on at exit.  The temporary file is removed by the caller either way. */
+    if (st != RZ_OK && file >= 0 && truncate(io->path, 0) != 0) {
+        /* nothing more to free: the close below may fail, and is still tried once */
+    }
     if (train >= 0)
         H5Gclose(train);
     if (model >= 0)
@@ -478,6 +485,13 @@ enum rz_status ckpt_save(const char *dir, const struct ckpt_meta *meta,
     enum rz_status st = rz_mkdirs(dir, &mk);
     if (st != RZ_OK)
         return rz_fail(err, st, "save checkpoint in '%s': %s", dir, mk.msg);
+    /* Most full disks are found here, before HDF5 writes a byte. */
+    double need = 3.0 * 4.0 * (double)t->n_floats + 1e6, avail = 0.0;
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) == 0 && (avail = (double)vfs.f_bavail * (double)vfs.f_frsize) < need)
+        return ckpt_io_fail(&io, "%s: %.1f MB free in '%s', the checkpoint needs about %.1f MB; "
+                            "free space there or lower checkpoint.keep (the checkpoints already "
+                            "there are kept)", rz_io_cause(ENOSPC), avail / 1e6, dir, need / 1e6);
     ckpt_h5_quiet();
     struct ckpt_io tmp_io = {"save checkpoint", tmp, RZ_EIO, err};
     st = write_file(&tmp_io, meta, t);

@@ -6,12 +6,14 @@
  * Deliberately not here: writing (ckpt.c), reading (ckpt_read.c), directories (ckpt_dir.c). */
 
 #include "ckpt/ckpt_internal.h"
+#include "core/durable.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,8 +113,18 @@ enum rz_status ckpt_h5_fail(const struct ckpt_io *io, const char *call, const ch
     char cause[512] = "no HDF5 error message";
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_cb, cause);
     H5Eclear2(H5E_DEFAULT);
-    return rz_fail(io->err, io->fail_as, "%s '%s': HDF5 call %s failed at %s:%d: %s", io->op,
-                   io->path, call, file, line, cause);
+    /* HDF5 buries the system's errno in its text ("... errno = 28, error message = ..."): say a
+     * full disk in words first, since that is what an operator must act on. */
+    const char *e = strstr(cause, "errno = ");
+    int code = e != NULL ? atoi(e + 8) : 0;
+    bool plain = code == ENOSPC || code == EROFS
+#ifdef EDQUOT
+                 || code == EDQUOT
+#endif
+        ;
+    return rz_fail(io->err, io->fail_as, "%s '%s': %s%sHDF5 call %s failed at %s:%d: %s", io->op,
+                   io->path, plain ? rz_io_cause(code) : "", plain ? "; " : "", call, file, line,
+                   cause);
 }
 
 enum rz_status ckpt_io_fail(const struct ckpt_io *io, const char *fmt, ...)

@@ -2,15 +2,19 @@
 
 /* ryzen-ckpt: inspect checkpoints.  A thin main over ckpt/: `list DIR` prints a table, `info FILE`
  * prints JSON after a full verification, `verify FILE` checks every checksum.  Exit codes are the
- * documented ones (docs/exit-codes.md): 0 ok, 64 usage, 65 damaged or not a checkpoint, 74 the
- * file or directory cannot be read.  It never modifies or quarantines anything. */
+ * documented ones (docs/exit-codes.md): 0 ok; 64 usage (also `list` of something that is not a
+ * directory); 65 not a valid checkpoint: damaged, missing, a directory, a device; 74 a file that
+ * is there but cannot be read (permissions, an I/O error).  It never modifies or quarantines
+ * anything. */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "ckpt/ckpt.h"
+#include "core/cli.h"
 #include "core/json.h"
 #include "core/status.h"
 
@@ -19,7 +23,10 @@ static void usage(FILE *f)
     fputs("usage: ryzen-ckpt list DIR      table of DIR's checkpoints: step, time, size, status\n"
           "       ryzen-ckpt info FILE     verify FILE, then print its metadata as JSON\n"
           "       ryzen-ckpt verify FILE   check every checksum; prints 'FILE: ok'\n"
-          "Exit codes: 0 ok, 64 usage, 65 damaged or not a checkpoint, 74 unreadable.\n",
+          "       ryzen-ckpt --help | --version\n"
+          "Exit codes: 0 ok; 64 usage, or `list` of something that is not a directory; 65 not a\n"
+          "valid checkpoint (damaged, missing, a directory, a device); 74 a regular file that\n"
+          "cannot be read (permissions, I/O error).\n",
           f);
 }
 
@@ -29,12 +36,28 @@ static int fail(enum rz_status st, const struct rz_err *err)
     return rz_exit_code(st);
 }
 
+/* verify and info answer "is PATH a valid checkpoint?": anything that is not a regular file is
+ * no checkpoint (65); a regular file that cannot be read is an I/O error (74). */
+static int fail_file(enum rz_status st, const struct rz_err *err, const char *path)
+{
+    struct stat sb;
+    if (st == RZ_EIO && (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)))
+        st = RZ_ENOCKPT;
+    return fail(st, err);
+}
+
 static int cmd_list(const char *dir)
 {
     struct rz_err err;
     struct ckpt_entry *v = NULL;
     size_t n = 0;
     rz_err_clear(&err);
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "ryzen-ckpt: list '%s': not a directory%s\n", dir,
+                stat(dir, &sb) != 0 ? " (it does not exist)" : "");
+        return RZ_EXIT_USAGE;
+    }
     enum rz_status st = ckpt_list(dir, &v, &n, &err);
     if (st != RZ_OK)
         return fail(st, &err);
@@ -119,7 +142,7 @@ static int cmd_info(const char *path)
     rz_err_clear(&err);
     enum rz_status st = ckpt_inspect(path, &m, &err);
     if (st != RZ_OK)
-        return fail(st, &err);
+        return fail_file(st, &err, path);
     print_info(path, &m);
     ckpt_meta_free(&m);
     return RZ_EXIT_OK;
@@ -131,7 +154,7 @@ static int cmd_verify(const char *path)
     rz_err_clear(&err);
     enum rz_status st = ckpt_verify(path, &err);
     if (st != RZ_OK)
-        return fail(st, &err);
+        return fail_file(st, &err, path);
     printf("%s: ok\n", path);
     return RZ_EXIT_OK;
 }
@@ -143,7 +166,7 @@ int main(int argc, char **argv)
         return RZ_EXIT_OK;
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        puts(PACKAGE_STRING);
+        rz_cli_version(stdout, "ryzen-ckpt");
         return RZ_EXIT_OK;
     }
     int rc = RZ_EXIT_USAGE;

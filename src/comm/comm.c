@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cli.h"
 #include "core/util.h"
 
 #define COMM_MAX_BUCKETS 4096
@@ -82,23 +83,42 @@ struct comm {
 #define LAUNCH_FIX "Launch with `srun --mpi=pmix` (check `srun --mpi=list` and MpiDefault in " \
                    "slurm.conf)"
 
-enum rz_status comm_check_launch_env(struct rz_err *err)
+static void env_copy(char *out, size_t len, char *const *envp, const char *name)
 {
-    const char *step = getenv("SLURM_STEP_ID");
-    if (step == NULL || step[0] == '\0')
+    const char *v = rz_env_value(envp, name);
+    snprintf(out, len, "%s", v != NULL ? v : "");
+}
+
+void comm_launch_parse(struct comm_launch *l, char *const *envp)
+{
+    memset(l, 0, sizeof *l);
+    env_copy(l->step_id, sizeof l->step_id, envp, "SLURM_STEP_ID");
+    env_copy(l->mpi_type, sizeof l->mpi_type, envp, "SLURM_MPI_TYPE");
+    env_copy(l->procid, sizeof l->procid, envp, "SLURM_PROCID");
+    env_copy(l->ntasks, sizeof l->ntasks, envp, "SLURM_NTASKS");
+    env_copy(l->nodename, sizeof l->nodename, envp, "SLURMD_NODENAME");
+    const char *ompi = rz_env_value(envp, "OMPI_COMM_WORLD_RANK");
+    const char *pmix = rz_env_value(envp, "PMIX_RANK");
+    l->has_pmix_rank = ompi != NULL || pmix != NULL;
+    const char *rank = ompi != NULL ? ompi : pmix != NULL ? pmix : l->procid;
+    l->launcher_rank = rank != NULL && rank[0] != '\0' ? atoi(rank) : 0;
+}
+
+enum rz_status comm_check_launch_env(const struct comm_launch *l, struct rz_err *err)
+{
+    if (l->step_id[0] == '\0')
         return RZ_OK; /* not an srun task: mpirun's ranks, a batch script, a plain process */
-    if (getenv("PMIX_RANK") != NULL || getenv("OMPI_COMM_WORLD_RANK") != NULL)
+    if (l->has_pmix_rank)
         return RZ_OK;
-    const char *plugin = getenv("SLURM_MPI_TYPE");
-    const char *procid = getenv("SLURM_PROCID");
     return rz_fail(err, RZ_EHEALTH,
                    "launch check on task %s of step %s: srun started it with --mpi=%s, so it "
                    "has no PMIx rank (PMIX_RANK is unset) and MPI cannot start. " LAUNCH_FIX,
-                   procid != NULL ? procid : "?", step,
-                   plugin != NULL && plugin[0] != '\0' ? plugin : "none");
+                   l->procid[0] ? l->procid : "?", l->step_id,
+                   l->mpi_type[0] ? l->mpi_type : "none");
 }
 
-enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_err *err)
+enum rz_status comm_init(struct comm **out, int *argc, char ***argv, const struct comm_launch *l,
+                         struct rz_err *err)
 {
     enum rz_status st = RZ_OK;
     *out = NULL;
@@ -120,9 +140,8 @@ enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_e
     MPI_CHECK(MPI_Get_processor_name(c->host, &len));
     /* Under Slurm the node name is what operators know (and, on a dev cluster of virtual nodes
      * on one machine, the only name that tells the nodes apart). */
-    const char *node = getenv("SLURMD_NODENAME");
-    if (node != NULL && node[0] != '\0')
-        snprintf(c->host, sizeof c->host, "%s", node);
+    if (l != NULL && l->nodename[0] != '\0')
+        snprintf(c->host, sizeof c->host, "%s", l->nodename);
     c->mpi = true;
     *out = c;
     return RZ_OK;
@@ -166,13 +185,12 @@ int comm_rank(const struct comm *c) { return c->rank; }
 int comm_size(const struct comm *c) { return c->size; }
 const char *comm_host(const struct comm *c) { return c->host; }
 
-enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err)
+enum rz_status comm_check_launch(const struct comm *c, const struct comm_launch *l,
+                                 struct rz_err *err)
 {
-    const char *ntasks = getenv("SLURM_NTASKS");
-    const char *step = getenv("SLURM_STEP_ID");
-    if (ntasks == NULL || step == NULL)
+    if (l == NULL || l->ntasks[0] == '\0' || l->step_id[0] == '\0')
         return RZ_OK; /* not a Slurm job step: mpirun or a plain process */
-    long want = strtol(ntasks, NULL, 10);
+    long want = strtol(l->ntasks, NULL, 10);
     if (want == c->size)
         return RZ_OK;
     return rz_fail(err, RZ_EHEALTH,
@@ -369,6 +387,11 @@ void comm_params_need(struct comm *c, size_t offset, size_t count)
         c->param_wait_s += rz_now() - t0;
 }
 
+double comm_params_waited(const struct comm *c)
+{
+    return c->param_wait_s;
+}
+
 enum rz_status comm_params_finish(struct comm *c, struct rz_err *err)
 {
     comm_params_need(c, 0, SIZE_MAX / 2);
@@ -470,6 +493,17 @@ enum rz_status comm_allgather_double(struct comm *c, double local, double *out,
     out[0] = local;
     if (c->size > 1)
         MPI_CHECK(MPI_Allgather(&local, 1, MPI_DOUBLE, out, 1, MPI_DOUBLE, MPI_COMM_WORLD));
+cleanup:
+    return st;
+}
+
+enum rz_status comm_allgather_doubles(struct comm *c, const double *local, int n, double *out,
+                                      struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    memcpy(out, local, (size_t)n * sizeof *out);
+    if (c->size > 1)
+        MPI_CHECK(MPI_Allgather(local, n, MPI_DOUBLE, out, n, MPI_DOUBLE, MPI_COMM_WORLD));
 cleanup:
     return st;
 }

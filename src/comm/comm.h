@@ -21,14 +21,29 @@
 
 struct comm;
 
+/* What the launcher told this process, read from the environment once by main.  Empty strings
+ * for unset variables. */
+struct comm_launch {
+    char step_id[32];         /* SLURM_STEP_ID: set for a task srun started */
+    char mpi_type[32];        /* SLURM_MPI_TYPE: srun's --mpi plugin */
+    char procid[32];          /* SLURM_PROCID */
+    char ntasks[32];          /* SLURM_NTASKS */
+    char nodename[64];        /* SLURMD_NODENAME */
+    bool has_pmix_rank;       /* PMIX_RANK or OMPI_COMM_WORLD_RANK (mpirun) is set */
+    int launcher_rank;        /* OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID; 0 if none */
+};
+/* Fill l from an environment array (main passes environ). */
+void comm_launch_parse(struct comm_launch *l, char *const *envp);
+
 /* Before MPI_Init: a task that srun started (SLURM_STEP_ID set) must carry a PMIx rank
  * (PMIX_RANK, or OMPI_COMM_WORLD_RANK under mpirun).  Without one, Open MPI aborts inside
  * MPI_Init with a message about PMI versions that names neither the cause nor the fix; this
- * returns RZ_EHEALTH saying `srun --mpi=pmix` instead.  Reads only the environment; call it
- * before comm_init. */
-enum rz_status comm_check_launch_env(struct rz_err *err);
-/* MPI_Init (funneled threads: the watchdog thread never calls MPI). */
-enum rz_status comm_init(struct comm **out, int *argc, char ***argv, struct rz_err *err);
+ * returns RZ_EHEALTH saying `srun --mpi=pmix` instead.  Call it before comm_init. */
+enum rz_status comm_check_launch_env(const struct comm_launch *l, struct rz_err *err);
+/* MPI_Init (funneled threads: the watchdog thread never calls MPI).  The host name is
+ * l->nodename under Slurm (l may be NULL), else MPI_Get_processor_name. */
+enum rz_status comm_init(struct comm **out, int *argc, char ***argv, const struct comm_launch *l,
+                         struct rz_err *err);
 /* A world of one process that never calls MPI (unit tests, tools). */
 enum rz_status comm_create_local(struct comm **out, struct rz_err *err);
 void comm_finalize(struct comm *c);
@@ -43,7 +58,8 @@ const char *comm_host(const struct comm *c);
 
 /* Launch check: under Slurm, MPI size must equal SLURM_NTASKS (else RZ_EHEALTH with a message
  * about the likely wrong --mpi plugin); also names the launcher seen. */
-enum rz_status comm_check_launch(const struct comm *c, struct rz_err *err);
+enum rz_status comm_check_launch(const struct comm *c, const struct comm_launch *l,
+                                 struct rz_err *err);
 
 /* ---- gradient allreduce ------------------------------------------------------------------ */
 
@@ -84,6 +100,8 @@ enum rz_status comm_params_begin(struct comm *c, float *params, size_t n, size_t
 /* Wait until params [offset, offset+count) are complete (the wait counts as exposed
  * communication, reported by the next comm_grads_finish). */
 void comm_params_need(struct comm *c, size_t offset, size_t count);
+/* Seconds blocked in comm_params_need since the last comm_grads_finish. */
+double comm_params_waited(const struct comm *c);
 /* Wait for the whole gather (before a checkpoint, a sync check, a validation). */
 enum rz_status comm_params_finish(struct comm *c, struct rz_err *err);
 
@@ -103,6 +121,10 @@ enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *loca
 enum rz_status comm_max_int(struct comm *c, int local, int *out, struct rz_err *err);
 /* Sum of doubles in place (n values). */
 enum rz_status comm_sum_doubles(struct comm *c, double *v, int n, struct rz_err *err);
+/* Gather n doubles per rank on every rank (out has comm_size * n entries, rank order): the
+ * trainer's one small collective per step (loss, stop flag, gradient norm, live metrics). */
+enum rz_status comm_allgather_doubles(struct comm *c, const double *local, int n, double *out,
+                                      struct rz_err *err);
 /* Gather one double per rank on every rank (out has comm_size entries). */
 enum rz_status comm_allgather_double(struct comm *c, double local, double *out,
                                      struct rz_err *err);

@@ -88,7 +88,8 @@ struct cfg_checkpoint {
 };
 
 struct cfg_restart {
-    int64_t max_restarts;
+    int64_t max_restarts;        /* failure requeues */
+    int64_t max_signal_requeues; /* signal, preemption and time-limit requeues */
 };
 
 struct cfg_health {
@@ -100,6 +101,12 @@ struct cfg_health {
 
 struct cfg_comm {
     double bucket_mb;
+};
+
+/* Live metrics while training (docs/monitoring.md). */
+struct cfg_metrics {
+    int64_t prom_interval;      /* steps between textfile writes; 0 = off */
+    char prom_dir[CFG_PATH_MAX];/* textfile directory ("" = RUN_DIR/prom) */
 };
 
 /* The scaling phase this config is, and what follows its verdict (ryzen-step, ryzen-gate). */
@@ -126,6 +133,7 @@ struct cfg_gates {
     double failures_go, failures_no_go;                /* failure restarts */
     double memory_go, memory_no_go;                    /* peak RSS per node / node memory */
     double uptime_go, uptime_no_go;                    /* training time / wall time */
+    double straggler_ratio_go, straggler_ratio_no_go;  /* slowest rank's compute / median's */
     double min_duration_h;                             /* shorter runs are HOLD, never GO */
     int64_t min_steps;
     char prom_dir[CFG_PATH_MAX];                       /* node_exporter textfile dir ("" = off) */
@@ -142,6 +150,7 @@ struct cfg {
     struct cfg_restart restart;
     struct cfg_health health;
     struct cfg_comm comm;
+    struct cfg_metrics metrics;
     struct cfg_phase phase;
     struct cfg_gates gates;
     struct cfg_origin origin[CFG_MAX_KEYS]; /* indexed like the key table (config/keys.h) */

@@ -127,7 +127,10 @@ const struct cfg_key cfg_keys[] = {
     KEY_INT("checkpoint.keep", checkpoint.keep, 1, 1000, "3", "Checkpoints kept on disk."),
 
     KEY_INT("restart.max_restarts", restart.max_restarts, 0, 1000, "3",
-            "Automatic restarts from the last checkpoint before giving up."),
+            "Requeues after a failure (a crash, a hang, a failed launch) before giving up."),
+    KEY_INT("restart.max_signal_requeues", restart.max_signal_requeues, 0, 100000, "20",
+            "Requeues after a stop signal, a preemption or a time limit before the job is "
+            "held (two attempts in a row without a new checkpoint hold it sooner)."),
 
     KEY_INT("health.sync_check_interval", health.sync_check_interval, 0, BIG, "50",
             "Check that ranks agree on parameters every N steps (0 disables)."),
@@ -140,6 +143,12 @@ const struct cfg_key cfg_keys[] = {
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),
+
+    KEY_INT("metrics.prom_interval", metrics.prom_interval, 0, BIG, "20",
+            "Write the live Prometheus textfile every N steps and at each checkpoint (0: off)."),
+    KEY_STRING("metrics.prom_dir", metrics.prom_dir, "",
+               "Directory of the live textfiles ryzen-<job>-<node>.prom, e.g. node_exporter's "
+               "textfile directory (\"\" = RUN_DIR/prom)."),
 
     KEY_STRING("phase.previous", phase.previous, "",
                "Phase whose latest report is this phase's baseline (\"\" = none)."),
@@ -168,6 +177,8 @@ const struct cfg_key cfg_keys[] = {
     GATE(memory, 0.80, 0.95, "Peak RSS per node / node memory (lower is better)."),
     GATE(uptime, 0.95, 0.80,
          "Training time / wall time including restarts (higher is better)."),
+    GATE(straggler_ratio, 1.15, 1.5,
+         "Slowest rank's mean compute time / the median rank's (lower is better)."),
     KEY_FLOAT("gates.min_duration_h", gates.min_duration_h, 0.0, 1e6, 0u, "72",
               "Training hours required for GO (shorter runs are HOLD, never NO-GO)."),
     KEY_INT("gates.min_steps", gates.min_steps, 0, BIG, "0",
@@ -189,6 +200,7 @@ const struct cfg_section cfg_sections[] = {
     {"restart", "Automatic restart after failures."},
     {"health", "Cross-rank consistency checks, stop signals and the hang watchdog."},
     {"comm", "Gradient communication between ranks."},
+    {"metrics", "Live Prometheus metrics while training (docs/monitoring.md)."},
     {"phase", "Where this phase sits in the scaling chain, and what its verdict triggers."},
     {"gates", "Go/no-go thresholds of the phase report (docs/gates.md)."},
 };

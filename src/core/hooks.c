@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct rz_hooks rz_hooks = {.desync_rank = -1};
+struct rz_hooks rz_hooks = {.desync_rank = -1, .slow_rank = -1};
 
 static void copy_env(char *out, size_t len, const char *name)
 {
@@ -32,6 +32,8 @@ void rz_hooks_load(void)
     rz_hooks.desync_rank = (int)env_double("RYZEN_TEST_DESYNC_RANK", -1.0);
     copy_env(rz_hooks.preflight_fail_host, sizeof rz_hooks.preflight_fail_host,
              "RYZEN_TEST_PREFLIGHT_FAIL_HOST");
+    rz_hooks.slow_rank = (int)env_double("RYZEN_TEST_SLOW_RANK", -1.0);
+    rz_hooks.slow_ms = env_double("RYZEN_TEST_SLOW_MS", 0.0);
 }
 
 void rz_hook_crash_point(const char *tag, const char *stage)

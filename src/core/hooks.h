@@ -11,6 +11,8 @@
  *   RYZEN_TEST_STARTUP_DELAY_S=N    each rank sleeps N s after MPI_Init
  *   RYZEN_TEST_DESYNC_RANK=R        rank R perturbs a parameter before each sync check
  *   RYZEN_TEST_PREFLIGHT_FAIL_HOST=H the preflight's memory probe fails on host H
+ *   RYZEN_TEST_SLOW_RANK=R, RYZEN_TEST_SLOW_MS=N   rank R computes N ms longer every step (a
+ *                                   straggler)
  * Ownership: the struct is a process-wide value written once by main. */
 #ifndef RZ_CORE_HOOKS_H
 #define RZ_CORE_HOOKS_H
@@ -23,6 +25,8 @@ struct rz_hooks {
     double startup_delay_s;
     int desync_rank;             /* -1: off */
     char preflight_fail_host[64];
+    int slow_rank;               /* -1: off */
+    double slow_ms;
 };
 
 #ifdef RZ_TEST_HOOKS

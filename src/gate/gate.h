@@ -1,15 +1,25 @@
 /* gate.h: go/no-go gate evaluation of one phase job and its reports (docs/gates.md).
  *
  *   gate_read      RUN_DIR/metrics/<job>/rank-*.jsonl, events.jsonl, summary.json, health.json,
- *                  checkpoints/ and the baseline report -> struct gate_input
+ *                  checkpoints/ and the baseline report -> struct gate_input (events are
+ *                  classified here, once: this job's, the chain, the verdict timeline, requeues
+ *                  by reason)
  *   gate_evaluate  criteria, verdict, rollback checkpoint, planned action -> struct gate_result
- *   gate_write_*   report.json, report.md, report.html, gate.prom (one FILE each)
- *   gate_write_reports  all of them into RUN_DIR/reports/<job>/ (temp name + rename) and the
+ *   gate_doc_build the report as one document (struct gate_doc): everything the writers print
+ *   gate_write_*   report.json, report.md, report.html, gate.prom: they only format the document
+ *                  (no getenv, no event filtering, no judgement)
+ *   gate_write_reports  all of them into RUN_DIR/reports/<job>/ (core/durable.h) and the
  *                  optional copy of gate.prom into gates.prom_dir
  *
+ * A phase that ended without finishing training (opts.ended: the preflight failed, the restart
+ * budget was spent, ...) is reported from whatever exists: missing or partial metrics are no
+ * error then (what could not be read is listed as a warning), and the verdict is NO-GO (HOLD
+ * for nothing_to_train).
+ *
  * Malformed input is RZ_EDATA with "FILE:LINE[:COLUMN]: cause"; a missing rank file names the
- * rank.  Ownership: gate_read/gate_evaluate fill caller-owned structs whose arrays they allocate;
- * gate_input_free/gate_result_free release them (safe on zeroed or half-filled structs). */
+ * rank.  Ownership: gate_read/gate_evaluate/gate_doc_build fill caller-owned structs whose arrays
+ * they allocate; gate_input_free/gate_result_free/gate_doc_free release them (safe on zeroed or
+ * half-filled structs).  A gate_doc borrows the input and the result it was built from. */
 #ifndef RZ_GATE_GATE_H
 #define RZ_GATE_GATE_H
 
@@ -30,17 +40,56 @@ enum gate_verdict { GATE_VERDICT_GO = 0, GATE_VERDICT_NO_GO = 1, GATE_VERDICT_HO
 enum gate_crit {
     GATE_THROUGHPUT, GATE_EFFICIENCY, GATE_COMM, GATE_ALLREDUCE_P99_MS, GATE_SYNC_AGREEMENT,
     GATE_GRAD_NORM_SPREAD, GATE_LOSS_VS_BASELINE_PCT, GATE_ENTROPY_GAP, GATE_FAILURES,
-    GATE_MEMORY, GATE_UPTIME, GATE_DURATION, GATE_N_CRIT
+    GATE_MEMORY, GATE_UPTIME, GATE_STRAGGLER_RATIO, GATE_DURATION, GATE_N_CRIT
 };
 
 #define GATE_NOTE_MAX 512
 #define GATE_NAME_MAX 128
 #define GATE_MAX_POINTS 200     /* loss curve points kept in a report */
 
+/* Why a phase ended without finishing training (ryzen-gate --ended REASON). */
+enum gate_end {
+    GATE_END_NONE,              /* training finished: an ordinary report */
+    GATE_END_HEALTH,            /* the preflight failed */
+    GATE_END_GIVE_UP,           /* the restart budget was spent */
+    GATE_END_IO,                /* exit 74: checkpoint I/O (e.g. disk full) */
+    GATE_END_NO_PROGRESS,       /* two attempts in a row committed no checkpoint */
+    GATE_END_DIVERGED,          /* the loss guard stopped the run */
+    GATE_END_NOTHING_TO_TRAIN,  /* a rollback whose checkpoint is already at training.steps */
+    GATE_END_CONFIG,            /* exit 64 from the ranks: an input the wrapper could not check */
+    GATE_END_NOCKPT,            /* exit 65: the checkpoint to resume from is not valid */
+    GATE_N_END
+};
+
+/* "health", ...; NULL for GATE_END_NONE.  gate_end_parse: false for an unknown name. */
+const char *gate_end_name(enum gate_end e);
+bool gate_end_parse(const char *name, enum gate_end *out);
+
+/* Requeue reasons of ryzen-step's `requeue` events.  Only a failure counts against the failures
+ * gate: a preemption or a time limit is the site's doing, not the run's. */
+enum gate_requeue {
+    GATE_RQ_FAILURE, GATE_RQ_SIGNAL, GATE_RQ_PREEMPTION, GATE_RQ_TIME_LIMIT,
+    GATE_RQ_NODE_FAILURE, GATE_RQ_SLURM, GATE_RQ_PREFLIGHT_NODE, GATE_RQ_OTHER, GATE_N_RQ
+};
+const char *gate_requeue_name(enum gate_requeue r);   /* "failure", ..., "other" */
+
+/* What the caller knows besides the run directory.  main fills it from the command line and the
+ * environment; nothing below main reads the environment. */
+struct gate_opts {
+    const char *job;            /* --job; NULL: env_job_id, else the newest metrics/<id>/ */
+    const char *env_job_id;     /* $SLURM_JOB_ID as main read it (NULL or "": unset) */
+    const char *baseline;       /* --baseline REPORT.json; NULL: by convention */
+    const char *cpus_per_rank;  /* $SLURM_CPUS_PER_TASK (NULL: unknown) */
+    enum gate_end ended;        /* GATE_END_NONE for an ordinary report */
+    const char *why;            /* --why TEXT (ended reports) */
+    int status;                 /* --status N: the last exit status; -1 when not given */
+};
+
 /* One metrics line of one rank, after de-duplication by step (the last occurrence wins). */
 struct gate_row {
     int64_t step, run_step, samples_seen;
     double loss, step_time_s, comm_time_s, allreduce_s;
+    double compute_time_s;      /* NaN in metrics written before it existed */
     uint64_t rss_bytes;
     bool has_sync, sync_ok;
     double gnorm_post_spread;
@@ -68,8 +117,17 @@ struct gate_step {
 
 struct gate_event {
     char job[64], event[64], phase[GATE_NAME_MAX], reason[64];
+    char summary[GATE_NOTE_MAX]; /* message and the event's key fields, for the timelines */
+    char when[32];              /* t as "YYYY-MM-DD HH:MM:SSZ" */
     double t;                   /* seconds since the epoch */
     char *json;                 /* the line as read (valid JSON object) */
+};
+
+/* One check of health.json (the preflight). */
+struct gate_check {
+    char name[64];
+    bool ok;
+    char detail[GATE_NOTE_MAX];
 };
 
 struct gate_baseline {
@@ -101,10 +159,26 @@ struct gate_input {
     size_t n_steps;
     struct gate_event *events;  /* every line of events.jsonl (all jobs) */
     size_t n_events;
+    /* the events, classified once (indexes into events[]) */
+    size_t *job_events, n_job_events;         /* this job's, in file order */
+    size_t *chain_events, n_chain_events;     /* promote, rollback, rollback_start (any job) */
+    size_t *verdict_events, n_verdict_events; /* the verdict timeline (any job, see gate_read.c) */
+    int64_t requeues[GATE_N_RQ];              /* this job's requeue events by reason */
+    int64_t give_ups, resumes;                /* this job's give_up and resume events */
+    double first_start_t, last_event_t;       /* this job's first `start`, last event (NaN) */
+    /* how the phase ended (opts.ended) and what the caller passed along */
+    enum gate_end ended;
+    char why[GATE_NOTE_MAX];
+    int status;                 /* -1: unknown */
+    char cpus_per_rank[32];     /* "unknown" when not given */
+    char warnings[4 * GATE_NOTE_MAX]; /* inputs an ended report could not read ("" if none) */
     bool has_summary;
     double entropy_floor;       /* NaN when unknown */
     int64_t summary_restarts;
     bool has_health;
+    bool health_ok;
+    struct gate_check *checks;  /* health.json's checks */
+    size_t n_checks;
     char isa[64];
     struct gate_ckpt *ckpts;    /* ascending step */
     size_t n_ckpts;
@@ -132,6 +206,7 @@ struct gate_window {
 struct gate_rank_stat {
     int64_t steps;
     double mean_step_s, comm_share;
+    double mean_compute_s;      /* steady steps; NaN without compute_time_s */
     uint64_t peak_rss_bytes;
     double q[5];                /* steady step time min, p25, median, p75, max */
 };
@@ -140,6 +215,8 @@ struct gate_result {
     struct gate_criterion crit[GATE_N_CRIT];
     enum gate_verdict verdict;
     double throughput_p10, allreduce_p50_ms;
+    int straggler_rank;         /* the slowest rank by mean compute time (-1: none) */
+    double straggler_median_s;  /* the median rank's mean compute time */
     struct gate_window *windows;
     size_t n_windows;
     int64_t *restart_steps;     /* steps at which a resumed run started */
@@ -157,12 +234,28 @@ struct gate_result {
     char action_phase[GATE_NAME_MAX];
     char action_note[GATE_NOTE_MAX];
     char suspect[GATE_NOTE_MAX]; /* "" or why the efficiency is suspect */
+    /* the newest checkpoint that verifies and the one before it (NULL when none): an ended
+     * phase's last good state; they point into the input's ckpts */
+    const struct gate_ckpt *last_good, *prev_good;
 };
 
-/* Read every input of job `job` (NULL: $SLURM_JOB_ID, else the newest metrics/<id>/).
- * `baseline_path` NULL: RUNROOT/<phase.previous>/reports/newest/report.json. */
+/* The report as one document: what every writer prints, computed once. */
+struct gate_doc {
+    const struct gate_input *in;
+    const struct gate_result *res;
+    char time[32];              /* UTC, when the document was built */
+    double time_unix;           /* the same in Unix seconds */
+    int nodes;                  /* distinct hosts of the ranks */
+    char config_source[1024], data_kind[256];
+    int64_t global_batch;
+    double comm_go, comm_no_go; /* the comm chart's threshold lines */
+    char prom_dir[1024];        /* gates.prom_dir: where gate.prom is also copied ("" = off) */
+};
+
+/* Read every input of the job that opts names (see struct gate_opts).  The baseline: opts
+ * ->baseline, else RUNROOT/<phase.previous>/reports/newest/report.json. */
 enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char *run_dir,
-                         const char *job, const char *baseline_path, struct rz_err *err);
+                         const struct gate_opts *opts, struct rz_err *err);
 void gate_input_free(struct gate_input *in);
 
 /* Read a report.json written by gate_write_json as a baseline (fills b->present and data). */
@@ -179,19 +272,19 @@ enum gate_verdict gate_verdict_of(const struct gate_criterion *crit, size_t n);
 const char *gate_status_name(enum gate_status s);      /* "go", "no_go", "hold", ... */
 const char *gate_verdict_name(enum gate_verdict v);    /* "GO", "NO-GO", "HOLD" */
 
-void gate_write_json(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                     const struct cfg *c);
-void gate_write_md(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                   const struct cfg *c);
-void gate_write_html(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                     const struct cfg *c);
-void gate_write_prom(FILE *f, const struct gate_input *in, const struct gate_result *res);
+/* The document of one evaluated job (borrows in and res; copies what it needs of c). */
+void gate_doc_build(struct gate_doc *d, const struct gate_input *in,
+                    const struct gate_result *res, const struct cfg *c);
+
+void gate_write_json(FILE *f, const struct gate_doc *d);
+void gate_write_md(FILE *f, const struct gate_doc *d);
+void gate_write_html(FILE *f, const struct gate_doc *d);
+void gate_write_prom(FILE *f, const struct gate_doc *d);
 
 /* Write the four files into RUN_DIR/reports/<job>/ (dir_out receives that path) and copy
- * gate.prom to gates.prom_dir/ryzen_<phase>.prom when set.  A failed copy is not an error: its
- * message goes to warn ("" when none). */
-enum rz_status gate_write_reports(const struct gate_input *in, const struct gate_result *res,
-                                  const struct cfg *c, char *dir_out, size_t dir_len,
+ * gate.prom to <prom_dir>/ryzen_<phase>.prom when d->prom_dir is set.  A failed copy is
+ * not an error: its message goes to warn ("" when none). */
+enum rz_status gate_write_reports(const struct gate_doc *d, char *dir_out, size_t dir_len,
                                   char *warn, size_t warn_len, struct rz_err *err);
 
 /* Shared formatting helper: "%.6g" or "n/a" for NaN, into buf. */

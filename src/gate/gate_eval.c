@@ -124,6 +124,7 @@ static void gate_crit_init(struct gate_result *res, const struct cfg *c)
         {"failures", "count", false, g->failures_go, g->failures_no_go},
         {"memory", "share", false, g->memory_go, g->memory_no_go},
         {"uptime", "share", true, g->uptime_go, g->uptime_no_go},
+        {"straggler_ratio", "ratio", false, g->straggler_ratio_go, g->straggler_ratio_no_go},
         {"duration", "h", true, g->min_duration_h, NAN},
     };
     for (int i = 0; i < GATE_N_CRIT; i++) {
@@ -223,7 +224,7 @@ static void gate_efficiency(struct gate_result *res, const struct gate_input *in
 static enum rz_status gate_ranks(struct gate_result *res, const struct gate_input *in,
                                  const struct cfg *c, struct rz_err *err)
 {
-    res->rank_stats = calloc((size_t)in->world_size, sizeof *res->rank_stats);
+    res->rank_stats = calloc((size_t)in->world_size + 1, sizeof *res->rank_stats);
     if (res->rank_stats == NULL)
         return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
     struct gate_criterion *k = &res->crit[GATE_COMM];
@@ -233,7 +234,7 @@ static enum rz_status gate_ranks(struct gate_result *res, const struct gate_inpu
     for (int r = 0; r < in->world_size; r++) {
         const struct gate_rank *rk = &in->ranks[r];
         struct gate_rank_stat *rs = &res->rank_stats[r];
-        double *t = calloc(rk->n_rows + 1, sizeof *t), comm = 0, step = 0;
+        double *t = calloc(rk->n_rows + 1, sizeof *t), comm = 0, step = 0, compute = 0;
         if (t == NULL)
             return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
         size_t m = 0;
@@ -245,10 +246,12 @@ static enum rz_status gate_ranks(struct gate_result *res, const struct gate_inpu
                 continue;
             comm += row->comm_time_s;
             step += row->step_time_s;
+            compute += row->compute_time_s; /* NaN when a line lacks it: then unknown */
             t[m++] = row->step_time_s;
         }
         rs->steps = (int64_t)rk->n_rows;
         rs->mean_step_s = m ? step / (double)m : (double)NAN;
+        rs->mean_compute_s = m ? compute / (double)m : (double)NAN;
         rs->comm_share = m ? comm / step : (double)NAN;
         for (int q = 0; q < 5; q++)
             rs->q[q] = gate_quantile(t, m, q / 4.0);
@@ -292,6 +295,50 @@ static enum rz_status gate_allreduce(struct gate_result *res, const struct gate_
                   res->allreduce_p50_ms, k->measured);
     }
     free(v);
+    return RZ_OK;
+}
+
+/* Straggler: each rank's mean compute time (forward and backward, not blocked in communication)
+ * over its steady steps, against the median rank's.  A slow rank makes every other rank wait in
+ * the allreduce, so its compute time, not its step time, tells it apart. */
+static enum rz_status gate_straggler(struct gate_result *res, const struct gate_input *in,
+                                     struct rz_err *err)
+{
+    struct gate_criterion *k = &res->crit[GATE_STRAGGLER_RATIO];
+    res->straggler_rank = -1;
+    if (in->world_size == 1) {
+        gate_set(k, GATE_NA);
+        gate_note(k, "one rank: nobody to wait for");
+        return RZ_OK;
+    }
+    double *v = calloc((size_t)in->world_size + 1, sizeof *v), slowest = NAN;
+    if (v == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    int n = 0;
+    for (int r = 0; r < in->world_size; r++) {
+        double c = res->rank_stats[r].mean_compute_s;
+        if (isnan(c))
+            continue;
+        v[n++] = c;
+        if (isnan(slowest) || c > slowest) {
+            slowest = c;
+            res->straggler_rank = r;
+        }
+    }
+    if (n < in->world_size || n == 0) {
+        gate_note(k, "no compute_time_s in the metrics of %d rank(s) (written before it "
+                  "existed, or no steady steps)", in->world_size - n);
+        res->straggler_rank = -1;
+        free(v);
+        return RZ_OK;
+    }
+    res->straggler_median_s = gate_quantile(v, (size_t)n, 0.5);
+    free(v);
+    const int s = res->straggler_rank;
+    gate_measure(k, slowest / res->straggler_median_s, res->crit[GATE_THROUGHPUT].samples);
+    gate_note(k, "slowest rank %d (%s): %.4g ms of compute per step, %.3gx the median rank's "
+              "%.4g ms", s, in->ranks[s].host, 1e3 * slowest, k->measured,
+              1e3 * res->straggler_median_s);
     return RZ_OK;
 }
 
@@ -456,33 +503,33 @@ static void gate_entropy(struct gate_result *res, const struct gate_input *in,
 
 /* ---- operations ------------------------------------------------------------------------------ */
 
+/* Only a failure requeue (and a give-up) counts against the gate: a signal, a preemption or a
+ * time limit is the site's doing, not the run's. */
 static void gate_failures_uptime(struct gate_result *res, const struct gate_input *in)
 {
     struct gate_criterion *kf = &res->crit[GATE_FAILURES], *ku = &res->crit[GATE_UPTIME];
-    int64_t fail = 0, sig = 0, resumes = 0, n = 0;
-    double first = NAN, last = NAN;
-    for (size_t i = 0; i < in->n_events; i++) {
-        const struct gate_event *e = &in->events[i];
-        if (strcmp(e->job, in->job) != 0)
-            continue;
-        n++;
-        bool requeue = strcmp(e->event, "requeue") == 0;
-        fail += (requeue && strcmp(e->reason, "failure") == 0) || strcmp(e->event, "give_up") == 0;
-        sig += requeue && strcmp(e->reason, "signal") == 0;
-        resumes += strcmp(e->event, "resume") == 0;
-        if (strcmp(e->event, "start") == 0 && isnan(first))
-            first = e->t;
-        last = e->t;
-    }
-    if (n == 0) {
+    int64_t fail = in->requeues[GATE_RQ_FAILURE] + in->give_ups, other = 0;
+    double first = in->first_start_t, last = in->last_event_t;
+    for (int r = 0; r < GATE_N_RQ; r++)
+        other += r == GATE_RQ_FAILURE ? 0 : in->requeues[r];
+    if (in->n_job_events == 0) {
         gate_note(kf, "no events of job %s in events.jsonl (not run by ryzen-step?)", in->job);
         gate_note(ku, "no events of job %s in events.jsonl", in->job);
         return;
     }
-    gate_measure(kf, (double)fail, n);
-    gate_note(kf, "restarts: %lld requeue(s) after a failure or give-up, %lld after a signal, "
-              "%lld resume(s) from a checkpoint", (long long)fail, (long long)sig,
-              (long long)resumes);
+    gate_measure(kf, (double)fail, (int64_t)in->n_job_events);
+    gate_note(kf, "restarts: %lld requeue(s) after a failure or give-up, %lld for other reasons "
+              "(signal %lld, preemption %lld, time limit %lld, node failure %lld, slurm %lld, "
+              "node excluded after the preflight %lld, other %lld), %lld resume(s) from a "
+              "checkpoint", (long long)fail,
+              (long long)other, (long long)in->requeues[GATE_RQ_SIGNAL],
+              (long long)in->requeues[GATE_RQ_PREEMPTION],
+              (long long)in->requeues[GATE_RQ_TIME_LIMIT],
+              (long long)in->requeues[GATE_RQ_NODE_FAILURE],
+              (long long)in->requeues[GATE_RQ_SLURM],
+              (long long)in->requeues[GATE_RQ_PREFLIGHT_NODE],
+              (long long)in->requeues[GATE_RQ_OTHER],
+              (long long)in->resumes);
     double train = 0;
     for (size_t i = 0; i < in->n_steps; i++)
         train += in->steps[i].step_time_s;
@@ -504,6 +551,10 @@ static void gate_memory(struct gate_result *res, const struct gate_input *in)
     struct gate_criterion *k = &res->crit[GATE_MEMORY];
     if (!in->has_health) {
         gate_note(k, "no health.json (written by ryzen-train --preflight): node memory unknown");
+        return;
+    }
+    if (in->world_size == 0) {
+        gate_note(k, "no metrics: peak memory unknown");
         return;
     }
     double worst = -1;
@@ -596,18 +647,65 @@ static enum rz_status gate_curves(struct gate_result *res, const struct gate_inp
     return gate_val_curve(res, in, err);
 }
 
-/* The newest valid checkpoint at or before the last step whose sync check passed on every rank. */
+/* The newest checkpoint that verifies and the one before it. */
+static void gate_last_good(struct gate_result *res, const struct gate_input *in)
+{
+    res->last_good = res->prev_good = NULL;
+    for (size_t i = in->n_ckpts; i-- > 0 && res->prev_good == NULL;) {
+        if (!in->ckpts[i].valid)
+            continue;
+        if (res->last_good == NULL)
+            res->last_good = &in->ckpts[i];
+        else
+            res->prev_good = &in->ckpts[i];
+    }
+}
+
+/* The newest valid checkpoint at or before the last step whose sync check passed on every rank.
+ * An ended phase with no metrics at all (it failed before its first step) has no sync evidence
+ * either way: its newest valid checkpoint, which an earlier attempt committed. */
 static void gate_rollback(struct gate_result *res, const struct gate_input *in)
 {
     res->has_rollback = false;
-    for (size_t i = in->n_ckpts; res->last_good_sync_step >= 0 && i-- > 0;) {
-        if (in->ckpts[i].valid && in->ckpts[i].step <= res->last_good_sync_step) {
+    int64_t limit = res->last_good_sync_step;
+    if (in->ended != GATE_END_NONE && in->n_steps == 0 && res->last_good != NULL)
+        limit = res->last_good->step;
+    for (size_t i = in->n_ckpts; limit >= 0 && i-- > 0;) {
+        if (in->ckpts[i].valid && in->ckpts[i].step <= limit) {
             res->has_rollback = true;
             res->rollback_step = in->ckpts[i].step;
             rz_fmt(res->rollback_path, sizeof res->rollback_path, "%s", in->ckpts[i].path);
             return;
         }
     }
+}
+
+const char *gate_end_name(enum gate_end e)
+{
+    static const char *const names[GATE_N_END] = {NULL, "health", "give_up", "io",
+                                                  "no_progress", "diverged", "nothing_to_train",
+                                                  "config", "nockpt"};
+    return (unsigned)e < GATE_N_END ? names[e] : NULL;
+}
+
+bool gate_end_parse(const char *name, enum gate_end *out)
+{
+    for (int e = 1; e < GATE_N_END; e++)
+        if (strcmp(name, gate_end_name((enum gate_end)e)) == 0) {
+            *out = (enum gate_end)e;
+            return true;
+        }
+    return false;
+}
+
+/* A phase that ended without finishing training is NO-GO whatever its partial metrics say;
+ * nothing_to_train (a rollback that found its checkpoint at training.steps already) is HOLD:
+ * nothing failed, and a human decides what comes next. */
+static enum gate_verdict gate_ended_verdict(const struct gate_input *in, enum gate_verdict v)
+{
+    if (in->ended == GATE_END_NONE)
+        return v;
+    return in->ended == GATE_END_NOTHING_TO_TRAIN ? GATE_VERDICT_HOLD : GATE_VERDICT_NO_GO;
 }
 
 static void gate_plan(struct gate_result *res, const struct cfg *c)
@@ -641,13 +739,15 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
                              const struct cfg *c, struct rz_err *err)
 {
     memset(res, 0, sizeof *res);
-    res->throughput_p10 = res->allreduce_p50_ms = NAN;
+    res->throughput_p10 = res->allreduce_p50_ms = res->straggler_median_s = NAN;
     gate_crit_init(res, c);
     enum rz_status st = gate_throughput(res, in, c, err);
     if (st == RZ_OK)
         st = gate_ranks(res, in, c, err);
     if (st == RZ_OK)
         st = gate_allreduce(res, in, c, err);
+    if (st == RZ_OK)
+        st = gate_straggler(res, in, err);
     if (st == RZ_OK)
         st = gate_curves(res, in, err);
     if (st != RZ_OK)
@@ -663,7 +763,8 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
     gate_failures_uptime(res, in);
     gate_memory(res, in);
     gate_duration(res, in, c);
-    res->verdict = gate_verdict_of(res->crit, GATE_N_CRIT);
+    res->verdict = gate_ended_verdict(in, gate_verdict_of(res->crit, GATE_N_CRIT));
+    gate_last_good(res, in);
     gate_rollback(res, in);
     gate_plan(res, c);
     return RZ_OK;

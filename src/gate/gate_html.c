@@ -220,7 +220,8 @@ static void gate_chart_throughput(FILE *f, const struct gate_input *in,
 static void gate_chart_steptime(FILE *f, const struct gate_input *in,
                                 const struct gate_result *res)
 {
-    struct gate_axes a = {-0.5, in->world_size - 0.5, INFINITY, -INFINITY};
+    struct gate_axes a = {-0.5, (in->world_size > 0 ? in->world_size : 1) - 0.5, INFINITY,
+                          -INFINITY};
     for (int r = 0; r < in->world_size; r++) {
         if (isnan(res->rank_stats[r].q[0]))
             continue;
@@ -230,7 +231,7 @@ static void gate_chart_steptime(FILE *f, const struct gate_input *in,
     gate_range(&a.y0, &a.y1, true);
     gate_svg_begin(f, "chart-steptime", "Steady step time per rank (min, quartiles, max)",
                    "rank", "seconds", &a);
-    double bw = (GATE_W - GATE_L - GATE_R) / in->world_size * 0.5;
+    double bw = (GATE_W - GATE_L - GATE_R) / fmax(in->world_size, 1) * 0.5;
     for (int r = 0; r < in->world_size; r++) {
         const double *q = res->rank_stats[r].q;
         if (isnan(q[0]))
@@ -249,19 +250,20 @@ static void gate_chart_steptime(FILE *f, const struct gate_input *in,
     gate_svg_end(f);
 }
 
-static void gate_chart_comm(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                            const struct cfg *c)
+static void gate_chart_comm(FILE *f, const struct gate_doc *d)
 {
-    struct gate_axes a = {-0.5, in->world_size - 0.5, 0, c->gates.comm_go};
+    const struct gate_input *in = d->in;
+    const struct gate_result *res = d->res;
+    struct gate_axes a = {-0.5, (in->world_size > 0 ? in->world_size : 1) - 0.5, 0, d->comm_go};
     for (int r = 0; r < in->world_size; r++)
         if (!isnan(res->rank_stats[r].comm_share))
             a.y1 = fmax(a.y1, res->rank_stats[r].comm_share);
     a.y1 = a.y1 > 0 ? a.y1 * 1.1 : 1;
     gate_svg_begin(f, "chart-comm", "Exposed communication share per rank", "rank",
                    "comm time / step time", &a);
-    gate_hline(f, &a, c->gates.comm_go, "thr-go", "go");
-    gate_hline(f, &a, c->gates.comm_no_go, "thr-nogo", "no-go");
-    double bw = (GATE_W - GATE_L - GATE_R) / in->world_size * 0.6;
+    gate_hline(f, &a, d->comm_go, "thr-go", "go");
+    gate_hline(f, &a, d->comm_no_go, "thr-nogo", "no-go");
+    double bw = (GATE_W - GATE_L - GATE_R) / fmax(in->world_size, 1) * 0.6;
     for (int r = 0; r < in->world_size; r++) {
         double v = res->rank_stats[r].comm_share;
         if (isnan(v))
@@ -331,16 +333,16 @@ static void gate_html_ranks(FILE *f, const struct gate_input *in, const struct g
     fputs("</table>\n", f);
 }
 
-static void gate_html_env(FILE *f, const struct gate_input *in, const struct cfg *c)
+static void gate_html_env(FILE *f, const struct gate_doc *d)
 {
+    const struct gate_input *in = d->in;
     fputs("<h2>Environment</h2>\n<table>", f);
-    const char *cpus = getenv("SLURM_CPUS_PER_TASK");
     const char *rows[][2] = {
         {"phase", in->phase}, {"job", in->job}, {"run directory", in->run_dir},
-        {"config", c->source}, {"config SHA-256", in->config_sha256},
+        {"config", d->config_source}, {"config SHA-256", in->config_sha256},
         {"oneDNN ISA", in->isa[0] ? in->isa : "unknown"},
-        {"CPUs per rank", cpus != NULL && cpus[0] ? cpus : "unknown"},
-        {"ryzen-llm", PACKAGE_VERSION}, {"data", c->data.kind},
+        {"CPUs per rank", in->cpus_per_rank},
+        {"ryzen-llm", PACKAGE_VERSION}, {"data", d->data_kind},
         {"baseline", in->baseline.present ? in->baseline.path : in->baseline.reason},
     };
     for (size_t i = 0; i < RZ_ARRAY_LEN(rows); i++) {
@@ -351,25 +353,88 @@ static void gate_html_env(FILE *f, const struct gate_input *in, const struct cfg
     fputs("</table>\n", f);
 }
 
-static void gate_html_events(FILE *f, const struct gate_input *in, bool chain)
+static void gate_html_events(FILE *f, const char *title, const struct gate_input *in,
+                             const size_t *idx, size_t n)
 {
-    fprintf(f, "<h2>%s</h2>\n<div class=\"ev\">", chain ? "Promotion and rollback chain"
-                                                         : "Timeline of this job");
-    size_t n = 0;
-    for (size_t i = 0; i < in->n_events; i++) {
-        const struct gate_event *e = &in->events[i];
-        if (chain ? !gate_is_chain_event(e) : strcmp(e->job, in->job) != 0)
-            continue;
-        gate_html_text(f, e->json);
+    fprintf(f, "<h2>%s</h2>\n<div class=\"ev\">", title);
+    for (size_t i = 0; i < n; i++) {
+        gate_html_text(f, in->events[idx[i]].json);
         fputc('\n', f);
-        n++;
     }
     fputs(n == 0 ? "(none)</div>\n" : "</div>\n", f);
 }
 
-void gate_write_html(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                     const struct cfg *c)
+/* Requeues by reason and one row per decision of any job of this run directory. */
+static void gate_html_verdicts(FILE *f, const struct gate_input *in)
 {
+    fputs("<h2>Requeues of this job by reason</h2>\n<table id=\"requeues\"><tr>", f);
+    for (int r = 0; r < GATE_N_RQ; r++)
+        fprintf(f, "<th>%s</th>", gate_requeue_name((enum gate_requeue)r));
+    fputs("</tr><tr>", f);
+    for (int r = 0; r < GATE_N_RQ; r++)
+        fprintf(f, "<td data-reason=\"%s\">%lld</td>", gate_requeue_name((enum gate_requeue)r),
+                (long long)in->requeues[r]);
+    fputs("</tr></table>\n<p>Only <i>failure</i> requeues count against the failures gate.</p>\n"
+          "<h2>Verdict timeline</h2>\n<table id=\"verdicts\"><tr><th>time</th><th>job</th>"
+          "<th>event</th><th>what</th></tr>\n", f);
+    for (size_t i = 0; i < in->n_verdict_events; i++) {
+        const struct gate_event *e = &in->events[in->verdict_events[i]];
+        fprintf(f, "<tr class=\"ev-%s\"><td>%s</td><td>", e->event, e->when);
+        gate_html_text(f, e->job);
+        fputs("</td><td>", f);
+        gate_html_text(f, e->event);
+        fputs("</td><td>", f);
+        gate_html_text(f, e->summary);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+static void gate_html_ckpt(FILE *f, const char *what, const struct gate_ckpt *k)
+{
+    fprintf(f, "<tr><th>%s</th><td>", what);
+    if (k != NULL) {
+        gate_html_text(f, k->path);
+        fprintf(f, " (step %lld)", (long long)k->step);
+    } else {
+        fputs("none", f);
+    }
+    fputs("</td></tr>\n", f);
+}
+
+/* An ended phase: why, how, what it can resume from, and the preflight's checks. */
+static void gate_html_ended(FILE *f, const struct gate_doc *d)
+{
+    const struct gate_input *in = d->in;
+    if (in->ended == GATE_END_NONE)
+        return;
+    fprintf(f, "<h2 id=\"ended\" data-reason=\"%s\">Ended without finishing training: %s</h2>"
+               "\n<table><tr><th>why</th><td>", gate_end_name(in->ended), gate_end_name(in->ended));
+    gate_html_text(f, in->why[0] ? in->why : "(not given)");
+    fputs("</td></tr>\n", f);
+    if (in->status >= 0)
+        fprintf(f, "<tr><th>last exit status</th><td>%d</td></tr>\n", in->status);
+    gate_html_ckpt(f, "last good checkpoint", d->res->last_good);
+    gate_html_ckpt(f, "the one before it", d->res->prev_good);
+    for (size_t i = 0; i < in->n_checks; i++) {
+        fprintf(f, "<tr class=\"s-%s\"><th>preflight: ", in->checks[i].ok ? "go" : "no_go");
+        gate_html_text(f, in->checks[i].name);
+        fprintf(f, "</th><td>%s: ", in->checks[i].ok ? "ok" : "FAILED");
+        gate_html_text(f, in->checks[i].detail);
+        fputs("</td></tr>\n", f);
+    }
+    if (in->warnings[0] != '\0') {
+        fputs("<tr><th>inputs not read</th><td class=\"ev\">", f);
+        gate_html_text(f, in->warnings);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+void gate_write_html(FILE *f, const struct gate_doc *d)
+{
+    const struct gate_input *in = d->in;
+    const struct gate_result *res = d->res;
     const char *v = gate_verdict_name(res->verdict);
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>", f);
     gate_html_text(f, in->phase);
@@ -384,6 +449,7 @@ void gate_write_html(FILE *f, const struct gate_input *in, const struct gate_res
     fputs(" (", f);
     gate_html_text(f, res->action_note);
     fputs(").</p>\n", f);
+    gate_html_ended(f, d);
     if (res->suspect[0] != '\0') {
         fputs("<h2>Suspect measurements</h2>\n<p id=\"suspect\">", f);
         gate_html_text(f, res->suspect);
@@ -394,11 +460,12 @@ void gate_write_html(FILE *f, const struct gate_input *in, const struct gate_res
     gate_chart_loss(f, in, res);
     gate_chart_throughput(f, in, res);
     gate_chart_steptime(f, in, res);
-    gate_chart_comm(f, in, res, c);
+    gate_chart_comm(f, d);
     fputs("</div>\n", f);
     gate_html_ranks(f, in, res);
-    gate_html_env(f, in, c);
-    gate_html_events(f, in, true);
-    gate_html_events(f, in, false);
+    gate_html_env(f, d);
+    gate_html_verdicts(f, in);
+    gate_html_events(f, "Promotion and rollback chain", in, in->chain_events, in->n_chain_events);
+    gate_html_events(f, "Timeline of this job", in, in->job_events, in->n_job_events);
     fputs("</body></html>\n", f);
 }

@@ -1,89 +1,119 @@
 #include "config.h"
 
 /* gate_prom.c: gate.prom in the Prometheus text exposition format (node_exporter's textfile
- * collector): HELP and TYPE lines, then one sample per line, every ryzen_* metric labelled with
- * phase and job.  Deliberately not here: where the file goes (gate_report.c) and the trainer's
- * own per-step metrics. */
+ * collector), formatted from the report document.  Every family has HELP and TYPE, its unit in
+ * its name (_seconds, _ratio, _nats, ...: one family per measured quantity, so no family mixes
+ * units) and the labels slurm_job_id and phase (`job` would clash with Prometheus's own scrape
+ * label).  ryzen_last_update_timestamp_seconds says when the report was written.
+ * Deliberately not here: where the file goes (gate_report.c) and the trainer's live metrics
+ * (metrics/live.c). */
 
 #include "gate/gate.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
-/* A label value with \, " and newline escaped as the format requires. */
-static void gate_prom_label(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            fprintf(f, "\\%c", *s);
-        else if (*s == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*s, f);
-    }
-}
+#include "metrics/live.h"
 
-static void gate_prom_head(FILE *f, const char *name, const char *help)
-{
-    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
-}
+/* Each criterion's measured value as its own family: name, help, and the factor from the
+ * report's unit to the family's base unit (ms -> s, % -> ratio, h -> s). */
+static const struct {
+    const char *name, *help;
+    double scale;
+} gate_prom_measured[GATE_N_CRIT] = {
+    [GATE_THROUGHPUT] = {"ryzen_gate_throughput_samples_per_second",
+                         "Steady-state global throughput, median over windows.", 1},
+    [GATE_EFFICIENCY] = {"ryzen_gate_efficiency_ratio",
+                         "Weak-scaling efficiency against the baseline.", 1},
+    [GATE_COMM] = {"ryzen_gate_comm_exposed_ratio",
+                   "Exposed communication / step time, worst rank.", 1},
+    [GATE_ALLREDUCE_P99_MS] = {"ryzen_gate_allreduce_p99_seconds",
+                               "Small-collective latency, 99th percentile over steady steps.",
+                               1e-3},
+    [GATE_SYNC_AGREEMENT] = {"ryzen_gate_sync_agreement_ratio",
+                             "Share of sync checks where every rank agreed.", 1},
+    [GATE_GRAD_NORM_SPREAD] = {"ryzen_gate_grad_norm_spread_ratio",
+                               "Max relative spread of post-allreduce gradient norms.", 1},
+    [GATE_LOSS_VS_BASELINE_PCT] = {"ryzen_gate_loss_vs_baseline_ratio",
+                                   "(loss - baseline loss) / baseline loss at matched samples.",
+                                   1e-2},
+    [GATE_ENTROPY_GAP] = {"ryzen_gate_entropy_gap_nats",
+                          "Final loss minus the markov entropy floor.", 1},
+    [GATE_FAILURES] = {"ryzen_gate_failure_requeues",
+                       "Requeues after a failure, plus give-ups, of the judged job.", 1},
+    [GATE_MEMORY] = {"ryzen_gate_memory_peak_ratio", "Peak RSS / node memory, worst node.", 1},
+    [GATE_UPTIME] = {"ryzen_gate_uptime_ratio",
+                     "Training time / wall time including restarts.", 1},
+    [GATE_STRAGGLER_RATIO] = {"ryzen_gate_straggler_ratio",
+                              "Slowest rank's mean compute time / the median rank's.", 1},
+    [GATE_DURATION] = {"ryzen_gate_training_seconds",
+                       "Training time (sum of global step times).", 3600},
+};
 
-/* One sample; `criterion` NULL for run-level metrics.  NaN (not measured) is left out. */
+/* One sample; `key` NULL for none beyond slurm_job_id and phase.  NaN (not measured) is left
+ * out. */
 static void gate_prom_sample(FILE *f, const char *name, const struct gate_input *in,
-                             const char *criterion, double v)
+                             const char *key, const char *value, double v)
 {
     if (isnan(v))
         return;
-    fprintf(f, "%s{phase=\"", name);
-    gate_prom_label(f, in->phase);
-    fputs("\",job=\"", f);
-    gate_prom_label(f, in->job);
-    if (criterion != NULL)
-        fprintf(f, "\",criterion=\"%s", criterion);
-    fprintf(f, "\"} %.9g\n", v);
+    fprintf(f, "%s{", name);
+    metrics_prom_label(f, "slurm_job_id", in->job, true);
+    metrics_prom_label(f, "phase", in->phase, false);
+    if (key != NULL)
+        metrics_prom_label(f, key, value, false);
+    fprintf(f, "} %.9g\n", v);
 }
 
 static void gate_prom_one(FILE *f, const struct gate_input *in, const char *name,
                           const char *help, double v)
 {
-    gate_prom_head(f, name, help);
-    gate_prom_sample(f, name, in, NULL, v);
+    metrics_prom_head(f, name, "gauge", help);
+    gate_prom_sample(f, name, in, NULL, NULL, v);
 }
 
-void gate_write_prom(FILE *f, const struct gate_input *in, const struct gate_result *res)
+static void gate_prom_criteria(FILE *f, const struct gate_doc *d)
 {
-    const struct gate_criterion *k = res->crit;
+    const struct gate_criterion *k = d->res->crit;
+    metrics_prom_head(f, "ryzen_gate_criterion_status", "gauge",
+                      "Criterion status: 0 go, 1 no_go, 2 hold, 3 not judged, 4 n/a.");
+    for (int i = 0; i < GATE_N_CRIT; i++)
+        gate_prom_sample(f, "ryzen_gate_criterion_status", d->in, "criterion", k[i].name,
+                         (double)k[i].status);
+    for (int i = 0; i < GATE_N_CRIT; i++)
+        gate_prom_one(f, d->in, gate_prom_measured[i].name, gate_prom_measured[i].help,
+                      k[i].measured * gate_prom_measured[i].scale);
+}
+
+void gate_write_prom(FILE *f, const struct gate_doc *d)
+{
+    const struct gate_input *in = d->in;
+    const struct gate_result *res = d->res;
+    metrics_prom_head(f, "ryzen_last_update_timestamp_seconds", "gauge",
+                      "When this report was written (Unix seconds).");
+    fputs("ryzen_last_update_timestamp_seconds{", f);
+    metrics_prom_label(f, "slurm_job_id", in->job, true);
+    metrics_prom_label(f, "phase", in->phase, false);
+    fprintf(f, "} %.3f\n", d->time_unix);
     gate_prom_one(f, in, "ryzen_gate_verdict", "Gate verdict: 0 GO, 1 NO-GO, 2 HOLD.",
                   (double)res->verdict);
-    gate_prom_head(f, "ryzen_gate_criterion_status",
-                   "Criterion status: 0 go, 1 no_go, 2 hold, 3 not judged, 4 n/a.");
-    for (int i = 0; i < GATE_N_CRIT; i++)
-        gate_prom_sample(f, "ryzen_gate_criterion_status", in, k[i].name, (double)k[i].status);
-    gate_prom_head(f, "ryzen_gate_measured", "Measured value of each gate criterion (its unit "
-                                             "is in report.json).");
-    for (int i = 0; i < GATE_N_CRIT; i++)
-        gate_prom_sample(f, "ryzen_gate_measured", in, k[i].name, k[i].measured);
-    gate_prom_one(f, in, "ryzen_throughput_samples_per_second",
-                  "Steady-state global throughput, median over windows.",
-                  k[GATE_THROUGHPUT].measured);
-    gate_prom_one(f, in, "ryzen_throughput_p10_samples_per_second",
+    metrics_prom_head(f, "ryzen_gate_ended", "gauge",
+                      "1: the phase ended without finishing training, for the reason in the label.");
+    if (in->ended != GATE_END_NONE)
+        gate_prom_sample(f, "ryzen_gate_ended", in, "reason", gate_end_name(in->ended), 1);
+    gate_prom_criteria(f, d);
+    gate_prom_one(f, in, "ryzen_gate_throughput_p10_samples_per_second",
                   "Steady-state global throughput, 10th percentile over windows.",
                   res->throughput_p10);
-    gate_prom_one(f, in, "ryzen_efficiency", "Weak-scaling efficiency against the baseline.",
-                  k[GATE_EFFICIENCY].measured);
-    gate_prom_one(f, in, "ryzen_comm_share", "Exposed communication / step time, worst rank.",
-                  k[GATE_COMM].measured);
-    gate_prom_one(f, in, "ryzen_allreduce_p50_seconds", "Allreduce latency, median.",
+    gate_prom_one(f, in, "ryzen_gate_allreduce_p50_seconds",
+                  "Small-collective latency, median over steady steps.",
                   res->allreduce_p50_ms / 1000.0);
-    gate_prom_one(f, in, "ryzen_allreduce_p99_seconds", "Allreduce latency, 99th percentile.",
-                  k[GATE_ALLREDUCE_P99_MS].measured / 1000.0);
-    gate_prom_one(f, in, "ryzen_memory_share", "Peak RSS / node memory, worst node.",
-                  k[GATE_MEMORY].measured);
-    gate_prom_one(f, in, "ryzen_uptime_ratio", "Training time / wall time including restarts.",
-                  k[GATE_UPTIME].measured);
-    gate_prom_one(f, in, "ryzen_failures", "Requeues after a failure, plus give-ups.",
-                  k[GATE_FAILURES].measured);
-    gate_prom_one(f, in, "ryzen_restarts", "Restarts of this job (resumed runs).",
+    metrics_prom_head(f, "ryzen_gate_requeues", "gauge", "Requeues of the judged job by reason.");
+    for (int r = 0; r < GATE_N_RQ; r++)
+        gate_prom_sample(f, "ryzen_gate_requeues", in, "reason",
+                         gate_requeue_name((enum gate_requeue)r), (double)in->requeues[r]);
+    gate_prom_one(f, in, "ryzen_gate_restarts", "Resumed runs within the judged job's metrics.",
                   (double)res->n_restarts);
-    gate_prom_one(f, in, "ryzen_world_size", "Ranks of the judged job.", in->world_size);
+    gate_prom_one(f, in, "ryzen_gate_world_size", "Ranks of the judged job.", in->world_size);
 }

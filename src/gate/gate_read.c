@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "ckpt/ckpt.h"
 #include "core/sha256.h"
@@ -126,6 +127,9 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
         st = rz_fail(err, RZ_EDATA, "%s:%ld: negative time or memory (step_time_s must be > 0)",
                      path, line);
     r->rss_bytes = (uint64_t)rss;
+    r->compute_time_s = NAN; /* optional: metrics written before it have none */
+    if (st == RZ_OK && gj_get(o, "compute_time_s") != NULL)
+        st = gate_field_num(o, "compute_time_s", &r->compute_time_s, path, line, err);
     r->has_sync = gj_get_bool(o, "sync_ok", &r->sync_ok);
     if (st == RZ_OK && gj_get(o, "sync_ok") != NULL && !r->has_sync)
         st = rz_fail(err, RZ_EDATA, "%s:%ld: field 'sync_ok' is not true/false", path, line);
@@ -201,33 +205,49 @@ static enum rz_status gate_rows_dedupe(struct gate_rows *rows, struct rz_err *er
     return RZ_OK;
 }
 
-static enum rz_status gate_read_rank(struct gate_rank *rk, int rank, const char *dir,
+/* An ended report reads what it can: a problem with an input becomes a warning in the report
+ * instead of an error (the phase already failed; the report must still say how). */
+static enum rz_status gate_tolerate(struct gate_input *in, enum rz_status st,
+                                    const struct rz_err *err)
+{
+    if (st == RZ_OK || st == RZ_ENOMEM || in->ended == GATE_END_NONE)
+        return st;
+    size_t used = strlen(in->warnings);
+    if (used + 4 < sizeof in->warnings)
+        rz_fmt(in->warnings + used, sizeof in->warnings - used, "%s%s", used ? "\n" : "",
+               err->msg);
+    return RZ_OK;
+}
+
+static enum rz_status gate_read_rank(struct gate_input *in, struct gate_rank *rk, int rank,
                                      int *world, struct rz_err *err)
 {
     char path[4200];
-    rz_fmt(path, sizeof path, "%s/rank-%05d.jsonl", dir, rank);
+    rz_fmt(path, sizeof path, "%s/rank-%05d.jsonl", in->metrics_dir, rank);
+    rk->rank = rank;
+    rz_fmt(rk->host, sizeof rk->host, "unknown");
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return rz_fail(err, RZ_EDATA, "metrics of rank %d missing: '%s': %s (world_size %d)",
-                       rank, path, strerror(errno), *world);
+        return gate_tolerate(in, rz_fail(err, RZ_EDATA, "metrics of rank %d missing: '%s': %s "
+                                         "(world_size %d)", rank, path, strerror(errno),
+                                         *world), err);
     struct gate_rows rows = {0};
-    enum rz_status st = gate_read_jsonl(path, gate_row_line, &rows, err);
-    if (st == RZ_OK && rows.n == 0)
+    enum rz_status st = gate_tolerate(in, gate_read_jsonl(path, gate_row_line, &rows, err), err);
+    if (st == RZ_OK && rows.n == 0 && in->ended == GATE_END_NONE)
         st = rz_fail(err, RZ_EDATA, "%s: no metrics lines", path);
-    if (st == RZ_OK && *world != 0 && rows.world_size != *world)
-        st = rz_fail(err, RZ_EDATA, "%s: world_size %d differs from rank 0's %d", path,
-                     rows.world_size, *world);
+    if (st == RZ_OK && *world != 0 && rows.n > 0 && rows.world_size != *world)
+        st = gate_tolerate(in, rz_fail(err, RZ_EDATA, "%s: world_size %d differs from rank "
+                                       "0's %d", path, rows.world_size, *world), err);
     if (st == RZ_OK)
         st = gate_rows_dedupe(&rows, err);
     if (st != RZ_OK) {
         free(rows.v);
         return st;
     }
-    *world = rows.world_size;
-    rk->rank = rank;
+    if (*world == 0)
+        *world = rows.world_size;
     rk->rows = rows.v;
     rk->n_rows = rows.n;
-    rz_fmt(rk->host, sizeof rk->host, "unknown");
     return RZ_OK;
 }
 
@@ -250,6 +270,8 @@ static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *
         bool all = true;
         for (int k = 0; k < in->world_size && all; k++) {
             const struct gate_rank *rk = &in->ranks[k];
+            if (rk->n_rows == 0 && in->ended != GATE_END_NONE)
+                continue; /* an ended report: the ranks that wrote anything */
             while (cur[k] < rk->n_rows && rk->rows[cur[k]].step < s.step)
                 cur[k]++;
             all = cur[k] < rk->n_rows && rk->rows[cur[k]].step == s.step;
@@ -304,9 +326,13 @@ static enum rz_status gate_read_metrics(struct gate_input *in, const struct cfg 
 {
     int world = 0;
     struct gate_rank r0 = {0};
-    enum rz_status st = gate_read_rank(&r0, 0, in->metrics_dir, &world, err);
+    enum rz_status st = gate_read_rank(in, &r0, 0, &world, err);
     if (st != RZ_OK)
         return st;
+    if (world == 0) { /* an ended report without rank 0's metrics: nothing to merge */
+        free(r0.rows);
+        return RZ_OK;
+    }
     in->ranks = calloc((size_t)world, sizeof *in->ranks);
     if (in->ranks == NULL) {
         free(r0.rows);
@@ -315,11 +341,41 @@ static enum rz_status gate_read_metrics(struct gate_input *in, const struct cfg 
     in->world_size = world;
     in->ranks[0] = r0;
     for (int r = 1; r < world && st == RZ_OK; r++)
-        st = gate_read_rank(&in->ranks[r], r, in->metrics_dir, &world, err);
+        st = gate_read_rank(in, &in->ranks[r], r, &world, err);
     return st == RZ_OK ? gate_merge_steps(in, c, err) : st;
 }
 
 /* ---- events, summary, health, checkpoints ---------------------------------------------------- */
+
+/* "message (reason failure, status 75, ...)": the message and whichever key fields the event
+ * carries, so the timelines need not know every event's shape (unknown events read the same). */
+static void gate_event_summary(struct gate_event *e, const struct gj_value *v)
+{
+    static const char *const keys[] = {"reason", "class", "status", "verdict", "rank", "host",
+                                       "excluded_nodes", "next_job", "new_job", "to_phase",
+                                       "checkpoint", "failures"};
+    const char *msg = gj_get_str(v, "message");
+    size_t used = 0;
+    e->summary[0] = '\0';
+    if (msg != NULL && msg[0] != '\0')
+        used = (size_t)snprintf(e->summary, sizeof e->summary, "%s", msg);
+    bool first = true;
+    for (size_t i = 0; i < RZ_ARRAY_LEN(keys) && used < sizeof e->summary; i++) {
+        const struct gj_value *f = gj_get(v, keys[i]);
+        char val[300];
+        if (f == NULL || (f->type != GJ_STR && f->type != GJ_NUM))
+            continue;
+        if (f->type == GJ_STR)
+            rz_fmt(val, sizeof val, "%s", f->str);
+        else
+            rz_fmt(val, sizeof val, "%.15g", f->num);
+        used += (size_t)snprintf(e->summary + used, sizeof e->summary - used, "%s%s %s",
+                                 first ? (used ? " (" : "(") : ", ", keys[i], val);
+        first = false;
+    }
+    if (!first && used + 1 < sizeof e->summary)
+        strcat(e->summary, ")");
+}
 
 static enum rz_status gate_event_line(void *ctx, const struct gj_value *v, const char *path,
                                       long line, const char *text, struct rz_err *err)
@@ -345,6 +401,77 @@ static enum rz_status gate_event_line(void *ctx, const struct gj_value *v, const
     rz_fmt(e->event, sizeof e->event, "%s", event);
     rz_fmt(e->phase, sizeof e->phase, "%s", phase != NULL ? phase : "");
     rz_fmt(e->reason, sizeof e->reason, "%s", reason != NULL ? reason : "");
+    gate_event_summary(e, v);
+    time_t secs = (time_t)t;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(e->when, sizeof e->when, "%Y-%m-%d %H:%M:%SZ", &tm);
+    return RZ_OK;
+}
+
+const char *gate_requeue_name(enum gate_requeue r)
+{
+    static const char *const names[GATE_N_RQ] = {"failure", "signal", "preemption", "time_limit",
+                                                 "node_failure", "slurm", "preflight_node",
+                                                 "other"};
+    return (unsigned)r < GATE_N_RQ ? names[r] : "other";
+}
+
+static enum gate_requeue gate_requeue_of(const char *reason)
+{
+    for (int r = 0; r < GATE_RQ_OTHER; r++)
+        if (strcmp(reason, gate_requeue_name((enum gate_requeue)r)) == 0)
+            return (enum gate_requeue)r;
+    return GATE_RQ_OTHER;
+}
+
+bool gate_is_chain_event(const struct gate_event *e)
+{
+    return strcmp(e->event, "promote") == 0 || strcmp(e->event, "rollback") == 0 ||
+           strcmp(e->event, "rollback_start") == 0;
+}
+
+/* The verdict timeline: how each attempt of every job of this run directory started, ended and
+ * was decided.  Other events (and unknown ones) stay in the job's own timeline only. */
+static bool gate_is_verdict_event(const struct gate_event *e)
+{
+    static const char *const names[] = {
+        "start", "preflight_failed", "resume", "rollback_start", "attempt_end", "requeue",
+        "give_up", "no_progress", "owner_takeover", "finished", "verdict", "promote", "rollback",
+        "gate_failed"};
+    for (size_t i = 0; i < RZ_ARRAY_LEN(names); i++)
+        if (strcmp(e->event, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Sort the events once into the lists every consumer uses (struct gate_input). */
+static enum rz_status gate_classify_events(struct gate_input *in, struct rz_err *err)
+{
+    size_t n = in->n_events + 1;
+    in->job_events = calloc(n, sizeof *in->job_events);
+    in->chain_events = calloc(n, sizeof *in->chain_events);
+    in->verdict_events = calloc(n, sizeof *in->verdict_events);
+    if (in->job_events == NULL || in->chain_events == NULL || in->verdict_events == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    in->first_start_t = in->last_event_t = NAN;
+    for (size_t i = 0; i < in->n_events; i++) {
+        const struct gate_event *e = &in->events[i];
+        if (gate_is_chain_event(e))
+            in->chain_events[in->n_chain_events++] = i;
+        if (gate_is_verdict_event(e))
+            in->verdict_events[in->n_verdict_events++] = i;
+        if (strcmp(e->job, in->job) != 0)
+            continue;
+        in->job_events[in->n_job_events++] = i;
+        if (strcmp(e->event, "requeue") == 0)
+            in->requeues[gate_requeue_of(e->reason)]++;
+        in->give_ups += strcmp(e->event, "give_up") == 0;
+        in->resumes += strcmp(e->event, "resume") == 0;
+        if (strcmp(e->event, "start") == 0 && isnan(in->first_start_t))
+            in->first_start_t = e->t;
+        in->last_event_t = e->t;
+    }
     return RZ_OK;
 }
 
@@ -353,9 +480,11 @@ static enum rz_status gate_read_events(struct gate_input *in, struct rz_err *err
     char path[4200];
     struct stat sb;
     rz_fmt(path, sizeof path, "%s/events.jsonl", in->run_dir);
-    if (stat(path, &sb) != 0)
-        return RZ_OK; /* a hand-run trainer has no wrapper events: criteria say so */
-    return gate_read_jsonl(path, gate_event_line, in, err);
+    enum rz_status st = RZ_OK;
+    /* a hand-run trainer has no wrapper events: the criteria say so */
+    if (stat(path, &sb) == 0)
+        st = gate_tolerate(in, gate_read_jsonl(path, gate_event_line, in, err), err);
+    return st == RZ_OK ? gate_classify_events(in, err) : st;
 }
 
 static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *err)
@@ -389,6 +518,28 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     return RZ_OK;
 }
 
+/* health.json's "checks": [{name, ok, detail}] (optional: older files lack it). */
+static enum rz_status gate_read_checks(struct gate_input *in, const struct gj_value *checks,
+                                       struct rz_err *err)
+{
+    if (checks == NULL || checks->type != GJ_ARR || checks->n == 0)
+        return RZ_OK;
+    in->checks = calloc(checks->n, sizeof *in->checks);
+    if (in->checks == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    for (size_t i = 0; i < checks->n; i++) {
+        const struct gj_value *o = &checks->items[i];
+        struct gate_check *k = &in->checks[in->n_checks];
+        const char *name = gj_get_str(o, "name"), *detail = gj_get_str(o, "detail");
+        if (name == NULL || !gj_get_bool(o, "ok", &k->ok))
+            continue;
+        rz_fmt(k->name, sizeof k->name, "%s", name);
+        rz_fmt(k->detail, sizeof k->detail, "%s", detail != NULL ? detail : "");
+        in->n_checks++;
+    }
+    return RZ_OK;
+}
+
 static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err)
 {
     char path[4200];
@@ -404,6 +555,11 @@ static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err
     if (ranks == NULL || ranks->type != GJ_ARR) {
         gj_free(v);
         return rz_fail(err, RZ_EDATA, "%s: 'ranks' array missing", path);
+    }
+    st = gate_read_checks(in, gj_get(v, "checks"), err);
+    if (st != RZ_OK) {
+        gj_free(v);
+        return st;
     }
     for (size_t i = 0; i < ranks->n; i++) {
         const struct gj_value *o = &ranks->items[i];
@@ -424,6 +580,8 @@ static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err
         in->ranks[rank].mem_total_bytes = total;
     }
     in->has_health = true;
+    in->health_ok = true;
+    (void)gj_get_bool(v, "ok", &in->health_ok);
     gj_free(v);
     return RZ_OK;
 }
@@ -476,13 +634,14 @@ static void gate_phase_name(struct gate_input *in, const struct cfg *c)
         in->phase[0] = '\0';
 }
 
-static enum rz_status gate_pick_job(struct gate_input *in, const char *job, struct rz_err *err)
+static enum rz_status gate_pick_job(struct gate_input *in, const struct gate_opts *o,
+                                   struct rz_err *err)
 {
     char mdir[4200];
+    const char *job = o->job;
     rz_fmt(mdir, sizeof mdir, "%s/metrics", in->run_dir);
-    const char *env = getenv("SLURM_JOB_ID");
-    if (job == NULL && env != NULL && env[0] != '\0')
-        job = env;
+    if (job == NULL && o->env_job_id != NULL && o->env_job_id[0] != '\0')
+        job = o->env_job_id;
     if (job != NULL) {
         if (job[0] == '\0' || strchr(job, '/') != NULL || strlen(job) >= sizeof in->job)
             return rz_fail(err, RZ_ECONFIG, "--job '%s': not a job id", job);
@@ -496,12 +655,24 @@ static enum rz_status gate_pick_job(struct gate_input *in, const char *job, stru
     return RZ_OK;
 }
 
+/* What the caller passed along (struct gate_opts), kept in the input the report is built from. */
+static void gate_take_opts(struct gate_input *in, const struct gate_opts *o)
+{
+    in->ended = o->ended;
+    in->status = o->status;
+    rz_fmt(in->why, sizeof in->why, "%s", o->why != NULL ? o->why : "");
+    rz_fmt(in->cpus_per_rank, sizeof in->cpus_per_rank, "%s",
+           o->cpus_per_rank != NULL && o->cpus_per_rank[0] != '\0' ? o->cpus_per_rank
+                                                                   : "unknown");
+}
+
 enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char *run_dir,
-                         const char *job, const char *baseline_path, struct rz_err *err)
+                         const struct gate_opts *opts, struct rz_err *err)
 {
     memset(in, 0, sizeof *in);
     in->entropy_floor = NAN;
     in->baseline.throughput = NAN;
+    gate_take_opts(in, opts);
     size_t n = strlen(run_dir);
     while (n > 1 && run_dir[n - 1] == '/')
         n--;
@@ -510,21 +681,21 @@ enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char 
     memcpy(in->run_dir, run_dir, n);
     in->run_dir[n] = '\0';
     gate_phase_name(in, c);
-    enum rz_status st = gate_pick_job(in, job, err);
+    enum rz_status st = gate_pick_job(in, opts, err);
     if (st == RZ_OK)
         st = gate_read_metrics(in, c, err);
     if (st == RZ_OK)
-        st = gate_read_summary(in, err);
+        st = gate_tolerate(in, gate_read_summary(in, err), err);
     if (st == RZ_OK)
-        st = gate_read_health(in, err);
+        st = gate_tolerate(in, gate_read_health(in, err), err);
     if (st == RZ_OK)
         st = gate_read_events(in, err);
     if (st == RZ_OK)
-        st = gate_read_ckpts(in, err);
+        st = gate_tolerate(in, gate_read_ckpts(in, err), err);
     if (st == RZ_OK)
         st = gate_config_hash(in, c, err);
     if (st == RZ_OK)
-        st = gate_find_baseline(in, c, baseline_path, err);
+        st = gate_tolerate(in, gate_find_baseline(in, c, opts->baseline, err), err);
     return st;
 }
 
@@ -539,6 +710,10 @@ void gate_input_free(struct gate_input *in)
     for (size_t i = 0; i < in->n_events; i++)
         free(in->events[i].json);
     free(in->events);
+    free(in->job_events);
+    free(in->chain_events);
+    free(in->verdict_events);
+    free(in->checks);
     free(in->ckpts);
     free(in->baseline.curve);
     free(in->baseline.val_curve);

@@ -1,10 +1,13 @@
 #include "config.h"
 
-/* gate_report.c: report.json and report.md, and writing all four report files atomically into
- * RUN_DIR/reports/<job>/ (plus the optional node_exporter copy of gate.prom).
- * Deliberately not here: the HTML page (gate_html.c), the Prometheus text (gate_prom.c) and any
- * judgement (gate_eval.c).  report.json is also the next phase's baseline (gate_baseline.c reads
- * its phase, job, world_size, throughput and loss_curve): keep those names. */
+/* gate_report.c: the report document (gate_doc_build), report.json and report.md, and writing
+ * all four report files durably into RUN_DIR/reports/<job>/ (plus the optional node_exporter
+ * copy of gate.prom).  The writers only format the document.
+ * Deliberately not here: the HTML page (gate_html.c), the Prometheus text (gate_prom.c), any
+ * judgement (gate_eval.c) and any event filtering (gate_read.c classifies them once).
+ * report.json is also the next phase's baseline (gate_baseline.c reads its phase, job,
+ * world_size, throughput and loss_curve) and ryzen-step reads rollback_checkpoint: keep those
+ * names. */
 
 #include "gate/gate.h"
 
@@ -13,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/durable.h"
@@ -68,34 +72,56 @@ static void gate_json_plan(struct rz_json *j, const struct gate_result *res)
     }
 }
 
-static void gate_env_nodes(const struct gate_input *in, int *nodes)
+/* ---- the document ---------------------------------------------------------------------------- */
+
+static int gate_count_nodes(const struct gate_input *in)
 {
-    *nodes = 0;
+    int nodes = 0;
     for (int r = 0; r < in->world_size; r++) {
         bool first = true;
         for (int q = 0; q < r && first; q++)
             first = strcmp(in->ranks[q].host, in->ranks[r].host) != 0;
-        *nodes += first;
+        nodes += first;
     }
+    return nodes;
 }
 
-static void gate_json_env(struct rz_json *j, const struct gate_input *in, const struct cfg *c)
+void gate_doc_build(struct gate_doc *d, const struct gate_input *in,
+                    const struct gate_result *res, const struct cfg *c)
 {
-    int nodes;
-    const char *cpus = getenv("SLURM_CPUS_PER_TASK");
-    gate_env_nodes(in, &nodes);
+    memset(d, 0, sizeof *d);
+    d->in = in;
+    d->res = res;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    d->time_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+    time_t secs = now.tv_sec;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(d->time, sizeof d->time, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    d->nodes = gate_count_nodes(in);
+    rz_fmt(d->config_source, sizeof d->config_source, "%s", c->source);
+    rz_fmt(d->data_kind, sizeof d->data_kind, "%s", c->data.kind);
+    d->global_batch = c->training.batch_size * c->training.grad_accum * in->world_size;
+    d->comm_go = c->gates.comm_go;
+    d->comm_no_go = c->gates.comm_no_go;
+    rz_fmt(d->prom_dir, sizeof d->prom_dir, "%s", c->gates.prom_dir);
+}
+
+static void gate_json_env(struct rz_json *j, const struct gate_doc *d)
+{
+    const struct gate_input *in = d->in;
     rz_json_key(j, "environment");
     rz_json_object_begin(j);
-    rz_json_kv_int(j, "nodes", nodes);
+    rz_json_kv_int(j, "nodes", d->nodes);
     rz_json_kv_int(j, "ranks", in->world_size);
-    rz_json_kv_string(j, "cpus_per_rank", cpus != NULL && cpus[0] ? cpus : "unknown");
+    rz_json_kv_string(j, "cpus_per_rank", in->cpus_per_rank);
     rz_json_kv_string(j, "onednn_isa", in->isa[0] ? in->isa : "unknown");
     rz_json_kv_string(j, "ryzen_version", PACKAGE_VERSION);
     rz_json_kv_string(j, "config_sha256", in->config_sha256);
-    rz_json_kv_string(j, "config", c->source);
-    rz_json_kv_string(j, "data_kind", c->data.kind);
-    rz_json_kv_int(j, "global_batch", c->training.batch_size * c->training.grad_accum *
-                                          in->world_size);
+    rz_json_kv_string(j, "config", d->config_source);
+    rz_json_kv_string(j, "data_kind", d->data_kind);
+    rz_json_kv_int(j, "global_batch", d->global_batch);
     rz_json_object_end(j);
 }
 
@@ -156,26 +182,78 @@ static void gate_json_ranks(struct rz_json *j, const struct gate_input *in,
     rz_json_array_end(j);
 }
 
-bool gate_is_chain_event(const struct gate_event *e)
+static void gate_json_event_list(struct rz_json *j, const char *key, const struct gate_input *in,
+                                 const size_t *idx, size_t n)
 {
-    return strcmp(e->event, "promote") == 0 || strcmp(e->event, "rollback") == 0 ||
-           strcmp(e->event, "rollback_start") == 0;
+    rz_json_key(j, key);
+    rz_json_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+        rz_json_raw(j, in->events[idx[i]].json);
+    rz_json_array_end(j);
 }
 
 static void gate_json_events(struct rz_json *j, const struct gate_input *in)
 {
-    rz_json_key(j, "timeline");
-    rz_json_array_begin(j);
-    for (size_t i = 0; i < in->n_events; i++)
-        if (strcmp(in->events[i].job, in->job) == 0)
-            rz_json_raw(j, in->events[i].json);
-    rz_json_array_end(j);
-    rz_json_key(j, "chain");
-    rz_json_array_begin(j);
-    for (size_t i = 0; i < in->n_events; i++)
-        if (gate_is_chain_event(&in->events[i]))
-            rz_json_raw(j, in->events[i].json);
-    rz_json_array_end(j);
+    gate_json_event_list(j, "timeline", in, in->job_events, in->n_job_events);
+    gate_json_event_list(j, "chain", in, in->chain_events, in->n_chain_events);
+    gate_json_event_list(j, "verdict_timeline", in, in->verdict_events, in->n_verdict_events);
+    rz_json_key(j, "requeues");
+    rz_json_object_begin(j);
+    for (int r = 0; r < GATE_N_RQ; r++)
+        rz_json_kv_int(j, gate_requeue_name((enum gate_requeue)r), in->requeues[r]);
+    rz_json_object_end(j);
+}
+
+static void gate_json_ckpt(struct rz_json *j, const char *key, const struct gate_ckpt *k)
+{
+    rz_json_key(j, key);
+    if (k == NULL) {
+        rz_json_null(j);
+        return;
+    }
+    rz_json_object_begin(j);
+    rz_json_kv_string(j, "path", k->path);
+    rz_json_kv_int(j, "step", k->step);
+    rz_json_object_end(j);
+}
+
+/* How the phase ended: null for an ordinary report; the reason, why, the last status, the last
+ * good checkpoints and the preflight's checks for one that ended without finishing training. */
+static void gate_json_ended(struct rz_json *j, const struct gate_doc *d)
+{
+    const struct gate_input *in = d->in;
+    rz_json_key(j, "ended");
+    if (in->ended == GATE_END_NONE)
+        rz_json_null(j);
+    else
+        rz_json_string(j, gate_end_name(in->ended));
+    rz_json_kv_string(j, "why", in->why);
+    rz_json_key(j, "status");
+    if (in->status >= 0)
+        rz_json_int(j, in->status);
+    else
+        rz_json_null(j);
+    gate_json_ckpt(j, "last_good_checkpoint", d->res->last_good);
+    gate_json_ckpt(j, "previous_good_checkpoint", d->res->prev_good);
+    rz_json_key(j, "health");
+    if (!in->has_health) {
+        rz_json_null(j);
+    } else {
+        rz_json_object_begin(j);
+        rz_json_kv_bool(j, "ok", in->health_ok);
+        rz_json_key(j, "checks");
+        rz_json_array_begin(j);
+        for (size_t i = 0; i < in->n_checks; i++) {
+            rz_json_object_begin(j);
+            rz_json_kv_string(j, "name", in->checks[i].name);
+            rz_json_kv_bool(j, "ok", in->checks[i].ok);
+            rz_json_kv_string(j, "detail", in->checks[i].detail);
+            rz_json_object_end(j);
+        }
+        rz_json_array_end(j);
+        rz_json_object_end(j);
+    }
+    rz_json_kv_string(j, "input_warnings", in->warnings);
 }
 
 static void gate_json_series(struct rz_json *j, const struct gate_result *res)
@@ -200,23 +278,23 @@ static void gate_json_series(struct rz_json *j, const struct gate_result *res)
         gate_json_curve(j, "val_loss_curve", res->val_curve, res->n_val);
 }
 
-void gate_write_json(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                     const struct cfg *c)
+void gate_write_json(FILE *f, const struct gate_doc *d)
 {
-    char stamp[32];
+    const struct gate_input *in = d->in;
+    const struct gate_result *res = d->res;
     struct rz_json j;
-    rz_utc_iso8601(stamp, sizeof stamp);
     rz_json_init(&j, f);
     rz_json_object_begin(&j);
     rz_json_kv_string(&j, "verdict", gate_verdict_name(res->verdict));
     rz_json_kv_string(&j, "phase", in->phase);
     rz_json_kv_string(&j, "job", in->job);
-    rz_json_kv_string(&j, "time", stamp);
+    rz_json_kv_string(&j, "time", d->time);
     rz_json_kv_string(&j, "run_dir", in->run_dir);
     rz_json_kv_double(&j, "throughput", res->crit[GATE_THROUGHPUT].measured);
     rz_json_kv_double(&j, "throughput_p10", res->throughput_p10);
     rz_json_kv_int(&j, "world_size", in->world_size);
     rz_json_kv_int(&j, "steps", (int64_t)in->n_steps);
+    gate_json_ended(&j, d);
     gate_json_criteria(&j, res);
     gate_json_plan(&j, res);
     rz_json_key(&j, "suspect");
@@ -224,7 +302,7 @@ void gate_write_json(FILE *f, const struct gate_input *in, const struct gate_res
     if (res->suspect[0] != '\0')
         rz_json_string(&j, res->suspect);
     rz_json_array_end(&j);
-    gate_json_env(&j, in, c);
+    gate_json_env(&j, d);
     gate_json_baseline(&j, in);
     gate_json_ranks(&j, in, res);
     gate_json_events(&j, in);
@@ -264,6 +342,45 @@ static void gate_md_criteria(FILE *f, const struct gate_result *res)
     }
 }
 
+static void gate_md_ckpt(FILE *f, const char *what, const struct gate_ckpt *k)
+{
+    if (k != NULL)
+        fprintf(f, "- %s: `%s` (step %lld)\n", what, k->path, (long long)k->step);
+    else
+        fprintf(f, "- %s: none\n", what);
+}
+
+/* An ended phase: why, how, what it can resume from, and the preflight's checks. */
+static void gate_md_ended(FILE *f, const struct gate_doc *d)
+{
+    const struct gate_input *in = d->in;
+    if (in->ended == GATE_END_NONE)
+        return;
+    fprintf(f, "## Ended without finishing training: %s\n\n", gate_end_name(in->ended));
+    fputs("- why: ", f);
+    gate_md_cell(f, in->why[0] ? in->why : "(not given)");
+    fputc('\n', f);
+    if (in->status >= 0)
+        fprintf(f, "- last exit status: %d\n", in->status);
+    gate_md_ckpt(f, "last good checkpoint", d->res->last_good);
+    gate_md_ckpt(f, "the one before it", d->res->prev_good);
+    for (size_t i = 0; i < in->n_checks; i++) {
+        fprintf(f, "- preflight check %s: %s; ", in->checks[i].name,
+                in->checks[i].ok ? "ok" : "FAILED");
+        gate_md_cell(f, in->checks[i].detail);
+        fputc('\n', f);
+    }
+    if (in->warnings[0] != '\0') {
+        fputs("- inputs that could not be read:\n", f);
+        for (const char *p = in->warnings; *p;) {
+            size_t n = strcspn(p, "\n");
+            fprintf(f, "  - %.*s\n", (int)n, p);
+            p += n + (p[n] == '\n');
+        }
+    }
+    fputc('\n', f);
+}
+
 static void gate_md_head(FILE *f, const struct gate_input *in, const struct gate_result *res)
 {
     fprintf(f, "# Verdict: %s\n\nPhase `%s`, job `%s`, %d rank(s), %zu steps. Planned action: "
@@ -297,18 +414,15 @@ static void gate_md_head(FILE *f, const struct gate_input *in, const struct gate
               "check).\n\n", f);
 }
 
-static void gate_md_env(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                        const struct cfg *c)
+static void gate_md_env(FILE *f, const struct gate_doc *d)
 {
-    int nodes;
-    const char *cpus = getenv("SLURM_CPUS_PER_TASK");
-    gate_env_nodes(in, &nodes);
+    const struct gate_input *in = d->in;
+    const struct gate_result *res = d->res;
     fprintf(f, "## Environment\n\n| | |\n|---|---|\n| nodes | %d |\n| ranks | %d |\n"
                "| CPUs per rank | %s |\n| oneDNN ISA | %s |\n| ryzen-llm | %s |\n"
                "| config | `%s` |\n| config SHA-256 | `%s` |\n| data | %s |\n| baseline | ",
-            nodes, in->world_size, cpus != NULL && cpus[0] ? cpus : "unknown",
-            in->isa[0] ? in->isa : "unknown", PACKAGE_VERSION, c->source, in->config_sha256,
-            c->data.kind);
+            d->nodes, in->world_size, in->cpus_per_rank, in->isa[0] ? in->isa : "unknown",
+            PACKAGE_VERSION, d->config_source, in->config_sha256, d->data_kind);
     if (in->baseline.present)
         fprintf(f, "%s job %s (`%s`) |\n\n", in->baseline.phase, in->baseline.job,
                 in->baseline.path);
@@ -325,53 +439,64 @@ static void gate_md_env(FILE *f, const struct gate_input *in, const struct gate_
     fputc('\n', f);
 }
 
-static void gate_md_events(FILE *f, const struct gate_input *in, bool chain)
+static void gate_md_events(FILE *f, const char *title, const struct gate_input *in,
+                           const size_t *idx, size_t n)
 {
-    fputs(chain ? "## Promotion and rollback chain\n\n" : "## Timeline of this job\n\n", f);
-    size_t n = 0;
-    for (size_t i = 0; i < in->n_events; i++) {
-        const struct gate_event *e = &in->events[i];
-        if (chain ? !gate_is_chain_event(e) : strcmp(e->job, in->job) != 0)
-            continue;
-        fputs("- `", f);
-        fputs(e->json, f);
-        fputs("`\n", f);
-        n++;
-    }
+    fprintf(f, "## %s\n\n", title);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "- `%s`\n", in->events[idx[i]].json);
     fputs(n == 0 ? "(none)\n\n" : "\n", f);
 }
 
-void gate_write_md(FILE *f, const struct gate_input *in, const struct gate_result *res,
-                   const struct cfg *c)
+/* Requeues by reason, then one row per decision of any job of this run directory. */
+static void gate_md_verdicts(FILE *f, const struct gate_input *in)
 {
-    gate_md_head(f, in, res);
-    gate_md_criteria(f, res);
+    fputs("## Requeues of this job by reason\n\n| reason | requeues |\n|---|---|\n", f);
+    for (int r = 0; r < GATE_N_RQ; r++)
+        fprintf(f, "| %s%s | %lld |\n", gate_requeue_name((enum gate_requeue)r),
+                r == GATE_RQ_FAILURE ? " (counts against the failures gate)" : "",
+                (long long)in->requeues[r]);
+    fputs("\n## Verdict timeline\n\n", f);
+    if (in->n_verdict_events == 0) {
+        fputs("(no wrapper events)\n\n", f);
+        return;
+    }
+    fputs("| time | job | event | what |\n|---|---|---|---|\n", f);
+    for (size_t i = 0; i < in->n_verdict_events; i++) {
+        const struct gate_event *e = &in->events[in->verdict_events[i]];
+        fprintf(f, "| %s | ", e->when);
+        gate_md_cell(f, e->job);
+        fputs(" | ", f);
+        gate_md_cell(f, e->event);
+        fputs(" | ", f);
+        gate_md_cell(f, e->summary);
+        fputs(" |\n", f);
+    }
     fputc('\n', f);
-    gate_md_env(f, in, res, c);
-    gate_md_events(f, in, true);
-    gate_md_events(f, in, false);
+}
+
+void gate_write_md(FILE *f, const struct gate_doc *d)
+{
+    const struct gate_input *in = d->in;
+    gate_md_head(f, in, d->res);
+    gate_md_ended(f, d);
+    gate_md_criteria(f, d->res);
+    fputc('\n', f);
+    gate_md_env(f, d);
+    gate_md_verdicts(f, in);
+    gate_md_events(f, "Promotion and rollback chain", in, in->chain_events, in->n_chain_events);
+    gate_md_events(f, "Timeline of this job", in, in->job_events, in->n_job_events);
 }
 
 /* ---- files ----------------------------------------------------------------------------------- */
-
-struct gate_doc {
-    const struct gate_input *in;
-    const struct gate_result *res;
-    const struct cfg *c;
-};
 
 enum gate_kind { GATE_JSON, GATE_MD, GATE_HTML, GATE_PROM };
 
 static void gate_render(FILE *f, enum gate_kind kind, const struct gate_doc *d)
 {
-    if (kind == GATE_JSON)
-        gate_write_json(f, d->in, d->res, d->c);
-    else if (kind == GATE_MD)
-        gate_write_md(f, d->in, d->res, d->c);
-    else if (kind == GATE_HTML)
-        gate_write_html(f, d->in, d->res, d->c);
-    else
-        gate_write_prom(f, d->in, d->res);
+    static void (*const writers[])(FILE *, const struct gate_doc *) = {
+        gate_write_json, gate_write_md, gate_write_html, gate_write_prom};
+    writers[kind](f, d);
 }
 
 struct gate_render_ctx {
@@ -393,12 +518,11 @@ static enum rz_status gate_write_atomic(const char *path, enum gate_kind kind,
     return rz_durable_write(path, "report", gate_render_cb, &c, err);
 }
 
-enum rz_status gate_write_reports(const struct gate_input *in, const struct gate_result *res,
-                                  const struct cfg *c, char *dir_out, size_t dir_len,
+enum rz_status gate_write_reports(const struct gate_doc *d, char *dir_out, size_t dir_len,
                                   char *warn, size_t warn_len, struct rz_err *err)
 {
     static const char *const names[] = {"report.json", "report.md", "report.html", "gate.prom"};
-    const struct gate_doc d = {in, res, c};
+    const struct gate_input *in = d->in;
     char dir[4200], path[4400];
     rz_fmt(dir, sizeof dir, "%s/reports/%s", in->run_dir, in->job);
     rz_fmt(dir_out, dir_len, "%s", dir);
@@ -407,16 +531,16 @@ enum rz_status gate_write_reports(const struct gate_input *in, const struct gate
     enum rz_status st = rz_mkdirs(dir, err);
     for (int k = 0; st == RZ_OK && k < 4; k++) {
         rz_fmt(path, sizeof path, "%s/%s", dir, names[k]);
-        st = gate_write_atomic(path, (enum gate_kind)k, &d, err);
+        st = gate_write_atomic(path, (enum gate_kind)k, d, err);
     }
     if (st != RZ_OK)
         return st;
-    if (c->gates.prom_dir[0] == '\0')
+    if (d->prom_dir[0] == '\0')
         return RZ_OK;
     /* A monitoring copy that cannot be written is a warning: it must not change the verdict. */
     struct rz_err perr;
-    rz_fmt(path, sizeof path, "%s/ryzen_%s.prom", c->gates.prom_dir, in->phase);
-    if (gate_write_atomic(path, GATE_PROM, &d, &perr) != RZ_OK)
+    rz_fmt(path, sizeof path, "%s/ryzen_%s.prom", d->prom_dir, in->phase);
+    if (gate_write_atomic(path, GATE_PROM, d, &perr) != RZ_OK)
         rz_fmt(warn, warn_len, "gates.prom_dir: %s", perr.msg);
     return RZ_OK;
 }

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/durable.h"
+#include "core/json.h"
 #include "core/util.h"
 
 /* ---- stop signals ------------------------------------------------------------------------------ */
@@ -57,6 +59,57 @@ enum rz_status health_signals_install(int signo, struct rz_err *err)
 
 int health_stop_signal(void) { return (int)stop_signal; }
 void health_request_stop(int signo) { on_stop_signal(signo); }
+
+/* ---- exit records ------------------------------------------------------------------------------ */
+
+const char *health_end_reason(int status)
+{
+    switch (status) {
+    case RZ_EXIT_OK: return "done";
+    case RZ_EXIT_REQUEUE: return "signal";
+    case RZ_EXIT_WATCHDOG: return "hang";
+    case RZ_EXIT_IO: return "io";
+    case RZ_EXIT_HEALTH: return "health";
+    case RZ_EXIT_USAGE: return "config";
+    case RZ_EXIT_NOCKPT: return "nockpt";
+    default: return "error";
+    }
+}
+
+struct exit_record {
+    int rank, status;
+    const char *host, *end_reason, *message;
+};
+
+static void write_exit_record(FILE *f, const void *ctx)
+{
+    const struct exit_record *r = ctx;
+    struct rz_json j;
+    rz_json_init(&j, f);
+    rz_json_object_begin(&j);
+    rz_json_kv_int(&j, "rank", r->rank);
+    rz_json_kv_string(&j, "host", r->host != NULL ? r->host : "");
+    rz_json_kv_int(&j, "status", r->status);
+    rz_json_kv_string(&j, "end_reason", r->end_reason);
+    rz_json_kv_string(&j, "message", r->message != NULL ? r->message : "");
+    rz_json_kv_int(&j, "pid", (int64_t)getpid());
+    rz_json_object_end(&j);
+    fputc('\n', f);
+}
+
+enum rz_status health_exit_record(const char *dir, int rank, const char *host, int status,
+                                  const char *end_reason, const char *message, struct rz_err *err)
+{
+    if (dir == NULL || dir[0] == '\0')
+        return RZ_OK;
+    char path[4200];
+    rz_fmt(path, sizeof path, "%s/rank-%05d.json", dir, rank);
+    struct exit_record r = {rank, status, host, end_reason != NULL && end_reason[0] != '\0'
+                                                    ? end_reason : health_end_reason(status),
+                            message};
+    enum rz_status st = rz_mkdirs(dir, err);
+    return st == RZ_OK ? rz_durable_write(path, "exit", write_exit_record, &r, err) : st;
+}
 
 /* ---- heartbeats and watchdog ------------------------------------------------------------------- */
 
@@ -169,11 +222,14 @@ static void *watchdog_main(void *arg)
             continue;
         char behind[1024];
         diagnose(w, behind, sizeof behind);
-        fprintf(stderr, "ryzen-train: watchdog: rank %d: step %lld has run %.1f s, over the limit "
-                "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); ranks behind: %s; "
-                "exiting %d\n", w->opts.rank, step, ran, limit, w->opts.factor, med,
-                w->opts.floor_s, behind, RZ_EXIT_WATCHDOG);
+        char msg[1600];
+        rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
+               "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); ranks behind: %s",
+               w->opts.rank, step, ran, limit, w->opts.factor, med, w->opts.floor_s, behind);
+        fprintf(stderr, "ryzen-train: %s; exiting %d\n", msg, RZ_EXIT_WATCHDOG);
         fflush(stderr);
+        health_exit_record(w->opts.attempt_dir, w->opts.rank, w->opts.host, RZ_EXIT_WATCHDOG,
+                           "hang", msg, NULL);
         _exit(RZ_EXIT_WATCHDOG);
     }
 }

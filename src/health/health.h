@@ -29,10 +29,21 @@ int health_stop_signal(void);
 /* Test hook: raise the flag as if `signo` had arrived. */
 void health_request_stop(int signo);
 
+/* One rank's exit record, ATTEMPT_DIR/rank-NNNNN.json: {rank, host, status, end_reason,
+ * message}, written durably.  ryzen-step classifies an attempt from these, so a hang is reported
+ * as a hang naming the rank even when srun reports the killed rank's 137.  dir NULL or "": none. */
+enum rz_status health_exit_record(const char *dir, int rank, const char *host, int status,
+                                  const char *end_reason, const char *message, struct rz_err *err);
+/* The end reason of an exit status: "done", "signal", "hang", "io", "health", "config",
+ * "nockpt", or "error". */
+const char *health_end_reason(int status);
+
 struct health_watchdog;
 
 struct health_watchdog_opts {
     const char *run_dir;
+    const char *attempt_dir;  /* exit record of a watchdog exit ("" or NULL: none) */
+    const char *host;
     int rank, world;
     double floor_s;           /* a step may always take this long */
     double factor;            /* ... or this many times the median step time */

@@ -27,7 +27,9 @@ struct metrics_step {
     double tokens_per_sec;
     double mfu;              /* achieved matmul FLOP/s / measured peak FLOP/s */
     uint64_t rss_bytes;      /* resident set size of this rank */
-    double allreduce_s;      /* latency of this step's small (loss) allreduce */
+    double allreduce_s;      /* latency of this step's small collective (loss, stop flag,
+                              * gradient norm and live figures of every rank) */
+    double compute_time_s;   /* forward + backward, not blocked in communication */
     int world_size;
     /* validation, on the steps that ran one (has_val) */
     int has_val;

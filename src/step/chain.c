@@ -1,56 +1,74 @@
-/* chain.c: the end of a phase (see wrapper.h): ryzen-gate's verdict, then promotion (GO: submit
- * phase.next after this job, --dependency=afterok) or rollback (NO-GO: cancel pending later
- * phases, submit phase.previous resuming from this phase's last checkpoint that passed its sync
- * checks), each through sbatch/scancel argv arrays and recorded as events.  The report is
- * rendered again afterwards so it shows the chain.  A failed submission is an event and a
- * non-zero exit; the report already written stays. */
+/* chain.c: the end of a phase (see step_internal.h): ryzen-gate's verdict, then promotion (GO:
+ * submit phase.next after this job, --dependency=afterok) or rollback (NO-GO: cancel the pending
+ * jobs this lineage submitted, submit phase.previous resuming from this phase's last good
+ * checkpoint).  The next job gets this job's own sbatch flags (partition, account, QOS, time,
+ * memory, CPUs per task, ...) read from Slurm, and the hand-over (lineage, rollback origin,
+ * checkpoint path) as template arguments, never through --export, so paths arrive intact.
+ * The report is rendered once, before the chain acts: the report on disk is the one acted on. */
 #include "config.h"
 
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "gate/gate_json.h"
+#include "ckpt/ckpt.h"
 #include "core/util.h"
-#include "step/wrapper.h"
+#include "gate/gate_json.h"
+#include "step/step_internal.h"
 
 enum { VERDICT_GO = 0, VERDICT_NO_GO = 1, VERDICT_HOLD = 2 };
-#define MAX_LATER 16
+static const char *const verdict_names[] = {"GO", "NO-GO", "HOLD"};
 
-/* Run ryzen-gate; with `quiet` its output is discarded (the re-render after the chain). */
-static int run_gate(struct wrapper *w, bool quiet)
+static enum rz_status add_sets(struct step_argv *v, const char *const *sets, int n,
+                               struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    for (int i = 0; st == RZ_OK && i < n; i++) {
+        st = step_argv_add(v, "--set", err);
+        if (st == RZ_OK)
+            st = step_argv_add(v, sets[i], err);
+    }
+    return st;
+}
+
+int chain_run_gate(struct wrapper *w, const char *ended, const char *why, int status)
 {
     struct step_argv v = {0};
     struct rz_err err;
-    const char *head[] = {w->gate, "--config", w->config};
-    enum rz_status st = RZ_OK;
-    for (size_t i = 0; st == RZ_OK && i < RZ_ARRAY_LEN(head); i++)
-        st = step_argv_add(&v, head[i], &err);
-    if (st == RZ_OK) st = wrapper_add_sets(w, &v, &err);
-    if (st == RZ_OK) st = step_argv_add(&v, "--run-dir", &err);
-    if (st == RZ_OK) st = step_argv_add(&v, w->run_dir, &err);
-    if (st == RZ_OK) st = step_argv_add(&v, "--job", &err);
-    if (st == RZ_OK) st = step_argv_add(&v, w->env.job_id, &err);
-    char discard[4096];
-    int rc = st != RZ_OK ? -1 : quiet ? step_run_capture(&v, discard, sizeof discard, &err)
-                                      : step_run(&v, &err);
+    char num[32];
+    rz_fmt(num, sizeof num, "%d", status);
+    const char *head[] = {w->gate, "--config", w->config, NULL};
+    const char *tail[] = {"--run-dir", w->run_dir, "--job", w->env->job_id, NULL};
+    const char *abort[] = {"--ended", ended, "--why", why, "--status", num, NULL};
+    enum rz_status st = step_argv_addv(&v, head, &err);
+    if (st == RZ_OK) st = add_sets(&v, w->sets, w->n_sets, &err);
+    if (st == RZ_OK) st = step_argv_addv(&v, tail, &err);
+    if (st == RZ_OK && ended != NULL) st = step_argv_addv(&v, abort, &err);
+    int rc = st == RZ_OK ? step_run(w->r, &v, NULL, 0, &err) : -1;
     step_argv_free(&v);
     if (rc < 0)
-        step_event(w->ev, "gate_failed", err.msg, NULL, 0);
+        step_event(&w->ev, "gate_failed", err.msg, NULL, 0);
     return rc;
 }
 
-/* The rollback checkpoint ryzen-gate chose for this job (report.json's rollback_checkpoint: the
- * newest valid checkpoint at or before the last sync check that passed on every rank).  One
- * definition, the gate's; false when it found none or the report cannot be read. */
+void chain_comment(struct wrapper *w, const char *text)
+{
+    char arg[512];
+    struct rz_err err;
+    if (strcmp(w->env->job_id, "local") == 0)
+        return;
+    rz_fmt(arg, sizeof arg, "Comment=%s", text);
+    if (slurm_control(w->r, "update", w->env->job_id, arg, &err) != 0)
+        step_event(&w->ev, "comment_failed", "scontrol update Comment failed: sacct will not "
+                   "show the verdict", NULL, 0);
+}
+
+/* The rollback checkpoint ryzen-gate chose (report.json's rollback_checkpoint.path). */
 static bool rollback_checkpoint(const struct wrapper *w, char *out, size_t len)
 {
-    char path[4300], *text = NULL;
+    char path[STEP_PATH_MAX + 400], *text = NULL;
     size_t n = 0;
     struct gj_value *report = NULL;
-    rz_fmt(path, sizeof path, "%s/reports/%s/report.json", w->run_dir, w->env.job_id);
+    rz_fmt(path, sizeof path, "%s/reports/%s/report.json", w->run_dir, w->env->job_id);
     out[0] = '\0';
     if (rz_read_file(path, &text, &n, NULL) == RZ_OK &&
         gj_parse(&report, text, n, path, 1, NULL) == RZ_OK) {
@@ -63,178 +81,199 @@ static bool rollback_checkpoint(const struct wrapper *w, char *out, size_t len)
     return out[0] != '\0';
 }
 
-/* sbatch --parsable [extra...] SUBMIT_DIR/sbatch/PHASE.sh --set ... ; the new job id in job. */
-static bool submit(struct wrapper *w, const char *phase, const char *const *extra, size_t n_extra,
-                   char *job, size_t len)
+/* sbatch --parsable FLAGS EXTRA DIR/PHASE.sh --lineage L ARGS --set ...; the new job id. */
+static bool submit(struct wrapper *w, const char *phase, const char *const *extra,
+                   const char *const *args, char *job, size_t len)
 {
     struct step_argv v = {0};
     struct rz_err err;
-    char script[2400], out[256], cmd[8192], msg[8600];
-    snprintf(script, sizeof script, "%s/sbatch/%s.sh", w->env.submit_dir, phase);
-    enum rz_status st = step_argv_add(&v, "sbatch", &err);
-    if (st == RZ_OK) st = step_argv_add(&v, "--parsable", &err);
-    for (size_t i = 0; st == RZ_OK && i < n_extra; i++)
-        st = step_argv_add(&v, extra[i], &err);
-    if (st == RZ_OK) st = step_argv_add(&v, script, &err);
-    for (int i = 0; st == RZ_OK && i < w->n_raw; i++) { /* every override travels the chain */
-        st = step_argv_add(&v, "--set", &err);
-        if (st == RZ_OK)
-            st = step_argv_add(&v, w->raw_sets[i], &err);
-    }
-    int rc = st == RZ_OK ? step_run_capture(&v, out, sizeof out, &err) : -1;
+    char script[STEP_PATH_MAX + 300], out[256], cmd[8192], msg[8600];
+    rz_fmt(script, sizeof script, "%s/%s.sh", w->sbatch_dir, phase);
+    const char *head[] = {"sbatch", "--parsable", NULL};
+    const char *lineage[] = {script, "--lineage", w->lineage, NULL};
+    enum rz_status st = step_argv_addv(&v, head, &err);
+    if (st == RZ_OK) st = slurm_job_flags(&w->job, w->signal_flag, &v, &err);
+    if (st == RZ_OK) st = step_argv_addv(&v, extra, &err);
+    if (st == RZ_OK) st = step_argv_addv(&v, lineage, &err);
+    if (st == RZ_OK) st = step_argv_addv(&v, args, &err);
+    if (st == RZ_OK) st = add_sets(&v, w->args->sets, w->args->n_sets, &err);
+    int rc = st == RZ_OK ? step_run(w->r, &v, out, sizeof out, &err) : -1;
     step_argv_format(&v, cmd, sizeof cmd);
     step_argv_free(&v);
     job[0] = '\0';
     if (rc == 0)
-        snprintf(job, len, "%.*s", (int)strcspn(out, ";\n"), out);
+        rz_fmt(job, len, "%.*s", (int)strcspn(out, ";\n"), out);
     if (job[0] == '\0') {
         rz_fmt(msg, sizeof msg, "submission failed (status %d): %s%s%s", rc, cmd,
                rc < 0 ? ": " : "", rc < 0 ? err.msg : "");
-        step_event(w->ev, "submit_failed", msg, NULL, 0);
+        step_event(&w->ev, "submit_failed", msg, NULL, 0);
         return false;
     }
+    struct step_kv kv[] = {{"command", cmd, 0}};
+    step_event(&w->ev, "submitted", cmd, kv, 1);
     return true;
 }
 
-/* Later phases: phase.next, its phase.next, ... read from the configs beside ours. */
-static int later_phases(const struct wrapper *w, char names[][256], int max)
+/* Whether job is pending and ours (squeue --me: never another user's job).  A job Slurm has
+ * forgotten makes squeue fail: not pending. */
+static bool own_pending(const struct wrapper *w, const char *id)
 {
-    char dir[2048], path[2400];
-    snprintf(dir, sizeof dir, "%s", w->config);
-    char *slash = strrchr(dir, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    static struct cfg c;
-    int n = 0;
-    const char *next = w->cfg.phase.next;
-    while (next[0] != '\0' && n < max) {
-        snprintf(names[n], sizeof names[0], "%s", next);
-        n++;
-        rz_fmt(path, sizeof path, "%s/%s.yaml", dir, names[n - 1]);
-        if (cfg_load(&c, path, NULL) != RZ_OK)
-            break;
-        next = c.phase.next;
-    }
-    return n;
+    char out[256];
+    struct rz_err err;
+    const char *argv[] = {"squeue", "--me", "--noheader", "--states=PENDING", "--format=%i",
+                          "--jobs", id, NULL};
+    return w->r->run(w->r, argv, out, sizeof out, &err) == 0 &&
+           strncmp(out, id, strlen(id)) == 0;
 }
 
-/* scancel the pending jobs of later phases (named ryzen-<phase> by the templates). */
-static void cancel_later(struct wrapper *w)
+void chain_cancel_lineage(struct wrapper *w)
 {
-    char later[MAX_LATER][256], out[16384], msg[512];
-    int n = later_phases(w, later, MAX_LATER);
-    struct step_argv q = {0};
+    char ids[2048], msg[512];
     struct rz_err err;
-    const char *args[] = {"squeue", "--noheader", "--states=PENDING", "--format=%i %j"};
-    for (size_t i = 0; i < RZ_ARRAY_LEN(args); i++)
-        step_argv_add(&q, args[i], &err);
-    int rc = step_run_capture(&q, out, sizeof out, &err);
-    step_argv_free(&q);
-    if (rc != 0) {
-        step_event(w->ev, "scancel_failed", "squeue failed: pending later phases not checked",
-                   NULL, 0);
+    if (step_lineage_jobs(w->run_root, w->lineage, ids, sizeof ids) == 0)
         return;
-    }
-    for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
-        char id[64], name[256];
-        if (sscanf(line, "%63s %255s", id, name) != 2 || strncmp(name, "ryzen-", 6) != 0)
+    for (char *save = NULL, *id = strtok_r(ids, ",", &save); id != NULL;
+         id = strtok_r(NULL, ",", &save)) {
+        if (!own_pending(w, id))
             continue;
-        for (int k = 0; k < n; k++) {
-            if (strcmp(name + 6, later[k]) != 0)
-                continue;
-            struct step_argv v = {0};
-            step_argv_add(&v, "scancel", &err);
-            step_argv_add(&v, id, &err);
-            int r = step_run(&v, &err);
-            step_argv_free(&v);
-            rz_fmt(msg, sizeof msg, "cancelled pending job %s (%s), a later phase%s", id,
-                   later[k], r == 0 ? "" : " (scancel failed)");
-            struct step_kv kv[] = {{"cancelled_job", id, 0}, {"cancelled_phase", later[k], 0}};
-            step_event(w->ev, r == 0 ? "scancel" : "scancel_failed", msg, kv, 2);
-        }
+        const char *cancel[] = {"scancel", id, NULL};
+        int rc = w->r->run(w->r, cancel, NULL, 0, &err);
+        rz_fmt(msg, sizeof msg, "cancelled pending job %s, submitted earlier by this lineage "
+               "(%s)%s", id, w->lineage, rc == 0 ? "" : ": scancel failed");
+        struct step_kv kv[] = {{"cancelled_job", id, 0}};
+        step_event(&w->ev, rc == 0 ? "scancel" : "scancel_failed", msg, kv, 1);
     }
 }
 
 static bool promote(struct wrapper *w)
 {
     char dep[128], job[64], msg[1024];
-    const char *rollback_of = getenv("RYZEN_ROLLBACK_OF");
-    if (w->cfg.phase.next[0] == '\0') {
-        step_event(w->ev, "promote_skipped", "GO, and this is the last phase of the chain",
+    const char *next = w->cfg.phase.next;
+    if (next[0] == '\0') {
+        step_event(&w->ev, "promote_skipped", "GO, and this is the last phase of the chain",
                    NULL, 0);
         return true;
     }
-    if (rollback_of != NULL && rollback_of[0] != '\0') {
-        snprintf(msg, sizeof msg, "GO, but this job is the rollback of job %s: promoting again "
-                 "needs a human decision (resubmit sbatch/%s.sh)", rollback_of, w->cfg.phase.next);
-        step_event(w->ev, "promote_skipped", msg, NULL, 0);
+    if (w->args->rollback_of != NULL) {
+        rz_fmt(msg, sizeof msg, "GO, but this job is the rollback of job %s: promoting again "
+               "needs a human decision (resubmit %s/%s.sh)", w->args->rollback_of,
+               w->sbatch_dir, next);
+        step_event(&w->ev, "promote_skipped", msg, NULL, 0);
         return true;
     }
-    snprintf(dep, sizeof dep, "--dependency=afterok:%s", w->env.job_id);
-    /* The new job must not inherit a rollback's resume point or origin. */
-    const char *extra[] = {dep, "--export=ALL,RYZEN_RESUME_FROM=,RYZEN_ROLLBACK_OF="};
-    if (!submit(w, w->cfg.phase.next, extra, 2, job, sizeof job))
+    rz_fmt(dep, sizeof dep, "--dependency=afterok:%s", w->env->job_id);
+    const char *extra[] = {dep, NULL}, *none[] = {NULL};
+    if (!submit(w, next, extra, none, job, sizeof job))
         return false;
-    snprintf(msg, sizeof msg, "GO: submitted %s as job %s (starts after job %s succeeds)",
-             w->cfg.phase.next, job, w->env.job_id);
-    struct step_kv kv[] = {{"next_phase", w->cfg.phase.next, 0}, {"next_job", job, 0}};
-    step_event(w->ev, "promote", msg, kv, 2);
+    rz_fmt(msg, sizeof msg, "GO: submitted %s as job %s (starts after job %s succeeds)", next,
+           job, w->env->job_id);
+    struct step_kv kv[] = {{"next_phase", next, 0}, {"next_job", job, 0}};
+    step_event(&w->ev, "promote", msg, kv, 2);
     return true;
+}
+
+/* Steps the previous phase's schedule has left after `step`; -1 if its config cannot be read. */
+static int64_t steps_left(const struct wrapper *w, const char *phase, int64_t step)
+{
+    static struct cfg prev;
+    const char *sets[STEP_MAX_SETS];
+    char path[STEP_PATH_MAX + 300];
+    const char *dir = strrchr(w->config, '/');
+    rz_fmt(path, sizeof path, "%.*s/%s.yaml", dir != NULL ? (int)(dir - w->config) : 1,
+           dir != NULL ? w->config : ".", phase);
+    int n = step_select_sets(w->args->sets, w->args->n_sets, phase, sets);
+    if (cfg_load_with_overrides(&prev, path, sets, n, NULL) != RZ_OK)
+        return -1;
+    return prev.training.steps - step;
 }
 
 static bool rollback(struct wrapper *w, const char *why)
 {
-    char ckpt[4096], exp[4400], job[64], msg[5000];
+    char ckpt[STEP_PATH_MAX], job[64], msg[STEP_PATH_MAX + 600];
     const char *prev = w->cfg.phase.previous;
     if (prev[0] == '\0') {
-        step_event(w->ev, "rollback_skipped", "no previous phase to roll back to", NULL, 0);
+        step_event(&w->ev, "rollback_skipped", "no previous phase to roll back to", NULL, 0);
         return true;
     }
-    cancel_later(w);
-    if (!rollback_checkpoint(w, ckpt, sizeof ckpt))
-        step_event(w->ev, "rollback", "no checkpoint of this phase passed a sync check: the "
-                   "previous phase resumes from its own checkpoints", NULL, 0);
-    rz_fmt(exp, sizeof exp, "--export=ALL,RYZEN_RESUME_FROM=%s,RYZEN_ROLLBACK_OF=%s", ckpt,
-           w->env.job_id);
-    const char *extra[] = {exp};
-    if (!submit(w, prev, extra, 1, job, sizeof job))
+    chain_cancel_lineage(w);
+    if (!rollback_checkpoint(w, ckpt, sizeof ckpt)) {
+        step_event(&w->ev, "rollback_skipped", "no checkpoint of this phase passed a sync check: "
+                   "nothing to roll back from", NULL, 0);
+        return true;
+    }
+    struct ckpt_meta meta;
+    struct rz_err err;
+    if (ckpt_read_meta(ckpt, &meta, &err) != RZ_OK) {
+        rz_fmt(msg, sizeof msg, "the rollback checkpoint cannot be read: %s", err.msg);
+        step_event(&w->ev, "rollback_skipped", msg, NULL, 0);
         return false;
-    snprintf(msg, sizeof msg, "%s: rolled back to %s as job %s, resuming from %s", why, prev,
-             job, ckpt[0] ? ckpt : "its own latest checkpoint");
+    }
+    int64_t step = meta.step, left = steps_left(w, prev, step);
+    ckpt_meta_free(&meta);
+    if (left == 0 || left < -1) {
+        rz_fmt(msg, sizeof msg, "%s is at step %lld, the end of %s's schedule (training.steps): "
+               "a rollback would train nothing; raise training.steps and submit %s/%s.sh "
+               "--resume-from %s to continue", ckpt, (long long)step, prev, w->sbatch_dir, prev,
+               ckpt);
+        step_event(&w->ev, "rollback_skipped", msg, NULL, 0);
+        return true;
+    }
+    const char *none[] = {NULL};
+    const char *args[] = {"--rollback-of", w->env->job_id, "--resume-from", ckpt, NULL};
+    if (!submit(w, prev, none, args, job, sizeof job))
+        return false;
+    rz_fmt(msg, sizeof msg, "%s: rolled back to %s as job %s, resuming from %s (step %lld)", why,
+           prev, job, ckpt, (long long)step);
     struct step_kv kv[] = {{"to_phase", prev, 0}, {"new_job", job, 0}, {"checkpoint", ckpt, 0},
                            {"reason", why, 0}};
-    step_event(w->ev, "rollback", msg, kv, 4);
+    step_event(&w->ev, "rollback", msg, kv, 4);
     return true;
+}
+
+/* Act on a verdict per the phase's policy; false when a submission failed. */
+static bool act(struct wrapper *w, int v, bool *promoted)
+{
+    const struct cfg_phase *p = &w->cfg.phase;
+    const char *action = v == VERDICT_GO ? p->on_go : v == VERDICT_NO_GO ? p->on_no_go
+                                                                           : p->on_hold;
+    *promoted = false;
+    if (strcmp(action, "promote") == 0)
+        return *promoted = promote(w);
+    if (strcmp(action, "rollback") == 0)
+        return rollback(w, verdict_names[v]);
+    struct step_kv kv[] = {{"verdict", verdict_names[v], 0}};
+    step_event(&w->ev, "stop", "the verdict's action is stop: nothing submitted", kv, 1);
+    return true;
+}
+
+void chain_no_go(struct wrapper *w, const char *why)
+{
+    if (strcmp(w->cfg.phase.on_no_go, "rollback") == 0)
+        rollback(w, why);
+    else
+        step_event(&w->ev, "stop", "the NO-GO action is stop: nothing submitted", NULL, 0);
 }
 
 int chain_finish_phase(struct wrapper *w)
 {
-    static const char *const names[] = {"GO", "NO-GO", "HOLD"};
-    char msg[2600];
-    int v = run_gate(w, false);
+    char msg[STEP_PATH_MAX + 600];
+    int v = chain_run_gate(w, NULL, NULL, 0);
     if (v < 0 || v > VERDICT_HOLD) {
-        snprintf(msg, sizeof msg, "ryzen-gate failed with status %d: no verdict, nothing "
-                 "submitted", v);
-        step_event(w->ev, "gate_failed", msg, NULL, 0);
+        rz_fmt(msg, sizeof msg, "ryzen-gate failed with status %d: no verdict, nothing "
+               "submitted", v);
+        step_event(&w->ev, "gate_failed", msg, NULL, 0);
+        chain_comment(w, "ryzen: gate failed");
         return v > 0 ? v : 1;
     }
-    snprintf(msg, sizeof msg, "%s (report: %s/reports/%s/report.md)", names[v], w->run_dir,
-             w->env.job_id);
-    struct step_kv kv[] = {{"verdict", names[v], 0}};
-    step_event(w->ev, "verdict", msg, kv, 1);
-    const struct cfg_phase *p = &w->cfg.phase;
-    const char *action = v == VERDICT_GO ? p->on_go : v == VERDICT_NO_GO ? p->on_no_go : p->on_hold;
-    bool ok = true;
-    bool promoted = false;
-    if (strcmp(action, "promote") == 0)
-        ok = promoted = promote(w);
-    else if (strcmp(action, "rollback") == 0)
-        ok = rollback(w, names[v]);
-    else
-        step_event(w->ev, "stop", "the verdict's action is stop: nothing submitted", kv, 1);
-    run_gate(w, true); /* render again: the report now shows the chain events */
+    rz_fmt(msg, sizeof msg, "%s (report: %s/reports/%s/report.md)", verdict_names[v], w->run_dir,
+           w->env->job_id);
+    struct step_kv kv[] = {{"verdict", verdict_names[v], 0}};
+    step_event(&w->ev, "verdict", msg, kv, 1);
+    bool promoted;
+    bool ok = act(w, v, &promoted);
+    rz_fmt(msg, sizeof msg, "%s: %s%s", w->phase, verdict_names[v],
+           !ok ? " (submission failed)" : promoted ? " (promoted)" : "");
+    chain_comment(w, msg);
     if (!ok)
         return 1;
     /* The next phase waits on --dependency=afterok: a promoting job must end with 0 (a HOLD

@@ -1,11 +1,15 @@
 /* preflight.c: the launch health checks (see preflight.h).  Each rank probes what only it can
- * see (its node's memory, its view of the checkpoint directory, its oneDNN ISA); the probes are
- * gathered and judged identically on every rank, so all ranks exit with the same status. */
+ * see (its allowed CPUs, its node's memory and the job's memory limit there, its view of the
+ * checkpoint directory, its oneDNN ISA); the probes are gathered and judged identically on every
+ * rank, so all ranks exit with the same status. */
+#define _GNU_SOURCE /* sched_getaffinity, cpu_set_t: Linux's view of a rank's CPUs */
 #include "config.h"
 
 #include "train/preflight.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +17,16 @@
 #include <unistd.h>
 
 #include "core/durable.h"
+#include "core/hooks.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 
 #define RUNTIME_BYTES (64.0 * 1024 * 1024) /* libraries, stacks, oneDNN scratch: measured ~40 MB */
-#define MEMORY_MARGIN 0.9                  /* use at most 90% of MemAvailable */
+#define MEMORY_MARGIN 0.9                  /* use at most 90% of the limit */
 #define PROBE_FLOATS ((size_t)1 << 20)
+#define MAX_CPUS 1024
 
 struct probe {
     int rank;
@@ -28,20 +34,33 @@ struct probe {
     char isa[48];
     double mem_available;    /* bytes, this node */
     double mem_total;        /* bytes, this node */
+    double mem_limit;        /* bytes: the job's own limit on this node (0: none found) */
+    char limit_source[160];  /* what set it: "--mem=...", "cgroup ..." */
     double need;             /* bytes this rank will use */
     int ckpt_ok;
     double ckpt_free;        /* bytes free under the checkpoint directory */
     char ckpt_err[160];
+    int n_cpus;              /* CPUs this rank may run on */
+    int online_cpus;         /* CPUs of the node */
+    int omp_threads;
+    unsigned char cpus[MAX_CPUS / 8]; /* the affinity mask */
+    char cpu_list[96];       /* "0-3,8" */
+    int fail_hook;           /* test hook: fail this host's memory check */
 };
 
-enum { CHECK_LAUNCH, CHECK_RING, CHECK_ALLREDUCE, CHECK_MEMORY, CHECK_CKPT, CHECK_ISA, N_CHECKS };
-static const char *const check_names[N_CHECKS] = {"launch", "ring", "allreduce", "memory",
+enum { CHECK_LAUNCH, CHECK_RING, CHECK_ALLREDUCE, CHECK_CPUS, CHECK_MEMORY, CHECK_CKPT, CHECK_ISA,
+       N_CHECKS };
+static const char *const check_names[N_CHECKS] = {"launch", "ring", "allreduce", "cpus", "memory",
                                                   "checkpoint_dir", "isa"};
 
+#define MAX_FAILED 64
 struct verdict {
     bool ok[N_CHECKS];
     bool not_run[N_CHECKS]; /* MPI never started, so the check could not run (also !ok) */
-    char detail[N_CHECKS][512];
+    char detail[N_CHECKS][768];
+    char warning[512];      /* passed, but worth saying */
+    char failed_hosts[MAX_FAILED][64];
+    int n_failed;
 };
 
 /* One line per check, as the job output shows them. */
@@ -50,7 +69,35 @@ static void log_verdict(FILE *log, const struct verdict *v)
     for (int k = 0; log != NULL && k < N_CHECKS; k++)
         fprintf(log, "ryzen-train: preflight: %-14s %s  %s\n", check_names[k],
                 v->ok[k] ? "ok  " : v->not_run[k] ? "-   " : "FAIL", v->detail[k]);
+    if (log != NULL && v->warning[0] != '\0')
+        fprintf(log, "ryzen-train: preflight: WARNING: %s\n", v->warning);
 }
+
+static void fail_host(struct verdict *v, const char *host)
+{
+    for (int i = 0; i < v->n_failed; i++)
+        if (strcmp(v->failed_hosts[i], host) == 0)
+            return;
+    if (v->n_failed < MAX_FAILED)
+        rz_fmt(v->failed_hosts[v->n_failed++], sizeof v->failed_hosts[0], "%s", host);
+}
+
+/* Append to a check's detail. */
+static void add_detail(struct verdict *v, int check, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_detail(struct verdict *v, int check, const char *fmt, ...)
+{
+    char *out = v->detail[check];
+    size_t used = strlen(out);
+    if (used + 1 >= sizeof v->detail[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + used, sizeof v->detail[0] - used, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- probes --------------------------------------------------------------------------------------- */
 
 /* A "Name:  N kB" field of /proc/meminfo, in bytes (0 if absent). */
 static double meminfo(const char *field)
@@ -67,27 +114,125 @@ static double meminfo(const char *field)
     return kb * 1024.0;
 }
 
+/* A number in a cgroup file; 0 for "max", absurdly large values (no limit) or a missing file. */
+static double cgroup_number(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char text[64] = "";
+    if (f == NULL)
+        return 0.0;
+    if (fgets(text, sizeof text, f) == NULL)
+        text[0] = '\0';
+    fclose(f);
+    double x = strtod(text, NULL);
+    return strncmp(text, "max", 3) == 0 || x <= 0.0 || x >= 1e18 ? 0.0 : x;
+}
+
+/* The tightest memory limit on this process's cgroup and its parents (cgroup v1 memory
+ * controller, or v2's memory.max); 0 when none. */
+static double cgroup_memory_limit(char *where, size_t len)
+{
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[1024], path[1400];
+    double best = 0.0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        char *ctrl = strchr(line, ':'), *rel = ctrl != NULL ? strchr(ctrl + 1, ':') : NULL;
+        if (rel == NULL)
+            continue;
+        *rel++ = '\0';
+        bool v1 = strstr(ctrl + 1, "memory") != NULL, v2 = ctrl[1] == '\0';
+        if (!v1 && !v2)
+            continue;
+        for (char *end = rel + strlen(rel);;) {
+            rz_fmt(path, sizeof path, v1 ? "/sys/fs/cgroup/memory%.*s/memory.limit_in_bytes"
+                                         : "/sys/fs/cgroup%.*s/memory.max", (int)(end - rel), rel);
+            double x = cgroup_number(path);
+            if (x > 0.0 && (best == 0.0 || x < best)) {
+                best = x;
+                rz_fmt(where, len, "cgroup %.*s", (int)(end - rel), rel);
+            }
+            char *slash = end;
+            while (slash > rel && *--slash != '/') {
+            }
+            if (slash <= rel)
+                break;
+            end = slash;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return best;
+}
+
+/* The job's own limit on this node: the cgroup's, --mem (SLURM_MEM_PER_NODE) and --mem-per-cpu
+ * times the node's CPUs; the tightest wins. */
+static void probe_memory_limit(const struct preflight_env *e, struct probe *p)
+{
+    char where[160] = "";
+    double cg = cgroup_memory_limit(where, sizeof where);
+    double node = e != NULL && e->mem_per_node_mb > 0 ? (double)e->mem_per_node_mb * 1048576.0
+                                                      : 0.0;
+    double cpu = e != NULL && e->mem_per_cpu_mb > 0 && e->cpus_on_node > 0
+                     ? (double)e->mem_per_cpu_mb * (double)e->cpus_on_node * 1048576.0 : 0.0;
+    if (cg > 0.0) {
+        p->mem_limit = cg;
+        rz_fmt(p->limit_source, sizeof p->limit_source, "%s", where);
+    }
+    if (node > 0.0 && (p->mem_limit == 0.0 || node < p->mem_limit)) {
+        p->mem_limit = node;
+        rz_fmt(p->limit_source, sizeof p->limit_source, "--mem=%ldM", e->mem_per_node_mb);
+    }
+    if (cpu > 0.0 && (p->mem_limit == 0.0 || cpu < p->mem_limit)) {
+        p->mem_limit = cpu;
+        rz_fmt(p->limit_source, sizeof p->limit_source, "--mem-per-cpu=%ldM x %ld CPUs",
+               e->mem_per_cpu_mb, e->cpus_on_node);
+    }
+}
+
+static void probe_cpus(const struct preflight_env *e, struct probe *p)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    p->online_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    p->omp_threads = e != NULL && e->omp_threads > 0 ? (int)e->omp_threads : 1;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        rz_fmt(p->cpu_list, sizeof p->cpu_list, "unknown (%s)", strerror(errno));
+        return;
+    }
+    size_t used = 0;
+    for (int c = 0; c < MAX_CPUS && c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &set))
+            continue;
+        p->cpus[c / 8] |= (unsigned char)(1u << (c % 8));
+        p->n_cpus++;
+        int last = c;
+        while (last + 1 < MAX_CPUS && last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
+            last++;
+        if (used < sizeof p->cpu_list)
+            used += (size_t)snprintf(p->cpu_list + used, sizeof p->cpu_list - used,
+                                     last > c ? "%s%d-%d" : "%s%d", used ? "," : "", c, last);
+        for (int k = c + 1; k <= last; k++) {
+            p->cpus[k / 8] |= (unsigned char)(1u << (k % 8));
+            p->n_cpus++;
+        }
+        c = last;
+    }
+}
+
 /* Write, fsync and remove a probe file in the checkpoint directory. */
 static void probe_ckpt_dir(const char *run_dir, struct probe *p)
 {
     char dir[4096], path[4200];
     struct rz_err e;
     snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
-    if (rz_mkdirs(dir, &e) != RZ_OK) {
+    snprintf(path, sizeof path, "%s/.preflight-rank-%05d", dir, p->rank);
+    if (rz_mkdirs(dir, &e) != RZ_OK || rz_durable_write_text(path, "preflight", "preflight\n",
+                                                           &e) != RZ_OK) {
         rz_fmt(p->ckpt_err, sizeof p->ckpt_err, "%s", e.msg);
         return;
     }
-    snprintf(path, sizeof path, "%s/.preflight-rank-%05d", dir, p->rank);
-    FILE *f = fopen(path, "w");
-    bool ok = f != NULL && fputs("preflight\n", f) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved = errno;
-    if (f != NULL && fclose(f) != 0)
-        ok = false;
     unlink(path);
-    if (!ok) {
-        rz_fmt(p->ckpt_err, sizeof p->ckpt_err, "write '%s': %s", path, strerror(saved));
-        return;
-    }
     struct statvfs vfs;
     if (statvfs(dir, &vfs) == 0)
         p->ckpt_free = (double)vfs.f_bavail * (double)vfs.f_frsize;
@@ -105,22 +250,73 @@ static void probe_self(const struct preflight_opts *o, const struct model_dims *
     kern_ctx_destroy(k);
     p->mem_available = meminfo("MemAvailable");
     p->mem_total = meminfo("MemTotal");
+    probe_memory_limit(o->env, p);
     p->need = (double)model_memory_bytes(d) + RUNTIME_BYTES;
+    probe_cpus(o->env, p);
     probe_ckpt_dir(o->run_dir, p);
+    p->fail_hook = strcmp(RZ_HOOK(preflight_fail_host, ""), p->host) == 0;
+}
+
+/* ---- judging ----------------------------------------------------------------------------------------- */
+
+static bool first_on_host(const struct probe *all, int r)
+{
+    for (int q = 0; q < r; q++)
+        if (strcmp(all[q].host, all[r].host) == 0)
+            return false;
+    return true;
+}
+
+/* The first CPU two masks share, or -1. */
+static int shared_cpu(const struct probe *a, const struct probe *b)
+{
+    for (int c = 0; c < MAX_CPUS; c++)
+        if (a->cpus[c / 8] & b->cpus[c / 8] & (1u << (c % 8)))
+            return c;
+    return -1;
+}
+
+static bool bound(const struct probe *p) { return p->n_cpus < p->online_cpus; }
+
+static void judge_cpus(const struct probe *all, int n, struct verdict *v)
+{
+    v->ok[CHECK_CPUS] = true;
+    for (int r = 0; r < n; r++) {
+        const struct probe *p = &all[r];
+        if (p->n_cpus > 0 && p->omp_threads > p->n_cpus) {
+            v->ok[CHECK_CPUS] = false;
+            fail_host(v, p->host);
+            add_detail(v, CHECK_CPUS, "rank %d (%s) may run on %d CPU(s) (%s) but OMP_NUM_THREADS "
+                       "is %d: give srun --cpus-per-task=%d; ", r, p->host, p->n_cpus,
+                       p->cpu_list, p->omp_threads, p->omp_threads);
+        }
+        for (int q = r + 1; q < n && v->ok[CHECK_CPUS]; q++) {
+            int c = strcmp(all[q].host, p->host) == 0 && (bound(p) || bound(&all[q]))
+                        ? shared_cpu(p, &all[q]) : -1;
+            if (c < 0)
+                continue;
+            v->ok[CHECK_CPUS] = false;
+            fail_host(v, p->host);
+            add_detail(v, CHECK_CPUS, "ranks %d and %d on %s are bound to overlapping CPUs (%s and "
+                       "%s share CPU %d): they would compete for one core; ", r, q, p->host,
+                       p->cpu_list, all[q].cpu_list, c);
+        }
+    }
+    if (v->ok[CHECK_CPUS])
+        for (int r = 0; r < n; r++)
+            if (first_on_host(all, r))
+                add_detail(v, CHECK_CPUS, "%s%s: rank %d on CPUs %s, %d thread(s)%s", r ? "; " : "",
+                           all[r].host, r, all[r].cpu_list, all[r].omp_threads,
+                           bound(&all[r]) ? "" : " (not bound)");
 }
 
 static void judge_memory(const struct probe *all, int n, struct verdict *v)
 {
     v->ok[CHECK_MEMORY] = true;
-    size_t used = 0;
-    char *out = v->detail[CHECK_MEMORY];
     for (int r = 0; r < n; r++) {
-        bool first = true;
-        for (int q = 0; q < r && first; q++)
-            first = strcmp(all[q].host, all[r].host) != 0;
-        if (!first)
+        if (!first_on_host(all, r))
             continue;
-        double need = 0, avail = all[r].mem_available;
+        double need = 0, avail = all[r].mem_available, limit = all[r].mem_limit;
         int ranks = 0;
         for (int q = r; q < n; q++)
             if (strcmp(all[q].host, all[r].host) == 0) {
@@ -128,13 +324,21 @@ static void judge_memory(const struct probe *all, int n, struct verdict *v)
                 ranks++;
                 avail = all[q].mem_available < avail ? all[q].mem_available : avail;
             }
-        bool ok = need <= MEMORY_MARGIN * avail;
+        bool capped = limit > 0.0 && limit < avail;
+        double usable = capped ? limit : avail;
+        bool ok = need <= MEMORY_MARGIN * usable && !all[r].fail_hook;
         v->ok[CHECK_MEMORY] = v->ok[CHECK_MEMORY] && ok;
-        if (used < sizeof v->detail[0])
-            used += (size_t)snprintf(out + used, sizeof v->detail[0] - used,
-                                     "%s%s: %d rank(s) need %.0f MB of %.0f MB available%s",
-                                     used ? "; " : "", all[r].host, ranks, need / 1e6, avail / 1e6,
-                                     ok ? "" : " (over 90%)");
+        if (!ok)
+            fail_host(v, all[r].host);
+        add_detail(v, CHECK_MEMORY, "%s%s: %d rank(s) need %.0f MB of %.0f MB %s%s%s%s", r ? "; " : "",
+                   all[r].host, ranks, need / 1e6, usable / 1e6,
+                   capped ? "(the job's limit: " : "available", capped ? all[r].limit_source : "",
+                   capped ? ")" : "", all[r].fail_hook ? " (failed by a test hook)" : "");
+        if (need > MEMORY_MARGIN * usable)
+            add_detail(v, CHECK_MEMORY, ": over %.0f%%; %s at least %.0f MB, or lower "
+                       "training.batch_size", 100.0 * MEMORY_MARGIN,
+                       capped ? "raise --mem to" : "the node needs",
+                       need / MEMORY_MARGIN / 1e6 + 1.0);
     }
 }
 
@@ -142,60 +346,93 @@ static void judge_ckpt(const struct probe *all, int n, double ckpt_bytes, struct
 {
     v->ok[CHECK_CKPT] = true;
     double free_min = -1;
-    for (int r = 0; r < n && v->ok[CHECK_CKPT]; r++) {
+    for (int r = 0; r < n; r++) {
         if (!all[r].ckpt_ok) {
             v->ok[CHECK_CKPT] = false;
-            snprintf(v->detail[CHECK_CKPT], sizeof v->detail[0], "rank %d (%s): %s", r,
-                     all[r].host, all[r].ckpt_err);
-            return;
+            fail_host(v, all[r].host);
+            add_detail(v, CHECK_CKPT, "rank %d (%s): %s; ", r, all[r].host, all[r].ckpt_err);
+            continue;
         }
         if (free_min < 0 || all[r].ckpt_free < free_min)
             free_min = all[r].ckpt_free;
     }
-    v->ok[CHECK_CKPT] = free_min >= 3.0 * ckpt_bytes;
-    snprintf(v->detail[CHECK_CKPT], sizeof v->detail[0], "writable on every rank; %.0f MB free, "
-             "3 checkpoints need %.0f MB", free_min / 1e6, 3.0 * ckpt_bytes / 1e6);
+    if (!v->ok[CHECK_CKPT])
+        return;
+    v->ok[CHECK_CKPT] = free_min >= ckpt_bytes;
+    add_detail(v, CHECK_CKPT, "writable on every rank; %.0f MB free, a checkpoint needs %.0f MB",
+               free_min / 1e6, ckpt_bytes / 1e6);
+    if (!v->ok[CHECK_CKPT])
+        for (int r = 0; r < n; r++)
+            fail_host(v, all[r].host);
+    else if (free_min < 2.0 * ckpt_bytes)
+        rz_fmt(v->warning, sizeof v->warning, "the checkpoint directory has %.0f MB free, less "
+               "than two checkpoints (%.0f MB): a commit writes the new file before the old one "
+               "is removed, so the next one may fail with a full disk", free_min / 1e6,
+               2.0 * ckpt_bytes / 1e6);
 }
 
 static void judge_isa(const struct probe *all, int n, struct verdict *v)
 {
     v->ok[CHECK_ISA] = true;
-    size_t used = 0;
     for (int r = 0; r < n; r++) {
         if (all[r].isa[0] == '\0') {
             v->ok[CHECK_ISA] = false;
-            snprintf(v->detail[CHECK_ISA], sizeof v->detail[0], "rank %d (%s): oneDNN did not "
-                     "initialize", r, all[r].host);
-            return;
+            fail_host(v, all[r].host);
+            add_detail(v, CHECK_ISA, "rank %d (%s): oneDNN did not initialize; ", r, all[r].host);
+            continue;
         }
         bool first = true;
         for (int q = 0; q < r && first; q++)
             first = strcmp(all[q].isa, all[r].isa) != 0;
-        if (first && used < sizeof v->detail[0])
-            used += (size_t)snprintf(v->detail[CHECK_ISA] + used, sizeof v->detail[0] - used,
-                                     "%s%s", used ? ", " : "oneDNN ISA: ", all[r].isa);
+        if (first && v->ok[CHECK_ISA])
+            add_detail(v, CHECK_ISA, "%s%s", r ? ", " : "oneDNN ISA: ", all[r].isa);
     }
 }
 
-static enum rz_status write_health(const char *run_dir, int world_size, const struct probe *all,
-                                   int n, const struct verdict *v, bool ok, struct rz_err *err)
+/* ---- health.json ----------------------------------------------------------------------------------- */
+
+static void write_ranks(struct rz_json *j, const struct probe *all, int n)
+{
+    rz_json_key(j, "ranks");
+    rz_json_array_begin(j);
+    for (int r = 0; r < n; r++) {
+        rz_json_object_begin(j);
+        rz_json_kv_int(j, "rank", all[r].rank);
+        rz_json_kv_string(j, "host", all[r].host);
+        rz_json_kv_string(j, "isa", all[r].isa);
+        rz_json_kv_string(j, "cpus", all[r].cpu_list);
+        rz_json_kv_int(j, "n_cpus", all[r].n_cpus);
+        rz_json_kv_int(j, "omp_threads", all[r].omp_threads);
+        rz_json_kv_double(j, "mem_available_bytes", all[r].mem_available);
+        rz_json_kv_double(j, "mem_total_bytes", all[r].mem_total);
+        rz_json_kv_double(j, "mem_limit_bytes", all[r].mem_limit);
+        rz_json_kv_string(j, "mem_limit_source", all[r].limit_source);
+        rz_json_kv_double(j, "mem_need_bytes", all[r].need);
+        rz_json_kv_double(j, "ckpt_free_bytes", all[r].ckpt_free);
+        rz_json_object_end(j);
+    }
+    rz_json_array_end(j);
+}
+
+static enum rz_status write_health(const struct preflight_opts *o, int world_size,
+                                   const struct probe *all, int n, const struct verdict *v,
+                                   bool ok, struct rz_err *err)
 {
     char path[4200], stamp[32];
     struct rz_durable d;
-    snprintf(path, sizeof path, "%s/health.json", run_dir);
+    snprintf(path, sizeof path, "%s/health.json", o->run_dir);
     enum rz_status st = rz_durable_open(&d, path, "health", err);
     if (st != RZ_OK)
         return st;
-    FILE *f = d.f;
     rz_utc_iso8601(stamp, sizeof stamp);
     struct rz_json j;
-    rz_json_init(&j, f);
+    rz_json_init(&j, d.f);
     rz_json_object_begin(&j);
     rz_json_kv_bool(&j, "ok", ok);
     rz_json_kv_string(&j, "time", stamp);
     rz_json_kv_int(&j, "world_size", world_size);
-    const char *ntasks = getenv("SLURM_NTASKS");
-    rz_json_kv_string(&j, "slurm_ntasks", ntasks != NULL ? ntasks : "");
+    const struct comm_launch *l = o->env != NULL ? o->env->launch : NULL;
+    rz_json_kv_string(&j, "slurm_ntasks", l != NULL ? l->ntasks : "");
     rz_json_key(&j, "checks");
     rz_json_array_begin(&j);
     for (int c = 0; c < N_CHECKS; c++) {
@@ -206,23 +443,46 @@ static enum rz_status write_health(const char *run_dir, int world_size, const st
         rz_json_object_end(&j);
     }
     rz_json_array_end(&j);
-    rz_json_key(&j, "ranks");
+    rz_json_kv_string(&j, "warning", v->warning);
+    rz_json_key(&j, "hosts");
     rz_json_array_begin(&j);
-    for (int r = 0; r < n; r++) {
-        rz_json_object_begin(&j);
-        rz_json_kv_int(&j, "rank", all[r].rank);
-        rz_json_kv_string(&j, "host", all[r].host);
-        rz_json_kv_string(&j, "isa", all[r].isa);
-        rz_json_kv_double(&j, "mem_available_bytes", all[r].mem_available);
-        rz_json_kv_double(&j, "mem_total_bytes", all[r].mem_total);
-        rz_json_kv_double(&j, "mem_need_bytes", all[r].need);
-        rz_json_kv_double(&j, "ckpt_free_bytes", all[r].ckpt_free);
-        rz_json_object_end(&j);
-    }
+    for (int r = 0; r < n; r++)
+        if (first_on_host(all, r))
+            rz_json_string(&j, all[r].host);
     rz_json_array_end(&j);
+    rz_json_key(&j, "failed_hosts");
+    rz_json_array_begin(&j);
+    for (int i = 0; i < v->n_failed; i++)
+        rz_json_string(&j, v->failed_hosts[i]);
+    rz_json_array_end(&j);
+    write_ranks(&j, all, n);
     rz_json_object_end(&j);
-    fputc('\n', f);
+    fputc('\n', d.f);
     return rz_durable_commit(&d, err);
+}
+
+/* ---- the run --------------------------------------------------------------------------------------- */
+
+/* The collective checks; st is the status of the MPI calls themselves. */
+static enum rz_status run_collectives(const struct preflight_opts *o, struct verdict *v,
+                                      struct rz_err *err)
+{
+    struct rz_err e;
+    int n = comm_size(o->comm);
+    v->ok[CHECK_LAUNCH] = comm_check_launch(o->comm, o->env != NULL ? o->env->launch : NULL,
+                                            &e) == RZ_OK;
+    rz_fmt(v->detail[CHECK_LAUNCH], sizeof v->detail[0], "%s", v->ok[CHECK_LAUNCH] ?
+           "MPI world size matches the launch" : e.msg);
+    enum rz_status st = comm_ring_check(o->comm, &v->ok[CHECK_RING], err);
+    snprintf(v->detail[CHECK_RING], sizeof v->detail[0], "%d rank(s) exchanged with their "
+             "neighbours", n);
+    double rel = 0;
+    if (st == RZ_OK)
+        st = comm_allreduce_check(o->comm, PROBE_FLOATS, &rel, err);
+    v->ok[CHECK_ALLREDUCE] = st == RZ_OK && rel <= 1e-6;
+    snprintf(v->detail[CHECK_ALLREDUCE], sizeof v->detail[0], "%zu floats, max relative error "
+             "%.3g", PROBE_FLOATS, rel);
+    return st;
 }
 
 enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
@@ -232,25 +492,13 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
         .vocab = c->model.vocab_size, .d_model = c->model.d_model, .n_heads = c->model.n_heads,
         .n_layers = c->model.n_layers, .d_ff = c->model.d_ff, .seq_len = c->model.seq_len,
         .batch = c->training.batch_size};
-    struct verdict v;
+    static struct verdict v;
     memset(&v, 0, sizeof v);
-    struct rz_err e;
     int n = comm_size(o->comm);
     enum rz_status st = rz_mkdirs(o->run_dir, err);
     if (st != RZ_OK)
         return st;
-    v.ok[CHECK_LAUNCH] = comm_check_launch(o->comm, &e) == RZ_OK;
-    rz_fmt(v.detail[CHECK_LAUNCH], sizeof v.detail[0], "%s", v.ok[CHECK_LAUNCH] ?
-             "MPI world size matches the launch" : e.msg);
-    st = comm_ring_check(o->comm, &v.ok[CHECK_RING], err);
-    snprintf(v.detail[CHECK_RING], sizeof v.detail[0], "%d rank(s) exchanged with their "
-             "neighbours", n);
-    double rel = 0;
-    if (st == RZ_OK)
-        st = comm_allreduce_check(o->comm, PROBE_FLOATS, &rel, err);
-    v.ok[CHECK_ALLREDUCE] = st == RZ_OK && rel <= 1e-6;
-    snprintf(v.detail[CHECK_ALLREDUCE], sizeof v.detail[0], "%zu floats, max relative error "
-             "%.3g", PROBE_FLOATS, rel);
+    st = run_collectives(o, &v, err);
     struct probe mine, *all = calloc((size_t)n, sizeof *all);
     if (all == NULL)
         return rz_fail(err, RZ_ENOMEM, "preflight: out of memory");
@@ -258,6 +506,7 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     if (st == RZ_OK)
         st = comm_allgather_bytes(o->comm, &mine, sizeof mine, all, err);
     if (st == RZ_OK) {
+        judge_cpus(all, n, &v);
         judge_memory(all, n, &v);
         judge_ckpt(all, n, 3.0 * 4.0 * (double)model_count_params(&d) + 1e6, &v);
         judge_isa(all, n, &v);
@@ -273,7 +522,7 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     if (comm_rank(o->comm) == 0)
         log_verdict(o->log, &v);
     if (st == RZ_OK && comm_rank(o->comm) == 0)
-        st = write_health(o->run_dir, n, all, n, &v, ok, err);
+        st = write_health(o, n, all, n, &v, ok, err);
     free(all);
     if (st != RZ_OK)
         return st;
@@ -286,7 +535,7 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
 enum rz_status preflight_report_launch(const char *run_dir, const char *why, FILE *log,
                                        struct rz_err *err)
 {
-    struct verdict v;
+    static struct verdict v;
     memset(&v, 0, sizeof v);
     rz_fmt(v.detail[CHECK_LAUNCH], sizeof v.detail[0], "%s", why);
     for (int k = CHECK_LAUNCH + 1; k < N_CHECKS; k++) {
@@ -294,8 +543,9 @@ enum rz_status preflight_report_launch(const char *run_dir, const char *why, FIL
         snprintf(v.detail[k], sizeof v.detail[0], "not run: MPI did not start");
     }
     log_verdict(log, &v);
+    struct preflight_opts o = {.run_dir = run_dir};
     enum rz_status st = rz_mkdirs(run_dir, err);
     if (st == RZ_OK)
-        st = write_health(run_dir, 0, NULL, 0, &v, false, err);
+        st = write_health(&o, 0, NULL, 0, &v, false, err);
     return st;
 }

@@ -3,10 +3,16 @@
  *   launch      MPI world size == SLURM_NTASKS (under Slurm)
  *   ring        each rank sends to the next, receives from the previous
  *   allreduce   an allreduce of known values is exact (allclose)
- *   memory      per node: ranks x (model bytes + runtime) fits in MemAvailable with a margin
- *   checkpoint  the checkpoint directory is writable on every rank and has room for 3 checkpoints
+ *   cpus        each rank's allowed CPUs (recorded); OMP_NUM_THREADS fits in them, and ranks on
+ *               one node are not bound to overlapping CPUs
+ *   memory      per node: ranks x (model bytes + runtime) fits in the job's own limit (cgroup,
+ *               SLURM_MEM_PER_NODE / _CPU) and in MemAvailable, with a margin
+ *   checkpoint  the checkpoint directory is writable on every rank with room for a checkpoint
+ *               (a warning below two: the commit writes the new file before the old goes)
  *   isa         oneDNN initializes on every rank; the ISAs in use are recorded
- * Results go to RUN_DIR/health.json (rank 0, written atomically).  Ownership: nothing kept. */
+ * Results go to RUN_DIR/health.json (rank 0, written durably), with the hosts that failed a
+ * node-local check (cpus, memory, checkpoint, isa), so the job wrapper can exclude them.
+ * Ownership: nothing kept. */
 #ifndef RZ_TRAIN_PREFLIGHT_H
 #define RZ_TRAIN_PREFLIGHT_H
 
@@ -16,10 +22,20 @@
 #include "config/config.h"
 #include "core/status.h"
 
+/* What the launcher and Slurm said, read from the environment once by main. */
+struct preflight_env {
+    const struct comm_launch *launch;
+    long mem_per_node_mb;    /* SLURM_MEM_PER_NODE (0: not set) */
+    long mem_per_cpu_mb;     /* SLURM_MEM_PER_CPU */
+    long cpus_on_node;       /* SLURM_CPUS_ON_NODE */
+    long omp_threads;        /* OMP_NUM_THREADS (0: not set, 1 assumed) */
+};
+
 struct preflight_opts {
     const struct cfg *cfg;
     struct comm *comm;
     const char *run_dir;
+    const struct preflight_env *env;
     FILE *log;               /* one line per check (rank 0); NULL = quiet */
 };
 

@@ -1,7 +1,11 @@
-/* ryzen-train: the trainer's command line.  A thin main: parse arguments, load and validate the
- * config, run train_run, map the status to the documented exit code (docs/exit-codes.md). */
+/* ryzen-train: the trainer's command line.  A thin main: parse arguments (getopt_long), read the
+ * environment once into the structs the library takes, load and validate the config, run the
+ * preflight or train_run, leave this rank's exit record for ryzen-step, and map the status to the
+ * documented exit code (docs/exit-codes.md). */
 #include "config.h"
 
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +14,15 @@
 
 #include "comm/comm.h"
 #include "config/config.h"
+#include "core/cli.h"
 #include "core/hooks.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "health/health.h"
 #include "train/preflight.h"
 #include "train/train.h"
+
+extern char **environ;
 
 #define MAX_SETS 256
 
@@ -31,15 +38,52 @@ struct args {
     int preflight;
 };
 
+/* What ryzen-train reads from its environment, read once here. */
+struct env {
+    struct comm_launch launch;
+    struct preflight_env preflight;
+    char run_root[2048];      /* RYZEN_RUN_ROOT */
+    char submit_dir[2048];    /* SLURM_SUBMIT_DIR */
+    char run_id[128];         /* RYZEN_RUN_ID, else SLURM_JOB_ID */
+    char attempt_dir[2048];   /* RYZEN_ATTEMPT_DIR: where this rank leaves its exit record */
+};
+
+static const char *env_get(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL ? v : "";
+}
+
+static long env_long(const char *name)
+{
+    return atol(env_get(name));
+}
+
+static void env_read(struct env *e)
+{
+    memset(e, 0, sizeof *e);
+    comm_launch_parse(&e->launch, environ);
+    e->preflight = (struct preflight_env){
+        .launch = &e->launch, .mem_per_node_mb = env_long("SLURM_MEM_PER_NODE"),
+        .mem_per_cpu_mb = env_long("SLURM_MEM_PER_CPU"),
+        .cpus_on_node = env_long("SLURM_CPUS_ON_NODE"), .omp_threads = env_long("OMP_NUM_THREADS")};
+    rz_fmt(e->run_root, sizeof e->run_root, "%s", env_get("RYZEN_RUN_ROOT"));
+    rz_fmt(e->submit_dir, sizeof e->submit_dir, "%s", env_get("SLURM_SUBMIT_DIR"));
+    const char *id = env_get("RYZEN_RUN_ID");
+    rz_fmt(e->run_id, sizeof e->run_id, "%s", id[0] ? id : env_get("SLURM_JOB_ID"));
+    rz_fmt(e->attempt_dir, sizeof e->attempt_dir, "%s", env_get("RYZEN_ATTEMPT_DIR"));
+}
+
 static void usage(FILE *f)
 {
     fputs("usage: ryzen-train --config FILE [--set key=value]... [--run-dir DIR]\n"
           "                   [--resume auto|never|PATH] [--stop-at-step N] [--quiet]\n"
           "       ryzen-train --config FILE [--set key=value]... [--run-dir DIR] --preflight\n"
           "       ryzen-train --config-reference     (print docs/config.md)\n"
+          "       ryzen-train --help | --version\n"
           "\n"
           "Trains the transformer language model described by FILE (YAML; keys in docs/config.md).\n"
-          "  --config FILE     run configuration (required)\n"
+          "  --config FILE     run configuration (required); --config=FILE works too\n"
           "  --set key=value   override one dotted key, e.g. --set training.steps=50 (repeatable)\n"
           "  --run-dir DIR     where metrics/ and summary.json go (default:\n"
           "                    $RYZEN_RUN_ROOT/<config name>, RYZEN_RUN_ROOT defaulting to\n"
@@ -51,79 +95,98 @@ static void usage(FILE *f)
           "                    still spans training.steps)\n"
           "  --quiet           no progress lines\n"
           "  --preflight       only check the launch on every rank (world size, ring, allreduce,\n"
-          "                    memory, checkpoint directory, oneDNN); RUN_DIR/health.json; 0 or 70\n"
+          "                    CPUs, memory against the job's limit, checkpoint directory,\n"
+          "                    oneDNN); RUN_DIR/health.json; 0 or 70\n"
           "Metrics go to RUN_DIR/metrics/<run-id>/: RYZEN_RUN_ID, else SLURM_JOB_ID, else\n"
-          "local-<UTC time>-<pid>.\n"
+          "local-<UTC time>-<pid>.  With RYZEN_ATTEMPT_DIR set (ryzen-step sets it), each rank\n"
+          "leaves its exit status and reason in RYZEN_ATTEMPT_DIR/rank-NNNNN.json.\n"
           "Runs alone (1 rank), under `mpirun -np N`, or under `srun --mpi=pmix`.\n"
-          "SIGUSR2 (health.stop_signal) or SIGTERM: checkpoint at the next step and exit 75.\n"
+          "health.stop_signal (default SIGUSR2) or SIGTERM: checkpoint at the next step, exit 75.\n"
           "Exit codes: 0 done, 64 bad config or usage, 65 no valid checkpoint, 70 health check\n"
           "failed, 74 checkpoint I/O error, 75 checkpointed on signal, 76 watchdog.\n", f);
 }
 
-/* Returns 0 on success, RZ_EXIT_USAGE on a usage error, -1 for --help. */
-static int parse_args(struct args *a, int argc, char **argv)
+static int usage_error(int launcher_rank, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int usage_error(int launcher_rank, const char *fmt, ...)
 {
+    if (launcher_rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "ryzen-train: ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, " (see --help)\n");
+        va_end(ap);
+    }
+    return RZ_EXIT_USAGE;
+}
+
+/* Returns 0, RZ_EXIT_USAGE on a usage error, or -1 when --help/--version answered. */
+static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
+{
+    enum { O_SET = 1, O_RUN_DIR, O_RESUME, O_STOP_AT, O_PREFLIGHT, O_QUIET, O_REFERENCE,
+           O_VERSION };
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, O_SET},
+        {"run-dir", required_argument, NULL, O_RUN_DIR},
+        {"resume", required_argument, NULL, O_RESUME},
+        {"stop-at-step", required_argument, NULL, O_STOP_AT},
+        {"preflight", no_argument, NULL, O_PREFLIGHT}, {"quiet", no_argument, NULL, O_QUIET},
+        {"config-reference", no_argument, NULL, O_REFERENCE},
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        int has_value = i + 1 < argc;
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+    opterr = 0;
+    char *end = NULL;
+    for (int c; (c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'c': a->config = optarg; break;
+        case O_SET:
+            if (a->n_sets == MAX_SETS)
+                return usage_error(launcher_rank, "too many --set options (at most %d)", MAX_SETS);
+            a->sets[a->n_sets++] = optarg;
+            break;
+        case O_RUN_DIR: a->run_dir = optarg; break;
+        case O_RESUME: a->resume = optarg; break;
+        case O_STOP_AT:
+            a->stop_at_step = strtoll(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || a->stop_at_step < 1)
+                return usage_error(launcher_rank, "--stop-at-step needs a positive integer, got "
+                                   "'%s'", optarg);
+            break;
+        case O_PREFLIGHT: a->preflight = 1; break;
+        case O_QUIET: a->quiet = 1; break;
+        case O_REFERENCE: a->reference = 1; break;
+        case 'h':
+            if (launcher_rank == 0)
+                usage(stdout);
             return -1;
-        } else if (strcmp(s, "--config") == 0 && has_value) {
-            a->config = argv[++i];
-        } else if (strcmp(s, "--set") == 0 && has_value) {
-            if (a->n_sets == MAX_SETS) {
-                fprintf(stderr, "ryzen-train: too many --set options (at most %d)\n", MAX_SETS);
-                return RZ_EXIT_USAGE;
-            }
-            a->sets[a->n_sets++] = argv[++i];
-        } else if (strcmp(s, "--run-dir") == 0 && has_value) {
-            a->run_dir = argv[++i];
-        } else if (strcmp(s, "--resume") == 0 && has_value) {
-            a->resume = argv[++i];
-        } else if (strcmp(s, "--stop-at-step") == 0 && has_value) {
-            char *end = NULL;
-            a->stop_at_step = strtoll(argv[++i], &end, 10);
-            if (end == argv[i] || *end != '\0' || a->stop_at_step < 1) {
-                fprintf(stderr, "ryzen-train: --stop-at-step needs a positive integer, got '%s'\n",
-                        argv[i]);
-                return RZ_EXIT_USAGE;
-            }
-        } else if (strcmp(s, "--preflight") == 0) {
-            a->preflight = 1;
-        } else if (strcmp(s, "--quiet") == 0) {
-            a->quiet = 1;
-        } else if (strcmp(s, "--config-reference") == 0) {
-            a->reference = 1;
-        } else if (!has_value && (strcmp(s, "--config") == 0 || strcmp(s, "--set") == 0 ||
-                                  strcmp(s, "--run-dir") == 0 || strcmp(s, "--resume") == 0 ||
-                                  strcmp(s, "--stop-at-step") == 0)) {
-            fprintf(stderr, "ryzen-train: option '%s' needs a value (see --help)\n", s);
-            return RZ_EXIT_USAGE;
-        } else {
-            fprintf(stderr, "ryzen-train: unknown %s '%s' (see --help)\n",
-                    strncmp(s, "-", 1) == 0 ? "option" : "argument", s);
-            return RZ_EXIT_USAGE;
+        case O_VERSION:
+            if (launcher_rank == 0)
+                rz_cli_version(stdout, "ryzen-train");
+            return -1;
+        default:
+            /* getopt_long: optopt is the option's value when its argument is missing, 0 for an
+             * option it does not know */
+            return usage_error(launcher_rank, optopt != 0 ? "option '%s' needs a value"
+                               : "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (a->config == NULL && !a->reference) {
-        fprintf(stderr, "ryzen-train: --config FILE is required (see --help)\n");
-        return RZ_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return usage_error(launcher_rank, "unexpected argument '%s'", argv[optind]);
+    if (a->config == NULL && !a->reference)
+        return usage_error(launcher_rank, "%s", "--config FILE is required");
     return 0;
 }
 
 /* runs/<config base name without .yaml>, under RYZEN_RUN_ROOT or SLURM_SUBMIT_DIR/runs. */
-static int default_run_dir(char *buf, size_t len, const char *config)
+static int default_run_dir(char *buf, size_t len, const char *config, const struct env *e)
 {
-    const char *root = getenv("RYZEN_RUN_ROOT");
-    const char *submit = getenv("SLURM_SUBMIT_DIR");
-    char rootbuf[2048];
-    if (root == NULL || root[0] == '\0') {
-        snprintf(rootbuf, sizeof rootbuf, "%s/runs", submit != NULL && submit[0] ? submit : ".");
-        root = rootbuf;
-    }
-    char phase[256];
+    char root[2100], phase[256];
+    if (e->run_root[0] != '\0')
+        rz_fmt(root, sizeof root, "%s", e->run_root);
+    else
+        rz_fmt(root, sizeof root, "%s/runs", e->submit_dir[0] ? e->submit_dir : ".");
     if (!cfg_phase_name(config, phase, sizeof phase))
         return -1;
     int w = snprintf(buf, len, "%s/%s", root, phase);
@@ -132,32 +195,18 @@ static int default_run_dir(char *buf, size_t len, const char *config)
 
 /* RYZEN_RUN_ID, else the Slurm job id, else local-<UTC time>-<pid>; rank 0's choice is
  * broadcast so all ranks write under one metrics/<run-id>/. */
-static void make_run_id(char *buf, size_t len)
+static void make_run_id(char *buf, size_t len, const struct env *e)
 {
-    const char *ids[] = {getenv("RYZEN_RUN_ID"), getenv("SLURM_JOB_ID")};
-    for (size_t i = 0; i < RZ_ARRAY_LEN(ids); i++)
-        if (ids[i] != NULL && ids[i][0] != '\0') {
-            snprintf(buf, len, "%s", ids[i]);
-            return;
-        }
+    if (e->run_id[0] != '\0') {
+        rz_fmt(buf, len, "%s", e->run_id);
+        return;
+    }
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(buf, len, "local-%s-%ld", stamp, (long)getpid());
-}
-
-/* Rank as the launcher announces it, before MPI is up: only rank 0 prints config errors. */
-static int launcher_rank(void)
-{
-    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < RZ_ARRAY_LEN(vars); i++) {
-        const char *v = getenv(vars[i]);
-        if (v != NULL && v[0] != '\0')
-            return atoi(v);
-    }
-    return 0;
 }
 
 /* Test-hook build only (RYZEN_TEST_STARTUP_DELAY_S, core/hooks.h): widen the start-up window so a
@@ -169,10 +218,10 @@ static void test_startup_delay(void)
 }
 
 /* --run-dir, or the default; returns 0 or RZ_EXIT_USAGE after saying why. */
-static int resolve_run_dir(const struct args *a, char *run_dir, size_t len)
+static int resolve_run_dir(const struct args *a, const struct env *e, char *run_dir, size_t len)
 {
     int w = a->run_dir != NULL ? snprintf(run_dir, len, "%s", a->run_dir)
-                               : default_run_dir(run_dir, len, a->config);
+                               : default_run_dir(run_dir, len, a->config, e);
     if (w < 0 || (size_t)w >= len) {
         fprintf(stderr, "ryzen-train: run directory path is too long (at most %zu bytes)\n",
                 len - 1);
@@ -181,57 +230,76 @@ static int resolve_run_dir(const struct args *a, char *run_dir, size_t len)
     return 0;
 }
 
-static int preflight(const struct args *a, const struct cfg *c, struct comm *comm)
+/* The outcome of this rank, for its exit record. */
+struct outcome {
+    int status;
+    const char *end_reason;   /* NULL: from the status */
+    char message[RZ_ERR_MSG_MAX];
+};
+
+static void fail(struct outcome *o, int status, const char *msg)
+{
+    o->status = status;
+    rz_fmt(o->message, sizeof o->message, "%s", msg);
+}
+
+static void preflight(const struct args *a, const struct cfg *c, struct comm *comm,
+                      const struct env *e, struct outcome *out)
 {
     static struct rz_err err;
     char run_dir[2048];
-    int rc = resolve_run_dir(a, run_dir, sizeof run_dir);
-    if (rc != 0)
-        return rc;
-    struct preflight_opts o = {.cfg = c, .comm = comm, .run_dir = run_dir,
+    out->status = resolve_run_dir(a, e, run_dir, sizeof run_dir);
+    if (out->status != 0)
+        return;
+    struct preflight_opts o = {.cfg = c, .comm = comm, .run_dir = run_dir, .env = &e->preflight,
                                .log = a->quiet ? NULL : stdout};
     enum rz_status st = preflight_run(&o, &err);
     if (st != RZ_OK) {
         fprintf(stderr, "ryzen-train: rank %d: %s\n", comm_rank(comm), err.msg);
-        return st == RZ_EHEALTH ? RZ_EXIT_HEALTH : rz_exit_code(st);
+        fail(out, st == RZ_EHEALTH ? RZ_EXIT_HEALTH : rz_exit_code(st), err.msg);
     }
-    return 0;
 }
 
 /* The preflight of a launch that MPI could not start: health.json still says why. */
-static void preflight_launch_failed(const struct args *a, const char *why)
+static void preflight_launch_failed(const struct args *a, const struct env *e, const char *why)
 {
     static struct rz_err err;
     char run_dir[2048];
-    if (resolve_run_dir(a, run_dir, sizeof run_dir) != 0)
+    if (resolve_run_dir(a, e, run_dir, sizeof run_dir) != 0)
         return;
     if (preflight_report_launch(run_dir, why, a->quiet ? NULL : stdout, &err) != RZ_OK)
         fprintf(stderr, "ryzen-train: %s\n", err.msg);
 }
 
-static int run(const struct args *a, const struct cfg *c, struct comm *comm)
+static void run(const struct args *a, const struct cfg *c, struct comm *comm, const struct env *e,
+                struct outcome *out)
 {
     static struct rz_err err;
+    static struct train_result res;
     char run_dir[2048], run_id[128];
-    int rc = resolve_run_dir(a, run_dir, sizeof run_dir);
-    if (rc != 0)
-        return rc;
-    make_run_id(run_id, sizeof run_id);
+    out->status = resolve_run_dir(a, e, run_dir, sizeof run_dir);
+    if (out->status != 0)
+        return;
+    make_run_id(run_id, sizeof run_id, e);
     enum rz_status st = comm_bcast_bytes(comm, run_id, sizeof run_id, &err);
     if (st != RZ_OK) {
         fprintf(stderr, "ryzen-train: %s\n", err.msg);
-        return rz_exit_code(st);
+        fail(out, rz_exit_code(st), err.msg);
+        return;
     }
     int rank = comm_rank(comm);
     struct train_opts opts = {.cfg = c, .comm = comm, .run_dir = run_dir, .run_id = run_id,
                               .log = a->quiet || rank != 0 ? NULL : stdout,
                               .events = rank != 0 ? NULL : stdout, .peak_seconds = 0.5,
-                              .resume = a->resume, .stop_at_step = a->stop_at_step};
-    struct train_result res;
+                              .resume = a->resume, .stop_at_step = a->stop_at_step,
+                              .attempt_dir = e->attempt_dir};
     st = train_run(&opts, &res, &err);
+    if (res.end_reason[0] != '\0')
+        out->end_reason = res.end_reason;
     if (st != RZ_OK && st != RZ_ESIGNAL) {
         fprintf(stderr, "ryzen-train: rank %d: %s: %s\n", rank, rz_status_name(st), err.msg);
-        return rz_exit_code(st);
+        fail(out, rz_exit_code(st), err.msg);
+        return;
     }
     if (!a->quiet && rank == 0)
         printf("ryzen-train: %s: %lld steps, loss %.4f -> %.4f, %.1f samples/s (steady), "
@@ -239,64 +307,80 @@ static int run(const struct args *a, const struct cfg *c, struct comm *comm)
                st == RZ_ESIGNAL ? "stopped by signal" : "done", (long long)res.steps,
                res.first_loss, res.final_loss, res.samples_per_sec,
                (double)res.peak_rss_bytes / 1e6, run_dir);
-    return rz_exit_code(st);
+    out->status = rz_exit_code(st);
+}
+
+/* This rank's exit record (ryzen-step reads them), then the status. */
+static int leave(const struct env *e, int rank, const char *host, const struct outcome *o)
+{
+    struct rz_err err;
+    if (health_exit_record(e->attempt_dir, rank, host, o->status, o->end_reason, o->message,
+                           &err) != RZ_OK)
+        fprintf(stderr, "ryzen-train: rank %d: exit record: %s\n", rank, err.msg);
+    return o->status;
 }
 
 int main(int argc, char **argv)
 {
-    struct args a;
+    static struct env e;
+    static struct args a;
+    static struct outcome out;
+    static struct cfg c;
+    static struct rz_err err;
+    env_read(&e);
     rz_hooks_load();
-    int rc = parse_args(&a, argc, argv);
-    if (rc != 0) {
-        if (launcher_rank() == 0)
-            usage(rc < 0 ? stdout : stderr);
+    int me = e.launch.launcher_rank;
+    const char *host = e.launch.nodename;
+    int rc = parse_args(&a, argc, argv, me);
+    if (rc != 0)
         return rc < 0 ? 0 : rc;
-    }
     if (a.reference) {
         cfg_write_reference(stdout);
         return 0;
     }
-    static struct cfg c;
-    static struct rz_err err;
     enum rz_status st = cfg_load_with_overrides(&c, a.config, a.sets, a.n_sets, &err);
     int signo = 0;
     if (st == RZ_OK)
         st = health_signal_parse(c.health.stop_signal, &signo, &err);
     if (st != RZ_OK) {
-        if (launcher_rank() == 0)
+        if (me == 0)
             fprintf(stderr, "ryzen-train: invalid configuration:\n%s\n", err.msg);
-        return rz_exit_code(st);
+        fail(&out, rz_exit_code(st), err.msg);
+        return leave(&e, me, host, &out);
     }
     /* Before MPI_Init, so the stop signals are ours whatever the MPI library installs. */
     st = health_signals_install(signo, &err);
     /* Also before MPI_Init, which would abort without saying why: a task srun started without
      * a PMIx rank.  The same on every task, so rank 0 speaks (and, for --preflight, writes
      * health.json). */
-    if (st == RZ_OK && (st = comm_check_launch_env(&err)) != RZ_OK) {
-        if (launcher_rank() == 0) {
+    if (st == RZ_OK && (st = comm_check_launch_env(&e.launch, &err)) != RZ_OK) {
+        if (me == 0) {
             fprintf(stderr, "ryzen-train: %s: %s\n", rz_status_name(st), err.msg);
             if (a.preflight)
-                preflight_launch_failed(&a, err.msg);
+                preflight_launch_failed(&a, &e, err.msg);
         }
-        return rz_exit_code(st);
+        fail(&out, rz_exit_code(st), err.msg);
+        return leave(&e, me, host, &out);
     }
     struct comm *comm = NULL;
     if (st == RZ_OK)
-        st = comm_init(&comm, &argc, &argv, &err);
-    if (st == RZ_OK && a.preflight) {
-        rc = preflight(&a, &c, comm); /* reports a wrong launch itself, in health.json */
-        comm_finalize(comm);
-        return rc;
-    }
-    if (st == RZ_OK)
-        st = comm_check_launch(comm, &err);
+        st = comm_init(&comm, &argc, &argv, &e.launch, &err);
+    if (st == RZ_OK && !a.preflight)
+        st = comm_check_launch(comm, &e.launch, &err);
     if (st != RZ_OK) {
         fprintf(stderr, "ryzen-train: %s: %s\n", rz_status_name(st), err.msg);
-        comm_finalize(comm);
-        return rz_exit_code(st);
+        fail(&out, rz_exit_code(st), err.msg);
+    } else if (a.preflight) {
+        preflight(&a, &c, comm, &e, &out); /* reports a wrong launch itself, in health.json */
+    } else {
+        test_startup_delay();
+        run(&a, &c, comm, &e, &out);
     }
-    test_startup_delay();
-    rc = run(&a, &c, comm);
+    if (comm != NULL) {
+        me = comm_rank(comm);
+        host = comm_host(comm);
+    }
+    rc = leave(&e, me, host, &out);
     if (rc == RZ_EXIT_WATCHDOG)
         comm_abort(comm, rc); /* a peer may be wedged in a collective: do not wait for it */
     comm_finalize(comm);

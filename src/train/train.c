@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
@@ -19,9 +20,33 @@
 #include "data/data.h"
 #include "health/health.h"
 #include "kernels/kernels.h"
+#include "metrics/live.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
 #include "optim/optim.h"
+
+/* The step's one small collective (step_collective): per rank, these doubles, then the rank's
+ * live figures (struct metrics_rank_live). */
+enum { STEP_LOSS, STEP_STOP, STEP_GNORM, STEP_FIXED };
+#define STEP_DOUBLES (STEP_FIXED + METRICS_LIVE_DOUBLES)
+
+/* Live metrics (metrics/live.h): the rank's window, what the last collective gathered, and the
+ * node's textfile, written by the node's lowest rank. */
+struct train_live {
+    struct metrics_window window;
+    double mine[STEP_DOUBLES];
+    double *gathered;          /* world * STEP_DOUBLES: the last step's collective */
+    struct metrics_rank_live *ranks; /* world: unpacked from gathered for the writer */
+    char (*hosts)[64];         /* world: each rank's node */
+    const char **host_names;   /* world: pointers into hosts */
+    bool writer;               /* the lowest rank of its node */
+    bool gathered_once;        /* a step has run: the figures exist */
+    char dir[4096], phase[256];
+    double memory_limit_bytes, last_ckpt_unix;
+    int64_t written_step;      /* the step of the last textfile (-1: none) */
+    int64_t skipped_steps;     /* steps the loss guard skipped (carried in the checkpoint) */
+    bool warned;               /* a failed write was reported once */
+};
 
 struct trainer {
     const struct cfg *cfg;
@@ -47,7 +72,8 @@ struct trainer {
     double loss_sum, train_time;
     int64_t restarts;
     int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
-    double last_lr;
+    double last_lr, last_loss;
+    struct train_live live;
     /* ZeRO (training.zero_stage 1 or 2: zero_* functions) */
     int zero;                  /* the stage; 0: every rank holds everything */
     size_t shard_lo, shard_hi; /* this rank's part of the flat layout (rz_shard) */
@@ -107,6 +133,10 @@ static void inform(const struct trainer *t, const char *fmt, ...)
 
 static void trainer_free(struct trainer *t)
 {
+    free(t->live.gathered);
+    free(t->live.ranks);
+    free(t->live.hosts);
+    free(t->live.host_names);
     health_watchdog_stop(t->watchdog);
     metrics_close(t->metrics);
     optim_destroy(t->optim);
@@ -205,21 +235,24 @@ static enum rz_status params_complete(struct trainer *t, struct rz_err *err)
     return t->zero > 0 ? comm_params_finish(t->comm, err) : RZ_OK;
 }
 
-/* The global norm from this rank's blocks and everyone else's, clip, update the owned part, and
- * start gathering the parameters. */
-static enum rz_status zero_update(struct trainer *t, double lr, double *grad_norm,
-                                  struct rz_err *err)
+/* The global gradient norm from this rank's blocks and everyone else's (optim.h). */
+static enum rz_status zero_grad_norm(struct trainer *t, double *norm, struct rz_err *err)
 {
-    size_t n = model_num_params(t->model), nb = optim_norm_blocks(n);
-    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    size_t nb = optim_norm_blocks(model_num_params(t->model));
     memset(t->norm_blocks, 0, nb * sizeof *t->norm_blocks);
     optim_block_sumsq(t->norm_blocks, t->gshard, t->shard_lo, t->shard_hi);
     /* one owner per block, zeros elsewhere: the sum is exact */
     enum rz_status st = comm_sum_doubles(t->comm, t->norm_blocks, (int)nb, err);
-    if (st != RZ_OK)
-        return st;
-    *grad_norm = optim_norm_of_blocks(t->norm_blocks, nb);
-    optim_clip(t->gshard, t->shard_hi - t->shard_lo, *grad_norm, t->cfg->optimizer.grad_clip);
+    *norm = optim_norm_of_blocks(t->norm_blocks, nb);
+    return st;
+}
+
+/* Clip, update the owned part, and start gathering the parameters. */
+static enum rz_status zero_update(struct trainer *t, double lr, double norm, struct rz_err *err)
+{
+    size_t n = model_num_params(t->model);
+    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    optim_clip(t->gshard, t->shard_hi - t->shard_lo, norm, t->cfg->optimizer.grad_clip);
     optim_step(t->optim, model_params(t->model) + t->shard_lo, t->gshard, lr);
     return comm_params_begin(t->comm, model_params(t->model), n, OPTIM_NORM_BLOCK, bucket, err);
 }
@@ -302,7 +335,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
                               .val_fraction = c->data.val_fraction, .val_path = c->data.val_path};
     struct optim_opts oopts;
     struct health_watchdog_opts wopts = {
-        .run_dir = t->opts->run_dir, .rank = t->rank, .world = t->world,
+        .run_dir = t->opts->run_dir, .attempt_dir = t->opts->attempt_dir,
+        .host = comm_host(t->comm), .rank = t->rank, .world = t->world,
         .floor_s = c->health.watchdog_floor_s, .factor = c->health.watchdog_factor};
     enum rz_status st = kern_backend_parse(c->kernels.backend, &backend, err);
     if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
@@ -435,8 +469,11 @@ static enum rz_status plan_resume(struct trainer *t, const char *path, struct rz
     struct ckpt_meta meta;
     memset(&meta, 0, sizeof meta);
     enum rz_status st = ckpt_read_meta(path, &meta, err);
-    if (st == RZ_EIO)
-        st = rz_fail(err, RZ_ENOCKPT, "resume: %s", err->msg);
+    if (st == RZ_EIO) {
+        char cause[RZ_ERR_MSG_MAX]; /* err->msg cannot be its own argument */
+        rz_fmt(cause, sizeof cause, "%s", err->msg);
+        st = rz_fail(err, RZ_ENOCKPT, "resume from %s: %s", path, cause);
+    }
     st = agree(t, st, err);
     if (st == RZ_OK)
         st = fit_global_batch(t, meta.global_batch, err);
@@ -506,6 +543,7 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
     if (st != RZ_OK)
         return st;
     t->saved_step = t->step;
+    t->live.last_ckpt_unix = metrics_unix_now();
     if (t->rank == 0)
         snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
     say(t, "checkpoint: step %lld committed to %s in %.0f ms (retention %.0f ms)",
@@ -558,6 +596,7 @@ static void load_batch(struct trainer *t, uint64_t first)
 
 struct step_out {
     double loss, grad_norm, local_gnorm, comm_s, allreduce_s;
+    double compute_s;          /* forward + backward, until the wait for the allreduce */
     int stop;                  /* some rank got a stop signal */
 };
 
@@ -571,16 +610,65 @@ static struct model_hooks hooks_for(const struct trainer *t, bool reduce)
     return h;
 }
 
-/* Clip and update: stage 0 from the whole reduced gradient, ZeRO from the shard. */
-static enum rz_status update(struct trainer *t, double lr, double *grad_norm, struct rz_err *err)
+/* The global gradient norm: of the whole reduced gradient (stage 0), or from every rank's blocks
+ * (ZeRO). */
+static enum rz_status grad_norm(struct trainer *t, double *norm, struct rz_err *err)
 {
     if (t->zero > 0)
-        return zero_update(t, lr, grad_norm, err);
+        return zero_grad_norm(t, norm, err);
+    *norm = optim_grad_norm(model_grads(t->model), model_num_params(t->model));
+    return RZ_OK;
+}
+
+/* Clip and update: stage 0 the whole buffer, ZeRO this rank's part (and start the gather). */
+static enum rz_status update(struct trainer *t, double lr, double norm, struct rz_err *err)
+{
+    if (t->zero > 0)
+        return zero_update(t, lr, norm, err);
     float *g = model_grads(t->model);
     size_t n = model_num_params(t->model);
-    *grad_norm = optim_grad_norm(g, n);
-    optim_clip(g, n, *grad_norm, t->cfg->optimizer.grad_clip);
+    optim_clip(g, n, norm, t->cfg->optimizer.grad_clip);
     optim_step(t->optim, model_params(t->model), g, lr);
+    return RZ_OK;
+}
+
+/* Test-hook build only (RYZEN_TEST_SLOW_RANK=r, RYZEN_TEST_SLOW_MS=n, core/hooks.h): rank r
+ * computes n ms longer every step, a straggler the report must name. */
+static void test_slow_rank(const struct trainer *t)
+{
+    double ms = RZ_HOOK(slow_ms, 0.0);
+    if (ms > 0.0 && RZ_HOOK(slow_rank, -1) == t->rank) {
+        struct timespec ts = {(time_t)(ms / 1000.0), (long)(fmod(ms, 1000.0) * 1e6)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void live_pack(struct trainer *t, double *out, double compute_s);
+
+/* The step's one small collective: every rank's loss, stop flag, gradient norm and live figures,
+ * gathered on every rank.  The loss is summed in rank order on each rank, so every rank holds the
+ * same bits.  Its time is the step's latency sample (allreduce_s). */
+static enum rz_status step_collective(struct trainer *t, double local_loss, struct step_out *o,
+                                      struct rz_err *err)
+{
+    double *mine = t->live.mine, *all = t->live.gathered;
+    mine[STEP_LOSS] = local_loss;
+    mine[STEP_STOP] = (double)health_stop_signal();
+    mine[STEP_GNORM] = o->grad_norm;
+    live_pack(t, mine + STEP_FIXED, o->compute_s);
+    double t0 = rz_now();
+    enum rz_status st = comm_allgather_doubles(t->comm, mine, STEP_DOUBLES, all, err);
+    o->allreduce_s = rz_now() - t0;
+    if (st != RZ_OK)
+        return st;
+    double loss = 0.0;
+    o->stop = 0;
+    for (int r = 0; r < t->world; r++) {
+        loss += all[r * STEP_DOUBLES + STEP_LOSS];
+        o->stop |= all[r * STEP_DOUBLES + STEP_STOP] > 0.0;
+    }
+    o->loss = loss / (double)t->world;
+    t->live.gathered_once = true;
     return RZ_OK;
 }
 
@@ -590,7 +678,7 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
                                  struct rz_err *err)
 {
     int64_t B = t->dims.batch, W = t->world;
-    double loss = 0.0, sumsq = 0.0, part_s = 0.0, part_sq = 0.0;
+    double loss = 0.0, sumsq = 0.0, part_s = 0.0, part_sq = 0.0, t0 = rz_now();
     /* the per-rank gradient norm is only reported by the sync check */
     int64_t every = t->cfg->health.sync_check_interval;
     bool local_norm = every > 0 && (t->step + 1) % every == 0;
@@ -616,6 +704,9 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
             sumsq += part_sq;
         }
     }
+    test_slow_rank(t);
+    /* not the waits: for the gather in forward (ZeRO) and, with ZeRO-2, each micro-step's */
+    o->compute_s = rz_now() - t0 - o->comm_s - comm_params_waited(t->comm);
     health_sync_arrived(t->watchdog, t->step + 1);
     if (st == RZ_OK && t->zero < 2) {
         st = comm_grads_finish(t->comm, &part_s, &sumsq, err);
@@ -623,19 +714,15 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     }
     if (st != RZ_OK)
         return st;
-    /* one small allreduce carries the loss and the stop flag; its time is a latency sample */
-    double vals[2] = {loss / (double)t->accum, (double)health_stop_signal()};
-    double t0 = rz_now();
-    st = comm_sum_doubles(t->comm, vals, 2, err);
-    o->allreduce_s = rz_now() - t0;
-    if (st != RZ_OK)
-        return st;
-    o->loss = vals[0] / (double)W;
-    o->stop = vals[1] > 0.0;
     /* the norm of this rank's own mean gradient (ZeRO-2 with accumulation: of its micro-steps'
      * gradients taken apart, the only ones it ever holds) */
     o->local_gnorm = sqrt(sumsq) * (double)W;
-    return update(t, lr, &o->grad_norm, err);
+    st = grad_norm(t, &o->grad_norm, err);
+    if (st == RZ_OK)
+        st = step_collective(t, loss / (double)t->accum, o, err);
+    if (st == RZ_OK)
+        st = update(t, lr, o->grad_norm, err);
+    return st;
 }
 
 /* Test-hook build only (RYZEN_TEST_DESYNC_RANK=r, core/hooks.h): perturb one parameter on rank r
@@ -829,7 +916,9 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         .tokens_per_sec = (double)(t->global_batch * t->dims.seq_len) / dt,
         .mfu = r->peak_gflops > 0 ? flops * (double)t->global_batch / (double)t->world / dt /
                                         (r->peak_gflops * 1e9) : 0.0,
-        .rss_bytes = rz_rss_bytes(), .allreduce_s = o->allreduce_s, .world_size = t->world};
+        .rss_bytes = rz_rss_bytes(), .allreduce_s = o->allreduce_s, .world_size = t->world,
+        .compute_time_s = o->compute_s};
+    metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s);
     enum rz_status st = sync_check(t, o, &s, err);
     st = agree(t, st, err);
     if (st == RZ_OK && validation_due(t)) {
@@ -847,6 +936,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
     if (t->step == r->start_step + 1)
         r->first_loss = o->loss;
     r->final_loss = o->loss;
+    t->last_loss = o->loss;
     t->loss_sum += o->loss;
     ls->comm_total += o->comm_s;
     ls->step_total += dt;
@@ -855,10 +945,101 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         t->step == steps || s.has_val)
         print_progress(t, &s, (rz_now() - ls->t_start) / (double)done *
                        (double)(steps - t->step), ls->comm_total / ls->step_total);
-    if (!isfinite(o->loss))
+    if (!isfinite(o->loss)) {
+        snprintf(r->end_reason, sizeof r->end_reason, "diverged");
         return rz_fail(err, RZ_EHEALTH, "training diverged: loss is %g at step %lld (lower "
                        "optimizer.lr or set optimizer.grad_clip)", o->loss, (long long)t->step);
+    }
     return RZ_OK;
+}
+
+/* ---- live metrics (metrics/live.h, docs/monitoring.md) ---------------------------------------- */
+
+/* The figures this rank sends in the step's collective: its window and this step's compute. */
+static void live_pack(struct trainer *t, double *out, double compute_s)
+{
+    struct metrics_rank_live l;
+    metrics_window_summary(&t->live.window, compute_s, (double)rz_rss_bytes(), &l);
+    memcpy(out, &l, sizeof l);
+}
+
+/* Every rank's node (one gather at start-up), which rank writes each node's file, and where. */
+static enum rz_status live_init(struct trainer *t, struct rz_err *err)
+{
+    struct train_live *l = &t->live;
+    const struct cfg *c = t->cfg;
+    size_t w = (size_t)t->world;
+    l->written_step = -1;
+    l->gathered = calloc(w * STEP_DOUBLES, sizeof *l->gathered);
+    l->ranks = calloc(w, sizeof *l->ranks);
+    l->hosts = calloc(w, sizeof *l->hosts);
+    l->host_names = calloc(w, sizeof *l->host_names);
+    if (l->gathered == NULL || l->ranks == NULL || l->hosts == NULL || l->host_names == NULL)
+        return rz_fail(err, RZ_ENOMEM, "trainer: out of memory for the live metrics");
+    char mine[64];
+    snprintf(mine, sizeof mine, "%s", comm_host(t->comm));
+    enum rz_status st = comm_allgather_bytes(t->comm, mine, sizeof mine, l->hosts, err);
+    if (st != RZ_OK)
+        return st;
+    l->writer = c->metrics.prom_interval > 0;
+    for (int r = 0; r < t->world; r++) {
+        l->host_names[r] = l->hosts[r];
+        if (r < t->rank && strcmp(l->hosts[r], mine) == 0)
+            l->writer = false; /* a lower rank on this node writes its file */
+    }
+    if (c->metrics.prom_dir[0] != '\0')
+        snprintf(l->dir, sizeof l->dir, "%s", c->metrics.prom_dir);
+    else
+        snprintf(l->dir, sizeof l->dir, "%s/prom", t->opts->run_dir);
+    if (!cfg_phase_name(c->source[0] ? c->source : t->opts->run_dir, l->phase, sizeof l->phase))
+        snprintf(l->phase, sizeof l->phase, "unknown");
+    if (l->writer)
+        l->memory_limit_bytes = metrics_memory_limit_bytes();
+    return RZ_OK;
+}
+
+/* The node's textfile from the last collective's figures.  A failed write is reported once and
+ * never stops training: monitoring must not take the run down. */
+static void live_write(struct trainer *t, bool running)
+{
+    struct train_live *l = &t->live;
+    if (!l->writer || !l->gathered_once || (running && l->written_step == t->step))
+        return;
+    for (int r = 0; r < t->world; r++)
+        memcpy(&l->ranks[r], l->gathered + (size_t)r * STEP_DOUBLES + STEP_FIXED,
+               sizeof l->ranks[r]);
+    const struct cfg *c = t->cfg;
+    struct metrics_prom_doc d = {
+        .job = t->opts->run_id, .phase = l->phase, .node = l->hosts[t->rank],
+        .now_unix = metrics_unix_now(), .running = running, .world = t->world,
+        .ranks = l->ranks, .hosts = l->host_names, .step = t->step,
+        .samples_seen = t->step * t->global_batch, .loss = t->last_loss, .lr = t->last_lr,
+        .has_val = t->val_step >= 0, .val_loss = t->val_loss,
+        .rank_samples_per_step = (double)(t->dims.batch * t->accum),
+        .restarts = t->restarts, .skipped_steps = l->skipped_steps,
+        .last_ckpt_unix = l->last_ckpt_unix, .ckpt_interval_steps = c->checkpoint.interval,
+        .update_interval_steps = c->metrics.prom_interval,
+        .memory_limit_bytes = l->memory_limit_bytes,
+        .throughput_no_go = c->gates.throughput_no_go,
+        .straggler_no_go = c->gates.straggler_ratio_no_go};
+    struct rz_err err;
+    char path[4400];
+    if (metrics_prom_write(l->dir, &d, path, sizeof path, &err) != RZ_OK && !l->warned) {
+        fprintf(stderr, "ryzen-train: rank %d: live metrics: %s (training goes on; further "
+                "failures are not reported)\n", t->rank, err.msg);
+        l->warned = true;
+    }
+    l->written_step = t->step;
+}
+
+/* Every metrics.prom_interval steps and at each checkpoint. */
+static void live_step_done(struct trainer *t)
+{
+    int64_t every = t->cfg->metrics.prom_interval;
+    if (t->live.last_ckpt_unix > 0 && t->saved_step == t->step)
+        live_write(t, true);
+    else if (every > 0 && t->step % every == 0)
+        live_write(t, true);
 }
 
 static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct rz_err *err)
@@ -895,6 +1076,8 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         int64_t every = c->checkpoint.interval;
         if (st == RZ_OK && (o.stop || (every > 0 && t->step % every == 0)))
             st = save_checkpoint(t, r, err);
+        if (st == RZ_OK)
+            live_step_done(t);
         if (st == RZ_OK && o.stop) {
             say(t, "stop signal: checkpointed at step %lld; exiting %d so the job is requeued",
                 (long long)t->step, RZ_EXIT_REQUEUE);
@@ -915,6 +1098,7 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     }
     r->val_step = t->val_step;
     r->val_loss = t->val_loss;
+    live_write(t, false); /* the last file says the run no longer trains, whatever ended it */
     double t_end = rz_now();
     double span = ls.steady_steps > 0 ? t_end - ls.t_steady : t_end - ls.t_start;
     int64_t measured = ls.steady_steps > 0 ? ls.steady_steps : t->step - r->start_step;
@@ -988,6 +1172,7 @@ static enum rz_status prepare(struct trainer *t, const struct train_opts *opts,
     enum rz_status st = choose_checkpoint(t, path, sizeof path, err);
     if (st == RZ_OK) st = plan_resume(t, path, err);
     if (st == RZ_OK) st = agree(t, trainer_init(t, err), err);
+    if (st == RZ_OK) st = agree(t, live_init(t, err), err);
     if (st == RZ_OK && path[0] != '\0')
         st = load_checkpoint(t, path, r, err);
     return st;

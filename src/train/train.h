@@ -36,6 +36,7 @@ struct train_opts {
     double peak_seconds;     /* time spent measuring the matmul peak; 0 = skip (MFU 0) */
     const char *resume;      /* "auto" (default when NULL), "never", or a checkpoint path */
     int64_t stop_at_step;    /* > 0: checkpoint after this step and return (a run segment) */
+    const char *attempt_dir; /* where the watchdog leaves this rank's exit record (NULL: none) */
 };
 
 struct train_result {
@@ -55,6 +56,8 @@ struct train_result {
     double val_loss;         /* mean loss over the fixed validation set at val_step */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
+    char end_reason[32];     /* why the run ended when the status alone does not say it:
+                              * "diverged" (non-finite or guarded loss); "" otherwise */
 };
 
 enum rz_status train_run(const struct train_opts *opts, struct train_result *res,

@@ -1,0 +1,220 @@
+/* events.c: RUN_DIR/events.jsonl, one JSON object per decision (time, t, job, lineage, restart,
+ * phase, event, message, and fields per event), and what ryzen-step reads back from it: this
+ * job's requeues by reason, whether its last attempts made progress, the nodes it excluded, and
+ * the jobs its lineage submitted (see step_internal.h). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "core/util.h"
+#include "gate/gate_json.h"
+#include "step/step_internal.h"
+
+static const char *const requeue_names[RQ_N] = {
+    "failure", "signal", "preemption", "time_limit", "node_failure", "slurm", "preflight_node"};
+
+const char *step_requeue_name(enum step_requeue r)
+{
+    return (unsigned)r < RQ_N ? requeue_names[r] : "?";
+}
+
+enum rz_status step_events_open(struct step_events *ev, const char *run_dir, const char *job,
+                                const char *lineage, long restart, const char *phase,
+                                FILE *echo, const struct step_runner *clock, struct rz_err *err)
+{
+    memset(ev, 0, sizeof *ev);
+    enum rz_status st = rz_mkdirs(run_dir, err);
+    if (st != RZ_OK)
+        return st;
+    rz_fmt(ev->path, sizeof ev->path, "%s/events.jsonl", run_dir);
+    ev->f = fopen(ev->path, "a");
+    if (ev->f == NULL)
+        return rz_fail(err, RZ_EIO, "events: open '%s': %s", ev->path, strerror(errno));
+    ev->echo = echo;
+    ev->restart = restart;
+    ev->clock = clock;
+    rz_fmt(ev->job, sizeof ev->job, "%s", job);
+    rz_fmt(ev->lineage, sizeof ev->lineage, "%s", lineage);
+    rz_fmt(ev->phase, sizeof ev->phase, "%s", phase);
+    return RZ_OK;
+}
+
+void step_event(struct step_events *ev, const char *event, const char *message,
+                const struct step_kv *kv, size_t n)
+{
+    char stamp[32];
+    rz_utc_iso8601(stamp, sizeof stamp);
+    if (ev->echo != NULL) {
+        fprintf(ev->echo, "ryzen-step: %s: %s\n", event, message);
+        fflush(ev->echo);
+    }
+    if (ev->f == NULL)
+        return;
+    struct rz_json j;
+    rz_json_init(&j, ev->f);
+    rz_json_object_begin(&j);
+    rz_json_kv_string(&j, "time", stamp);
+    rz_json_kv_fixed(&j, "t", ev->clock->now(ev->clock), 3);
+    rz_json_kv_string(&j, "job", ev->job);
+    rz_json_kv_string(&j, "lineage", ev->lineage);
+    rz_json_kv_int(&j, "restart", ev->restart);
+    rz_json_kv_string(&j, "phase", ev->phase);
+    rz_json_kv_string(&j, "event", event);
+    rz_json_kv_string(&j, "message", message);
+    for (size_t i = 0; i < n; i++) {
+        if (kv[i].str != NULL)
+            rz_json_kv_string(&j, kv[i].key, kv[i].str);
+        else
+            rz_json_kv_double(&j, kv[i].key, kv[i].num);
+    }
+    rz_json_object_end(&j);
+    fputc('\n', ev->f);
+    fflush(ev->f);
+    fsync(fileno(ev->f));
+}
+
+void step_events_close(struct step_events *ev)
+{
+    if (ev->f != NULL)
+        fclose(ev->f);
+    ev->f = NULL;
+}
+
+/* ---- reading back ------------------------------------------------------------------------------- */
+
+typedef void (*line_fn)(const struct gj_value *obj, void *user);
+
+/* Call fn for every line of path that parses as a JSON object (others are skipped: a line cut
+ * by a crash must not stop the job). */
+static void each_event(const char *path, line_fn fn, void *user)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    while ((got = getline(&line, &cap, f)) > 0) {
+        struct gj_value *v = NULL;
+        if (gj_parse(&v, line, (size_t)got, path, 1, NULL) == RZ_OK && v->type == GJ_OBJ)
+            fn(v, user);
+        gj_free(v);
+    }
+    free(line);
+    fclose(f);
+}
+
+static bool is_event(const struct gj_value *o, const char *name)
+{
+    const char *e = gj_get_str(o, "event");
+    return e != NULL && strcmp(e, name) == 0;
+}
+
+/* Add the comma-separated names of `list` to the set in out (no duplicates). */
+static void add_names(char *out, size_t len, const char *list)
+{
+    char buf[512];
+    rz_fmt(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *name = strtok_r(buf, ",", &save); name != NULL;
+         name = strtok_r(NULL, ",", &save)) {
+        char probe[600];
+        rz_fmt(probe, sizeof probe, ",%s,", out);
+        char needle[140];
+        rz_fmt(needle, sizeof needle, ",%s,", name);
+        if (name[0] == '\0' || strstr(probe, needle) != NULL)
+            continue;
+        size_t used = strlen(out);
+        rz_fmt(out + used, len - used, "%s%s", used ? "," : "", name);
+    }
+}
+
+struct history_scan {
+    const char *job;
+    struct step_history *h;
+};
+
+static void history_line(const struct gj_value *o, void *user)
+{
+    struct history_scan *s = user;
+    const char *job = gj_get_str(o, "job");
+    if (job == NULL || strcmp(job, s->job) != 0)
+        return;
+    if (is_event(o, "requeue")) {
+        const char *reason = gj_get_str(o, "reason");
+        for (int r = 0; reason != NULL && r < RQ_N; r++)
+            if (strcmp(reason, requeue_names[r]) == 0)
+                s->h->requeues[r]++;
+    } else if (is_event(o, "attempt_end")) {
+        double progress = 0.0;
+        gj_get_num(o, "progress", &progress);
+        s->h->attempts++;
+        s->h->no_progress_run = progress != 0.0 ? 0 : s->h->no_progress_run + 1;
+    } else if (is_event(o, "preflight_failed")) {
+        const char *nodes = gj_get_str(o, "excluded_nodes");
+        if (nodes != NULL)
+            add_names(s->h->excluded, sizeof s->h->excluded, nodes);
+    }
+}
+
+void step_history_read(const char *events_path, const char *job, struct step_history *h)
+{
+    memset(h, 0, sizeof *h);
+    struct history_scan s = {job, h};
+    each_event(events_path, history_line, &s);
+}
+
+struct lineage_scan {
+    const char *lineage;
+    char *out;
+    size_t len;
+    int n;
+};
+
+static void lineage_line(const struct gj_value *o, void *user)
+{
+    struct lineage_scan *s = user;
+    const char *lineage = gj_get_str(o, "lineage");
+    if (lineage == NULL || strcmp(lineage, s->lineage) != 0)
+        return;
+    const char *id = is_event(o, "promote") ? gj_get_str(o, "next_job")
+                     : is_event(o, "rollback") ? gj_get_str(o, "new_job") : NULL;
+    if (id == NULL || id[0] == '\0')
+        return;
+    size_t before = strlen(s->out);
+    add_names(s->out, s->len, id);
+    s->n += strlen(s->out) != before;
+}
+
+/* Every events.jsonl at most `depth` directories below dir (PHASE/rollback-JOB/task-N). */
+static void scan_tree(const char *dir, int depth, struct lineage_scan *s)
+{
+    char path[STEP_PATH_MAX + 512];
+    rz_fmt(path, sizeof path, "%s/events.jsonl", dir);
+    each_event(path, lineage_line, s);
+    DIR *d = depth > 0 ? opendir(dir) : NULL;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        struct stat sb;
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "checkpoints") == 0 ||
+            strcmp(e->d_name, "metrics") == 0 || strcmp(e->d_name, "reports") == 0)
+            continue;
+        rz_fmt(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            scan_tree(path, depth - 1, s);
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
+int step_lineage_jobs(const char *run_root, const char *lineage, char *out, size_t len)
+{
+    out[0] = '\0';
+    struct lineage_scan s = {lineage, out, len, 0};
+    scan_tree(run_root, 3, &s);
+    return s.n;
+}

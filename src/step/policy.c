@@ -1,0 +1,269 @@
+/* policy.c: how an attempt ended and what ryzen-step does about it (see step_internal.h).  Pure
+ * functions of what the ranks, srun and Slurm said, so every branch is unit-tested
+ * (tests/check_step.c) without a cluster. */
+#include "config.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "gate/gate_json.h"
+#include "step/step_internal.h"
+
+static const char *const class_names[CLASS_N] = {
+    "done", "signal", "crash", "hang", "io", "health", "config", "nockpt", "diverged"};
+
+const char *step_class_name(enum step_class c)
+{
+    return (unsigned)c < CLASS_N ? class_names[c] : "?";
+}
+
+const char *step_cause_name(enum step_cause c)
+{
+    static const char *const names[] = {"none", "cancelled", "preempted", "time limit",
+                                        "requeued", "node failure", "stop signal"};
+    return (unsigned)c < RZ_ARRAY_LEN(names) ? names[c] : "?";
+}
+
+/* ---- exit records ------------------------------------------------------------------------------- */
+
+static void read_record(const char *path, struct step_exit_record *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct gj_value *v = NULL;
+    memset(r, 0, sizeof *r);
+    r->rank = -1;
+    if (rz_read_file(path, &text, &len, NULL) == RZ_OK &&
+        gj_parse(&v, text, len, path, 1, NULL) == RZ_OK) {
+        int64_t x;
+        if (gj_get_int(v, "rank", &x))
+            r->rank = (int)x;
+        if (gj_get_int(v, "status", &x))
+            r->status = (int)x;
+        const char *s;
+        if ((s = gj_get_str(v, "host")) != NULL)
+            rz_fmt(r->host, sizeof r->host, "%s", s);
+        if ((s = gj_get_str(v, "end_reason")) != NULL)
+            rz_fmt(r->end_reason, sizeof r->end_reason, "%s", s);
+        if ((s = gj_get_str(v, "message")) != NULL)
+            rz_fmt(r->message, sizeof r->message, "%s", s);
+    }
+    gj_free(v);
+    free(text);
+}
+
+void step_exit_records_read(const char *dir, struct step_exit_record *out, int max, int *n)
+{
+    *n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL && *n < max;) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "rank-", 5) != 0 || len < 6 ||
+            strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        char path[STEP_PATH_MAX + 300];
+        rz_fmt(path, sizeof path, "%s/%s", dir, e->d_name);
+        read_record(path, &out[*n]);
+        if (out[*n].rank >= 0)
+            (*n)++;
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
+/* ---- classification ------------------------------------------------------------------------------- */
+
+/* The classes of a rank's record, strongest first. */
+static enum step_class record_class(const struct step_exit_record *r)
+{
+    if (strcmp(r->end_reason, "diverged") == 0)
+        return CLASS_DIVERGED;
+    switch (r->status) {
+    case 0: return CLASS_DONE;
+    case RZ_EXIT_REQUEUE: return CLASS_SIGNAL;
+    case RZ_EXIT_WATCHDOG: return CLASS_HANG;
+    case RZ_EXIT_IO: return CLASS_IO;
+    case RZ_EXIT_HEALTH: return CLASS_HEALTH;
+    case RZ_EXIT_USAGE: return CLASS_CONFIG;
+    case RZ_EXIT_NOCKPT: return CLASS_NOCKPT;
+    default: return CLASS_CRASH;
+    }
+}
+
+static int severity(enum step_class c)
+{
+    static const int rank[CLASS_N] = {
+        [CLASS_DONE] = 0, [CLASS_SIGNAL] = 1, [CLASS_CRASH] = 2, [CLASS_NOCKPT] = 3,
+        [CLASS_CONFIG] = 4, [CLASS_HEALTH] = 5, [CLASS_DIVERGED] = 6, [CLASS_IO] = 7,
+        [CLASS_HANG] = 8};
+    return rank[c];
+}
+
+static enum step_class status_class(int status)
+{
+    struct step_exit_record r = {.status = status};
+    return record_class(&r);
+}
+
+enum step_class step_classify(int status, const struct step_exit_record *rec, int n_rec,
+                              long world, char *who, size_t len)
+{
+    who[0] = '\0';
+    if (n_rec == 0) { /* no records (a trainer that never started): the status is all we have */
+        enum step_class c = status_class(status);
+        if (c != CLASS_DONE)
+            rz_fmt(who, len, "no rank left an exit record; the job step's status was %d",
+                   status);
+        return c;
+    }
+    const struct step_exit_record *worst = NULL;
+    for (int i = 0; i < n_rec; i++)
+        if (worst == NULL || severity(record_class(&rec[i])) > severity(record_class(worst)))
+            worst = &rec[i];
+    enum step_class c = record_class(worst);
+    /* A rank that left no record died without a word (kill -9, OOM, a lost node). */
+    char missing[256] = "";
+    int n_missing = 0;
+    for (long r = 0; r < world; r++) {
+        bool seen = false;
+        for (int i = 0; i < n_rec && !seen; i++)
+            seen = rec[i].rank == r;
+        if (!seen && n_missing++ < 16) {
+            size_t used = strlen(missing);
+            rz_fmt(missing + used, sizeof missing - used, "%s%ld", used ? ", " : "", r);
+        }
+    }
+    if (severity(c) <= severity(CLASS_CRASH) && (n_missing > 0 || c == CLASS_CRASH)) {
+        if (n_missing > 0)
+            rz_fmt(who, len, "rank(s) %s left no exit record (killed or lost); the job step's "
+                   "status was %d", missing, status);
+        else
+            rz_fmt(who, len, "rank %d (%s) exited %d: %s", worst->rank, worst->host,
+                   worst->status, worst->message);
+        return CLASS_CRASH;
+    }
+    if (c == CLASS_DONE && status != 0) {
+        rz_fmt(who, len, "every rank finished but the job step's status was %d", status);
+        return CLASS_CRASH;
+    }
+    if (c != CLASS_DONE && c != CLASS_SIGNAL)
+        rz_fmt(who, len, "rank %d (%s): %s", worst->rank, worst->host, worst->message);
+    return c;
+}
+
+enum step_cause step_stop_cause(const struct slurm_job *j, bool signalled, double now,
+                                long lead_s)
+{
+    const char *s = j->state;
+    if (strcmp(s, "CANCELLED") == 0)
+        return CAUSE_CANCELLED;
+    if (j->preempt_time[0] != '\0' || strcmp(s, "PREEMPTED") == 0)
+        return CAUSE_PREEMPTED;
+    if (strcmp(s, "NODE_FAIL") == 0 || strstr(j->reason, "NodeDown") != NULL ||
+        strstr(j->reason, "NodeFail") != NULL)
+        return CAUSE_NODE_FAILURE;
+    if (strcmp(s, "REQUEUED") == 0 || strcmp(s, "REQUEUE_FED") == 0 ||
+        strcmp(s, "REQUEUE_HOLD") == 0 || strcmp(s, "PENDING") == 0)
+        return CAUSE_REQUEUED;
+    if (strcmp(s, "TIMEOUT") == 0)
+        return CAUSE_TIME_LIMIT;
+    if (!signalled)
+        return CAUSE_NONE;
+    /* Slurm sends the warning `lead` seconds before the end, and up to a minute earlier. */
+    if (j->end_epoch > 0.0 && j->end_epoch - now <= (double)lead_s + 90.0)
+        return CAUSE_TIME_LIMIT;
+    return CAUSE_USER_SIGNAL;
+}
+
+/* ---- the decision ------------------------------------------------------------------------------------ */
+
+static void end(struct step_decision *d, const char *ended, int status, const char *why)
+{
+    d->action = ACT_END;
+    d->ended = ended;
+    d->exit_status = status;
+    rz_fmt(d->why, sizeof d->why, "%s", why);
+}
+
+/* Requeues after a stop that is nobody's failure (signal, preemption, time limit) have their own
+ * cap; a job that keeps stopping without a new checkpoint is held (see step_decide). */
+static void requeue(struct step_decision *d, enum step_requeue reason, bool slurm_does_it,
+                    const struct step_history *h, const struct step_budget *b)
+{
+    long signal_like = h->requeues[RQ_SIGNAL] + h->requeues[RQ_PREEMPTION] +
+                       h->requeues[RQ_TIME_LIMIT];
+    bool capped = reason == RQ_SIGNAL || reason == RQ_PREEMPTION || reason == RQ_TIME_LIMIT;
+    if (capped && signal_like >= b->max_signal) {
+        d->action = ACT_HOLD;
+        d->ended = "give_up";
+        d->exit_status = RZ_EXIT_REQUEUE;
+        rz_fmt(d->why, sizeof d->why, "%ld requeues after signals, preemptions and time limits "
+               "(restart.max_signal_requeues = %ld): held for a human", signal_like,
+               b->max_signal);
+        return;
+    }
+    d->action = slurm_does_it ? ACT_SLURM_REQUEUES : ACT_REQUEUE;
+    d->reason = reason;
+    d->exit_status = RZ_EXIT_REQUEUE;
+}
+
+void step_decide(enum step_class cls, enum step_cause cause, int status, bool progress,
+                 const struct step_history *h, const struct step_budget *b,
+                 struct step_decision *d)
+{
+    memset(d, 0, sizeof *d);
+    if (cls == CLASS_DONE) {
+        d->action = ACT_FINISH;
+        return;
+    }
+    if (cause == CAUSE_CANCELLED) {
+        d->action = ACT_CANCELLED;
+        d->exit_status = status == RZ_EXIT_REQUEUE ? 0 : status;
+        rz_fmt(d->why, sizeof d->why, "the job was cancelled (scancel): not requeued");
+        return;
+    }
+    switch (cls) {
+    case CLASS_IO: end(d, "io", RZ_EXIT_IO, "checkpoint or file I/O failed"); return;
+    case CLASS_HEALTH: end(d, "health", RZ_EXIT_HEALTH, "a health check failed"); return;
+    case CLASS_CONFIG: end(d, "config", RZ_EXIT_USAGE, "bad config or usage"); return;
+    case CLASS_NOCKPT: end(d, "nockpt", RZ_EXIT_NOCKPT, "no valid checkpoint"); return;
+    case CLASS_DIVERGED: end(d, "diverged", RZ_EXIT_HEALTH, "the loss guard stopped the run");
+        return;
+    default: break;
+    }
+    /* Nothing was saved this attempt and nothing the time before: more of the same will not
+     * help, so a human decides (scontrol release). */
+    if (!progress && h->no_progress_run >= 1) {
+        d->action = ACT_HOLD;
+        d->ended = "no_progress";
+        d->exit_status = RZ_EXIT_REQUEUE;
+        rz_fmt(d->why, sizeof d->why, "two attempts in a row committed no new checkpoint "
+               "(this one ended: %s, %s)", step_class_name(cls), step_cause_name(cause));
+        return;
+    }
+    switch (cause) {
+    case CAUSE_PREEMPTED: requeue(d, RQ_PREEMPTION, true, h, b); return;
+    case CAUSE_REQUEUED: requeue(d, RQ_SLURM, true, h, b); return;
+    case CAUSE_NODE_FAILURE: requeue(d, RQ_NODE_FAILURE, true, h, b); return;
+    case CAUSE_TIME_LIMIT: requeue(d, RQ_TIME_LIMIT, false, h, b); return;
+    case CAUSE_USER_SIGNAL: requeue(d, RQ_SIGNAL, false, h, b); return;
+    default: break;
+    }
+    if (cls == CLASS_SIGNAL) { /* the ranks stopped on a signal the wrapper never saw */
+        requeue(d, RQ_SIGNAL, false, h, b);
+        return;
+    }
+    /* A crash or a hang: the failure budget. */
+    if (h->requeues[RQ_FAILURE] < b->max_failures) {
+        d->action = ACT_REQUEUE;
+        d->reason = RQ_FAILURE;
+        d->exit_status = RZ_EXIT_REQUEUE;
+        return;
+    }
+    end(d, "give_up", RZ_EXIT_WATCHDOG, "");
+    rz_fmt(d->why, sizeof d->why, "the restart budget is spent (%ld of %ld failure requeues "
+           "used); the last attempt ended: %s, status %d", h->requeues[RQ_FAILURE],
+           b->max_failures, step_class_name(cls), status);
+}

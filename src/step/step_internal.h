@@ -1,0 +1,270 @@
+/* step_internal.h: the pieces of ryzen-step behind step_main (see step.h), each in its own file,
+ * each testable on its own:
+ *   argv.c     argv arrays (no shell ever sees a value)
+ *   events.c   RUN_DIR/events.jsonl: write one decision per line; read back budgets and lineage
+ *   slurm.c    `scontrol show job` parsed; the job's own sbatch flags; --signal; requeue/hold/...
+ *   owner.c    RUN_DIR belongs to one live job
+ *   policy.c   how an attempt ended and what to do about it (pure functions)
+ *   chain.c    ryzen-gate, promotion, rollback, cancelling this lineage's pending jobs
+ *   wrapper.c  the sequence (step_main)
+ * Internal to src/step/.  Ownership: struct step_argv owns its strings (step_argv_free); the
+ * other structs are plain values. */
+#ifndef RZ_STEP_STEP_INTERNAL_H
+#define RZ_STEP_STEP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config/config.h"
+#include "step/step.h"
+
+/* ---- argv ------------------------------------------------------------------------------------------ */
+
+struct step_argv {
+    char **argv;                /* NULL-terminated */
+    size_t n, cap;
+};
+enum rz_status step_argv_add(struct step_argv *a, const char *arg, struct rz_err *err);
+/* Add every string of a NULL-terminated list. */
+enum rz_status step_argv_addv(struct step_argv *a, const char *const *args, struct rz_err *err);
+void step_argv_free(struct step_argv *a);
+/* "srun --mpi=pmix ..." for messages; arguments with spaces or quotes are quoted. */
+void step_argv_format(const struct step_argv *a, char *out, size_t len);
+/* r->run on a, with the error turned into -1 (see struct step_runner). */
+int step_run(const struct step_runner *r, const struct step_argv *a, char *out, size_t len,
+             struct rz_err *err);
+
+/* ---- events ------------------------------------------------------------------------------------------- */
+
+/* An event field: a string, or (str == NULL) a number. */
+struct step_kv {
+    const char *key;
+    const char *str;
+    double num;
+};
+
+struct step_events {
+    FILE *f;
+    FILE *echo;                 /* the job output: "ryzen-step: EVENT: MESSAGE" */
+    char path[STEP_PATH_MAX + 32];
+    char job[128], lineage[64], phase[256];
+    long restart;
+    const struct step_runner *clock;
+};
+
+enum rz_status step_events_open(struct step_events *ev, const char *run_dir, const char *job,
+                                const char *lineage, long restart, const char *phase,
+                                FILE *echo, const struct step_runner *clock, struct rz_err *err);
+/* Append one event (fsynced: the log of decisions must survive the requeue that follows). */
+void step_event(struct step_events *ev, const char *event, const char *message,
+                const struct step_kv *kv, size_t n);
+void step_events_close(struct step_events *ev);
+
+/* Requeue reasons (the "reason" of a "requeue" event). */
+enum step_requeue {
+    RQ_FAILURE,                 /* crash, hang, a failed launch: restart.max_restarts */
+    RQ_SIGNAL,                  /* a stop signal sent by hand (scancel --signal) */
+    RQ_PREEMPTION,              /* preempted; Slurm requeues the job itself */
+    RQ_TIME_LIMIT,              /* the --signal warning before the time limit */
+    RQ_NODE_FAILURE,            /* a node of the job went down; Slurm requeues */
+    RQ_SLURM,                   /* requeued by an operator (scontrol requeue) */
+    RQ_PREFLIGHT_NODE,          /* a node failed the preflight: excluded, requeued */
+    RQ_N
+};
+const char *step_requeue_name(enum step_requeue r);
+
+/* What this job's earlier attempts did, read back from events.jsonl. */
+struct step_history {
+    long requeues[RQ_N];        /* requeue events of this job by reason */
+    long attempts;              /* attempt_end events of this job */
+    int no_progress_run;        /* attempts in a row, newest last, that committed no checkpoint */
+    char excluded[512];         /* nodes excluded after preflight failures ("" none) */
+};
+void step_history_read(const char *events_path, const char *job, struct step_history *h);
+
+/* Job ids this lineage submitted (promote / rollback events in any events.jsonl under root),
+ * comma-separated into out; the number found. */
+int step_lineage_jobs(const char *run_root, const char *lineage, char *out, size_t len);
+
+/* ---- Slurm ----------------------------------------------------------------------------------------- */
+
+/* `scontrol show job -o JOB`, the fields ryzen-step uses.  "(null)", "None" and "N/A" read as "". */
+struct slurm_job {
+    bool found;
+    char state[32], reason[128];
+    char partition[128], account[128], qos[128], time_limit[32];
+    char reservation[128], features[256], exc_nodes[512], mail_user[256], mail_type[128];
+    char min_mem_node[32], min_mem_cpu[32];
+    long cpus_per_task;
+    char command[STEP_PATH_MAX];
+    char node_list[512], batch_host[128];
+    char comment[256];
+    char preempt_time[32], end_time[32], start_time[32];
+    long restarts;
+    long time_limit_s;          /* -1: unlimited or unknown */
+    double end_epoch;           /* EndTime as Unix seconds (0: unknown) */
+};
+void slurm_job_parse(const char *text, struct slurm_job *j);
+enum rz_status slurm_job_query(const struct step_runner *r, const char *job, struct slurm_job *j,
+                               struct rz_err *err);
+/* "1-02:03:04", "02:03:04", "03:04", "UNLIMITED" -> seconds (-1 unlimited or bad). */
+long slurm_parse_duration(const char *s);
+
+/* The submitting job's own flags for the next job: partition, account, QOS, time limit, memory,
+ * CPUs per task, reservation, constraint, exclusions, mail settings (and --signal when
+ * `signal_flag` is not NULL). */
+enum rz_status slurm_job_flags(const struct slurm_job *j, const char *signal_flag,
+                               struct step_argv *v, struct rz_err *err);
+
+/* A --signal specification: [B:|R:]SIG[@LEAD]. */
+struct slurm_signal {
+    bool found;
+    bool batch;                 /* B: the batch shell only */
+    int signo;
+    long lead_s;                /* Slurm's default is 60 */
+    char text[64];              /* as given */
+    char source[32];            /* "command line", "SBATCH_SIGNAL", "batch script" */
+};
+bool slurm_signal_parse(const char *text, struct slurm_signal *s);
+/* "USR2" for SIGUSR2 ("?" for a signal the templates never use). */
+const char *slurm_signal_name(int signo);
+/* Find the job's --signal: sbatch's command line (sacct SubmitLine, where accounting keeps it),
+ * then SBATCH_SIGNAL, then the batch script's #SBATCH lines. */
+void slurm_job_signal(const struct step_runner *r, const char *job, const struct slurm_job *j,
+                      const char *sbatch_env, struct slurm_signal *s);
+
+/* scontrol requeue | requeuehold | release | update JobId=JOB ARG: the status. */
+int slurm_control(const struct step_runner *r, const char *verb, const char *job, const char *arg,
+                  struct rz_err *err);
+
+/* ---- the run directory's owner ----------------------------------------------------------------------- */
+
+enum step_owner { OWNER_TAKEN, OWNER_REENTERED, OWNER_TAKEN_OVER, OWNER_BUSY };
+/* Claim RUN_DIR/owner for job (host and pid describe a job outside Slurm).  On OWNER_BUSY,
+ * `other` names the live owner; on OWNER_TAKEN_OVER, the dead one. */
+enum rz_status step_owner_claim(const struct step_runner *r, const char *run_dir, const char *job,
+                                enum step_owner *how, char *other, size_t len, struct rz_err *err);
+/* Remove RUN_DIR/owner if it is this job's. */
+void step_owner_release(const char *run_dir, const char *job);
+/* Whether Slurm still knows job as pending or running ("local:HOST:PID": that process). */
+bool step_job_alive(const struct step_runner *r, const char *job);
+
+/* ---- policy ---------------------------------------------------------------------------------------------- */
+
+/* How an attempt of the job step ended, from the ranks' exit records and the step's status. */
+enum step_class {
+    CLASS_DONE,                 /* 0 on every rank */
+    CLASS_SIGNAL,               /* 75: checkpointed on the stop signal */
+    CLASS_CRASH,                /* a rank died (no record) or an unknown status */
+    CLASS_HANG,                 /* 76: the watchdog or the sync check */
+    CLASS_IO,                   /* 74: checkpoint or file I/O (disk full) */
+    CLASS_HEALTH,               /* 70 */
+    CLASS_CONFIG,               /* 64 */
+    CLASS_NOCKPT,               /* 65 */
+    CLASS_DIVERGED,             /* the loss guard stopped the run */
+    CLASS_N
+};
+const char *step_class_name(enum step_class c);
+
+/* One rank's exit record (RUN_DIR/health/exits/ATTEMPT/rank-NNNNN.json, written by ryzen-train). */
+struct step_exit_record {
+    int rank;
+    int status;
+    char host[64];
+    char end_reason[32];
+    char message[512];
+};
+/* Read the records of an attempt directory; *n found (at most max). */
+void step_exit_records_read(const char *dir, struct step_exit_record *out, int max, int *n);
+/* Classify from the records and the step's status; `who` names the rank(s) and host(s) to blame
+ * and what they said. */
+enum step_class step_classify(int status, const struct step_exit_record *rec, int n_rec,
+                              long world, char *who, size_t len);
+
+/* Why the job is being stopped, from Slurm's view of it (state, reason, preemption, time left). */
+enum step_cause {
+    CAUSE_NONE,                 /* not stopped by anyone */
+    CAUSE_CANCELLED,            /* scancel: never requeue */
+    CAUSE_PREEMPTED,            /* Slurm requeues it itself */
+    CAUSE_TIME_LIMIT,           /* the warning before the time limit: requeue */
+    CAUSE_REQUEUED,             /* scontrol requeue by someone: Slurm requeues */
+    CAUSE_NODE_FAILURE,         /* a node went down: Slurm requeues */
+    CAUSE_USER_SIGNAL,          /* a stop signal by hand: requeue */
+};
+const char *step_cause_name(enum step_cause c);
+enum step_cause step_stop_cause(const struct slurm_job *j, bool signalled, double now,
+                                long lead_s);
+
+enum step_action {
+    ACT_FINISH,                 /* run the gate and the chain */
+    ACT_REQUEUE,                /* scontrol requeue (ours to do) */
+    ACT_SLURM_REQUEUES,         /* Slurm requeues the job: record it, do nothing */
+    ACT_HOLD,                   /* scontrol requeuehold + NO-GO report (no progress) */
+    ACT_END,                    /* no requeue; a NO-GO report says why */
+    ACT_CANCELLED,              /* cancelled: no requeue, no report */
+};
+struct step_decision {
+    enum step_action action;
+    enum step_requeue reason;   /* for ACT_REQUEUE / ACT_SLURM_REQUEUES */
+    const char *ended;          /* for ACT_END / ACT_HOLD: ryzen-gate --ended REASON */
+    int exit_status;            /* the job's exit status */
+    char why[512];
+};
+struct step_budget {
+    long max_failures;          /* restart.max_restarts */
+    long max_signal;            /* restart.max_signal_requeues: signal, preemption, time limit */
+};
+void step_decide(enum step_class cls, enum step_cause cause, int status, bool progress,
+                 const struct step_history *h, const struct step_budget *b,
+                 struct step_decision *d);
+
+/* ---- the wrapper's state ---------------------------------------------------------------------------------- */
+
+struct wrapper {
+    const struct step_args *args;
+    const struct step_env *env;
+    const struct step_runner *r;
+    FILE *out;
+    const char *sets[STEP_MAX_SETS];     /* the overrides for this phase, "PHASE:" removed */
+    int n_sets;
+    struct cfg cfg;
+    char config[STEP_PATH_MAX];          /* the config file found */
+    char run_root[STEP_PATH_MAX], run_dir[STEP_PATH_MAX + 300], phase[256];
+    char lineage[64];
+    char train[STEP_PATH_MAX], gate[STEP_PATH_MAX];
+    char sbatch_dir[STEP_PATH_MAX];
+    struct slurm_job job;                /* as Slurm saw it at start */
+    struct slurm_signal signal;          /* the job's --signal */
+    int stop_signo;                      /* health.stop_signal */
+    char signal_flag[96];                /* "--signal=..." to carry along the chain ("" none) */
+    struct step_events ev;
+    struct step_history hist;
+    char owner_id[160];                  /* RUN_DIR/owner as we claimed it ("" not ours) */
+};
+
+/* Path of a sibling program: the override, else NAME next to ryzen-step, else NAME (PATH). */
+void step_find_program(char *out, size_t len, const char *override, const char *self_dir,
+                       const char *name);
+/* The config file for --config NAME (see docs/operations.md, "Where files are found"). */
+bool step_find_config(char *out, size_t len, const char *name, const struct step_env *e,
+                      const char *template_dir);
+/* RUN_ROOT/PHASE[/rollback-JOB][/task-N]; false if too long. */
+bool step_run_dir(char *out, size_t len, const char *run_root, const char *phase,
+                  const char *rollback_of, const char *array_task);
+/* The overrides that apply to `phase`: unqualified ones, and "PHASE:key=value" for this phase. */
+int step_select_sets(const char *const *sets, int n, const char *phase, const char **out);
+
+/* ryzen-gate for this job (ended == NULL: a finished run); returns its status. */
+int chain_run_gate(struct wrapper *w, const char *ended, const char *why, int status);
+/* After a finished training: gate, then promote / roll back / stop per the verdict; the job's
+ * exit status. */
+int chain_finish_phase(struct wrapper *w);
+/* The phase's NO-GO action (phase.on_no_go) after a report that ended the phase. */
+void chain_no_go(struct wrapper *w, const char *why);
+/* Cancel the pending jobs this lineage submitted (never by name, never another user's). */
+void chain_cancel_lineage(struct wrapper *w);
+/* Set the job's Comment ("PHASE: VERDICT ..."), so sacct shows what happened. */
+void chain_comment(struct wrapper *w, const char *text);
+
+#endif

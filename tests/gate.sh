@@ -1,0 +1,80 @@
+#!/bin/sh
+# gate.sh: ryzen-gate as ryzen-step and an operator run it, on the run directory of a real
+# (short, one-rank) ryzen-train run: usage and options (getopt_long: --config FILE and
+# --config=FILE, --help, --version), an ordinary report, and the report of a phase that ended
+# without finishing training (--ended REASON --why TEXT [--status N]): NO-GO with exit 1, HOLD
+# with exit 2 for nothing_to_train, from partial metrics or none at all.
+set -u
+src=${top_srcdir:-.}
+build=${top_builddir:-.}
+gate=$build/ryzen-gate
+tmp=$(mktemp -d /tmp/rz-gate-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+. "$src/tests/lib.sh"
+
+cfg=$src/configs/phase1_4proc.yaml
+small="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2
+  --set model.d_ff=128 --set model.seq_len=32 --set training.batch_size=4
+  --set training.steps=12 --set checkpoint.interval=4 --set training.warmup_bench=2"
+run=$tmp/runs/phase1_4proc
+
+expect "--help" 0 "--ended REASON --why TEXT \\[--status N\\]" -- "$gate" --help
+expect "--version" 0 "^ryzen-gate \(ryzen-llm\) [0-9.]+" -- "$gate" --version
+expect "no arguments" 64 "--config and --run-dir are required" -- "$gate"
+expect "an unknown option" 64 "unknown option '--bogus'" -- "$gate" --bogus
+expect "an option without its value" 64 "option '--run-dir' needs a value" -- \
+  "$gate" --config "$cfg" --run-dir
+expect "an unknown end reason" 64 "--ended 'crash': one of health, give_up" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 5 --ended crash --why x
+expect "--ended without --why" 64 "--ended needs --job ID and --why TEXT" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 5 --ended health
+expect "--why without --ended" 64 "--why and --status go with --ended" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --why x
+expect "a bad --status" 64 "--status needs an exit status 0..255, got '7x'" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 5 --ended io --why x --status 7x
+
+# a phase that failed its preflight: no metrics, no checkpoints, only health.json
+mkdir -p "$run"
+printf '%s\n' '{"ok":false,"world_size":2,"checks":[{"name":"ring","ok":true,"detail":"2 ranks"},{"name":"memory","ok":false,"detail":"n2: 1 GiB free"}],"ranks":[]}' >"$run/health.json"
+expect "--ended health with no metrics at all: NO-GO, exit 1" 1 \
+  "ended without finishing training: health: preflight failed on n2" -- \
+  "$gate" --config="$cfg" --run-dir="$run" --job=501 --ended=health \
+  --why="preflight failed on n2" --status=70 $small
+r=$run/reports/501
+check "... report.json says how it ended" \
+  grep -q '"verdict":"NO-GO",.*"ended":"health","why":"preflight failed on n2","status":70,"last_good_checkpoint":null' "$r/report.json"
+check "... with the preflight's checks" \
+  grep -q '"checks":\[{"name":"ring","ok":true,"detail":"2 ranks"},{"name":"memory","ok":false' "$r/report.json"
+check "... and all four files" test -s "$r/report.md" -a -s "$r/report.html" -a -s "$r/gate.prom"
+check "... report.md names the failed check" grep -q "preflight check memory: FAILED" "$r/report.md"
+SLURM_CPUS_PER_TASK=3 "$gate" --config "$cfg" --run-dir "$run" --job 502 --ended io --why x \
+  $small >/dev/null 2>&1
+check "... CPUs per rank from SLURM_CPUS_PER_TASK as main read it" \
+  grep -q '"cpus_per_rank":"3"' "$run/reports/502/report.json"
+rm -f "$run/health.json"
+
+# a real run: 12 steps, checkpoints at 4, 8, 12
+export OMP_NUM_THREADS=1
+RYZEN_RUN_ID=600 "$build/ryzen-train" --config "$cfg" $small --run-dir "$run" --quiet >"$tmp/train.out" 2>&1
+check "a short run trained" test -s "$run/metrics/600/rank-00000.jsonl"
+expect "an ordinary report of it (no events, no baseline: HOLD)" 2 "verdict HOLD for phase1_4proc job 600" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 600 $small
+expect "--ended diverged on its metrics: NO-GO" 1 "verdict NO-GO for phase1_4proc job 600" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended diverged \
+  --why "loss guard: 5 steps skipped in 100" --status 70 $small
+check "... the last good checkpoints are the newest two that verify" \
+  grep -q '"last_good_checkpoint":{"path":"[^"]*step-00000012.h5","step":12},"previous_good_checkpoint":{"path":"[^"]*step-00000008.h5","step":8}' \
+  "$run/reports/600/report.json"
+check "... and its partial metrics were judged" \
+  grep -q '"name":"throughput","measured":[0-9]' "$run/reports/600/report.json"
+expect "--ended nothing_to_train: HOLD, exit 2" 2 "verdict HOLD" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended nothing_to_train \
+  --why "checkpoint at training.steps" $small
+printf '{"step":13,"samples_seen":' >>"$run/metrics/600/rank-00000.jsonl"
+expect "a truncated metrics line is an error in an ordinary report" 64 "rank-00000.jsonl:13: truncated" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 600 $small
+expect "... and a warning in an ended one" 1 "verdict NO-GO" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended give_up --why "3 failures" $small
+check "... which lists it" grep -q 'rank-00000.jsonl:13: truncated' "$run/reports/600/report.md"
+
+finish

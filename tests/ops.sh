@@ -1,0 +1,113 @@
+#!/bin/sh
+# ops.sh: operating a run live, under a real launcher (Open MPI's mpirun, oversubscribed on 2
+# cores):
+#   live metrics   the node textfile of a 3-rank run: its series and values against the metrics
+#                  JSONL, and `promtool check metrics` on it and on the gate's gate.prom
+#   straggler      one rank slowed by a test hook (RYZEN_TEST_SLOW_RANK/_MS): the gate report and
+#                  the live textfile name that rank
+#   monitoring/    promtool check rules and test rules (which alerts fire and which do not), the
+#                  dashboard's queries through promtool's parser, and every ryzen_* name the
+#                  rules and the dashboard use written by the real run above
+# Needs promtool (Debian package prometheus, tools/install-deps).
+set -u
+src=${top_srcdir:-.}
+build=${top_builddir:-.}
+bin=$build/ryzen-train
+gate=$build/ryzen-gate
+tmp=$(mktemp -d /tmp/rz-ops-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+. "$src/tests/lib.sh"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun=${MPIRUN:-mpirun}
+promtool=${PROMTOOL:-promtool}
+if ! command -v "$promtool" >/dev/null 2>&1; then
+  echo "FAIL promtool not found: apt-get install prometheus (tools/install-deps)"
+  exit 1
+fi
+
+cfg=$src/configs/phase1_4proc.yaml
+small="--set model.vocab_size=128 --set model.d_model=64
+  --set model.n_heads=2 --set model.d_ff=128 --set model.seq_len=32 --set training.batch_size=4
+  --set data.kind=markov --set data.markov_branching=4 --set optimizer.lr=2e-3
+  --set health.sync_check_interval=10 --set training.warmup_bench=2"
+# gates a loaded 2-core machine passes, so that each test sees only what it provokes
+loose="--set gates.throughput_go=0 --set gates.throughput_no_go=0 --set gates.comm_go=1
+  --set gates.comm_no_go=1 --set gates.allreduce_p99_ms_go=1e9 --set gates.allreduce_p99_ms_no_go=1e9
+  --set gates.memory_go=1 --set gates.memory_no_go=1 --set gates.min_duration_h=0
+  --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100"
+
+# field FILE NAME: the value of the criterion NAME's FIELD in report.json
+crit() { sed -n "s/.*{\"name\":\"$2\",\([^}]*\)}.*/\1/p" "$1"; }
+# sample FILE SERIES-PREFIX: the value of the first sample line starting with it
+sample() { grep -F "$2" "$1" | head -n 1 | sed 's/.* //'; }
+
+echo "# straggler and live metrics: 3 ranks, rank 2 computes 40 ms longer every step"
+run=$tmp/runs/phase1_4proc
+RYZEN_RUN_ID=301 RYZEN_TEST_SLOW_RANK=2 RYZEN_TEST_SLOW_MS=40 "$mpirun" -np 3 "$bin" --config "$cfg" --quiet $small \
+  --set training.steps=30 --set checkpoint.interval=10 --set metrics.prom_interval=5 \
+  --run-dir "$run" >"$tmp/train.out" 2>&1
+check "the 3-rank run finished" test -s "$run/summary.json" || show "$tmp/train.out"
+prom=$(ls "$run"/prom/ryzen-301-*.prom 2>/dev/null | head -n 1)
+check "one live textfile for the node: $(basename "${prom:-none}")" \
+  test "$(ls "$run"/prom/*.prom 2>/dev/null | wc -l)" -eq 1
+expect "promtool check metrics accepts the live textfile" 0 "" -- sh -c "'$promtool' check metrics <'$prom'"
+check "... it has all three ranks" test "$(grep -c '^ryzen_train_step{' "$prom")" -eq 3
+check "... at the last step (30), no longer running" \
+  sh -c "grep -q '^ryzen_train_step{slurm_job_id=\"301\",phase=\"phase1_4proc\",rank=\"2\",node=\"[^\"]*\"} 30$' '$prom' &&
+         grep -q '^ryzen_train_running{.*} 0$' '$prom'"
+want=$(tail -n 1 "$run/metrics/301/rank-00000.jsonl" | sed -n 's/.*"loss":\([^,]*\),.*/\1/p')
+check "... its loss is the metrics' last loss ($want)" \
+  test "$(sample "$prom" 'ryzen_train_loss{slurm_job_id="301",phase="phase1_4proc",rank="0"')" = "$want"
+check "... the straggler ratio names rank 2" \
+  grep -q '^ryzen_train_straggler_ratio{slurm_job_id="301",phase="phase1_4proc",rank="2",' "$prom"
+r2=$(sample "$prom" 'ryzen_train_compute_slowdown_ratio{slurm_job_id="301",phase="phase1_4proc",rank="2"')
+check "... rank 2's compute slowdown is above 2 ($r2)" awk -v r="$r2" 'BEGIN { exit !(r > 2) }'
+check "... every rank's metrics carry compute_time_s" \
+  sh -c "for r in 0 1 2; do grep -q '\"compute_time_s\":' '$run/metrics/301/rank-0000'\$r.jsonl || exit 1; done"
+
+expect "the gate judges the straggler NO-GO" 1 "straggler_ratio +no_go .*slowest rank 2 " -- \
+  "$gate" --config "$cfg" $small $loose --run-dir "$run" --job 301
+names_rank2() { crit "$run/reports/301/report.json" straggler_ratio | grep -q 'slowest rank 2 (.*x the median rank'; }
+check "... report.json names rank 2 and its slowdown against the median rank" names_rank2
+check "... and so does report.md" grep -q "straggler_ratio.*no_go.*slowest rank 2 " "$run/reports/301/report.md"
+expect "promtool check metrics accepts gate.prom" 0 "" -- \
+  sh -c "'$promtool' check metrics <'$run/reports/301/gate.prom'"
+g=$(sample "$run/reports/301/gate.prom" 'ryzen_gate_straggler_ratio{slurm_job_id="301",phase="phase1_4proc"}')
+j=$(crit "$run/reports/301/report.json" straggler_ratio | sed -n 's/^"measured":\([^,]*\),.*/\1/p')
+check "... whose straggler series is the report's ($g = $j, above 2)" \
+  awk -v g="$g" -v j="$j" 'BEGIN { exit !(g != "" && g == j && g + 0 > 2) }'
+
+echo "# monitoring/: alert rules, their unit tests, and the dashboard against real files"
+mon=$src/monitoring
+expect "promtool check rules" 0 "SUCCESS: 8 rules found" -- "$promtool" check rules "$mon/ryzen-alerts.yml"
+expect "promtool test rules: which alerts fire and which do not" 0 "SUCCESS" -- \
+  sh -c "cd '$mon/tests' && '$promtool' test rules ryzen-alerts.test.yml"
+# the dashboard's PromQL, as recording rules, goes through promtool's parser too
+{
+  echo "groups:"
+  echo "  - name: dashboard"
+  echo "    rules:"
+  sed -n 's/^ *"expr": "\(.*\)",\{0,1\}$/\1/p' "$mon/ryzen-dashboard.json" |
+    sed 's/\\"/"/g; s/\$phase/.*/g; s/\$job/.*/g; s/'"'"'/'"''"'/g' |
+    awk '{ printf "      - record: dashboard:expr%d\n        expr: '"'"'%s'"'"'\n", NR, $0 }'
+} >"$tmp/dashboard-rules.yml"
+n=$(grep -c '"expr":' "$mon/ryzen-dashboard.json")
+expect "promtool parses all $n dashboard queries" 0 "SUCCESS: $n rules found" -- \
+  "$promtool" check rules "$tmp/dashboard-rules.yml"
+# every ryzen_* name the rules and the dashboard use is one a real run wrote (the live file,
+# gate.prom of an ordinary and of an ended report)
+"$gate" --config "$cfg" $small --run-dir "$run" --job 301 --ended diverged --why test \
+  >/dev/null 2>&1
+cp "$run/reports/301/gate.prom" "$tmp/ended.prom"
+cat "$prom" "$tmp/ended.prom" | sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' | sort -u >"$tmp/exported"
+{ grep -v '^ *#' "$mon/ryzen-alerts.yml"; grep -E '"(expr|query|definition)":' "$mon/ryzen-dashboard.json"; } |
+  grep -o 'ryzen_[a-z0-9_]*' | sort -u >"$tmp/used"
+missing=$(comm -23 "$tmp/used" "$tmp/exported" | tr '\n' ' ')
+check "the rules and the dashboard use $(wc -l <"$tmp/used") ryzen_* names, all exported ($(wc -l <"$tmp/exported") written): ${missing:-none missing}" \
+  test -z "$missing" -a -s "$tmp/used"
+check "... among them the ended report's ryzen_gate_ended" grep -q '^ryzen_gate_ended{.*reason="diverged"} 1$' "$tmp/ended.prom"
+
+finish
