@@ -2,7 +2,8 @@
  * double, and call libm's exp/log/erf.  The tests use it as ground truth for the oneDNN backend.
  *
  * It deliberately does not try to be fast (no blocking, no threads, no hand vectorization) and
- * does no argument validation (kern_common.c does that at create time). */
+ * does no argument validation (kern_common.c does that at create time).  Its ops table,
+ * kern_ref_ops, is at the end of the file; only the matmul plans anything (a double buffer). */
 #include "config.h"
 
 #include <math.h>
@@ -13,23 +14,16 @@
 
 /* ---- matmul -------------------------------------------------------------------------------- */
 
-enum rz_status kern_ref_matmul_init(struct kern_matmul *op, struct rz_err *err)
+/* The plan of a matmul: one allocation, the widened op(B_b) (k, n) followed by one output row
+ * accumulator (n), both in double. */
+static enum rz_status matmul_init(struct kern_matmul *op, struct rz_err *err)
 {
     const struct kern_matmul_desc *d = &op->desc;
-    op->ref_b = malloc((size_t)d->k * (size_t)d->n * sizeof(double));
-    op->ref_acc = malloc((size_t)d->n * sizeof(double));
-    if (op->ref_b == NULL || op->ref_acc == NULL)
+    op->impl = malloc(((size_t)d->k + 1) * (size_t)d->n * sizeof(double));
+    if (op->impl == NULL)
         return rz_fail(err, RZ_ENOMEM, "matmul (ref) m=%lld n=%lld k=%lld: out of memory",
                        (long long)d->m, (long long)d->n, (long long)d->k);
     return RZ_OK;
-}
-
-void kern_ref_matmul_fini(struct kern_matmul *op)
-{
-    free(op->ref_b);
-    free(op->ref_acc);
-    op->ref_b = NULL;
-    op->ref_acc = NULL;
 }
 
 /* ref_b (k, n) = op(B_b) in double, so the inner loop below is contiguous for both layouts. */
@@ -45,13 +39,14 @@ static void widen_b(double *ref_b, const float *b, const struct kern_matmul_desc
 static void matmul_one(struct kern_matmul *op, float *c, const float *a, const float *bias)
 {
     const struct kern_matmul_desc *d = &op->desc;
-    double *acc = op->ref_acc;
+    const double *ref_b = op->impl;
+    double *acc = (double *)op->impl + d->k * d->n;
     for (int64_t i = 0; i < d->m; i++) {
         for (int64_t j = 0; j < d->n; j++)
             acc[j] = 0.0;
         for (int64_t p = 0; p < d->k; p++) {
             double aip = d->trans_a ? (double)a[p * d->m + i] : (double)a[i * d->k + p];
-            const double *brow = op->ref_b + p * d->n;
+            const double *brow = ref_b + p * d->n;
             for (int64_t j = 0; j < d->n; j++)
                 acc[j] += aip * brow[j];
         }
@@ -66,20 +61,20 @@ static void matmul_one(struct kern_matmul *op, float *c, const float *a, const f
     }
 }
 
-void kern_ref_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
-                         const float *bias)
+static void matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+                       const float *bias)
 {
     const struct kern_matmul_desc *d = &op->desc;
     for (int64_t bi = 0; bi < d->batch; bi++) {
-        widen_b(op->ref_b, b + bi * d->k * d->n, d);
+        widen_b(op->impl, b + bi * d->k * d->n, d);
         matmul_one(op, c + bi * d->m * d->n, a + bi * d->m * d->k, bias);
     }
 }
 
 /* ---- layer normalization ------------------------------------------------------------------- */
 
-void kern_ref_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
-                                const float *x, const float *gamma, const float *beta)
+static void layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+                              const float *x, const float *gamma, const float *beta)
 {
     const int64_t cols = op->cols;
     for (int64_t r = 0; r < op->rows; r++) {
@@ -119,9 +114,9 @@ static void layernorm_dx_row(float *dx, const float *dy, const float *x, double 
     }
 }
 
-void kern_ref_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma,
-                                 float *dbeta, const float *dy, const float *x,
-                                 const float *mean, const float *var, const float *gamma)
+static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma,
+                               float *dbeta, const float *dy, const float *x,
+                               const float *mean, const float *var, const float *gamma)
 {
     const int64_t rows = op->rows, cols = op->cols;
     for (int64_t r = 0; r < rows; r++) {
@@ -144,7 +139,7 @@ void kern_ref_layernorm_backward(struct kern_layernorm *op, float *dx, float *dg
 
 /* ---- GELU ---------------------------------------------------------------------------------- */
 
-void kern_ref_gelu_forward(struct kern_gelu *op, float *y, const float *x)
+static void gelu_forward(struct kern_gelu *op, float *y, const float *x)
 {
     for (int64_t i = 0; i < op->n; i++) {
         double v = (double)x[i];
@@ -153,7 +148,7 @@ void kern_ref_gelu_forward(struct kern_gelu *op, float *y, const float *x)
 }
 
 /* gelu'(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi) */
-void kern_ref_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
+static void gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
 {
     const double inv_sqrt_2pi = 0.39894228040143267794;
     for (int64_t i = 0; i < op->n; i++) {
@@ -171,7 +166,7 @@ static int64_t visible(const struct kern_softmax *op, int64_t r)
     return op->causal ? r % op->cols + 1 : op->cols;
 }
 
-void kern_ref_softmax_forward(struct kern_softmax *op, float *y, const float *x)
+static void softmax_forward(struct kern_softmax *op, float *y, const float *x)
 {
     const int64_t cols = op->cols;
     for (int64_t r = 0; r < op->rows; r++) {
@@ -190,8 +185,8 @@ void kern_ref_softmax_forward(struct kern_softmax *op, float *y, const float *x)
     }
 }
 
-void kern_ref_softmax_backward(struct kern_softmax *op, float *dx, const float *dy,
-                               const float *y)
+static void softmax_backward(struct kern_softmax *op, float *dx, const float *dy,
+                             const float *y)
 {
     const int64_t cols = op->cols;
     for (int64_t r = 0; r < op->rows; r++) {
@@ -211,8 +206,8 @@ void kern_ref_softmax_backward(struct kern_softmax *op, float *dx, const float *
 
 /* loss = logsumexp(z) - z[t], computed as log(sum exp(z - max)) + max - z[t]. probs may alias
  * logits: each element is read before it is written. */
-void kern_ref_xent_forward(struct kern_xent *op, float *losses, float *probs,
-                           const float *logits, const int32_t *targets)
+static void xent_forward(struct kern_xent *op, float *losses, float *probs,
+                         const float *logits, const int32_t *targets)
 {
     const int64_t v = op->vocab;
     for (int64_t r = 0; r < op->rows; r++) {
@@ -228,8 +223,8 @@ void kern_ref_xent_forward(struct kern_xent *op, float *losses, float *probs,
     }
 }
 
-void kern_ref_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
-                            const int32_t *targets, float scale)
+static void xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
+                          const int32_t *targets, float scale)
 {
     const int64_t v = op->vocab;
     for (int64_t r = 0; r < op->rows; r++) {
@@ -239,3 +234,27 @@ void kern_ref_xent_backward(struct kern_xent *op, float *dlogits, const float *p
         }
     }
 }
+
+/* ---- the ops table ------------------------------------------------------------------------- */
+
+static const char *isa(const struct kern_ctx *ctx)
+{
+    (void)ctx;
+    return "reference C";
+}
+
+const struct kern_ops kern_ref_ops = {
+    .name = "ref",
+    .isa = isa,
+    .op_free = free,
+    .matmul_init = matmul_init,
+    .matmul_run = matmul_run,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .softmax_forward = softmax_forward,
+    .softmax_backward = softmax_backward,
+    .xent_forward = xent_forward,
+    .xent_backward = xent_backward,
+};

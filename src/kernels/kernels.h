@@ -1,7 +1,9 @@
-/* kernels.h: the one math interface of the trainer, with two backends behind it.
+/* kernels.h: the one math interface of the trainer, with two backends behind it, each one const
+ * table of functions (struct kern_ops, kern_impl.h) that this interface dispatches through:
  *
  *   KERN_REF   plain C11 reference: obviously-correct loops, used by the tests as ground truth
- *   KERN_DNNL  Intel oneDNN primitives (the only file that includes dnnl.h is kern_dnnl.c)
+ *   KERN_DNNL  Intel oneDNN primitives (the only file that includes dnnl.h is kern_dnnl.c), plus
+ *              our own vectorized row kernels where oneDNN has no fitting primitive (kern_simd.c)
  *
  * Every op is *planned* once for fixed shapes at start-up (x_create: for oneDNN this creates the
  * primitive descriptor and primitive) and only *executed* in the training step (x_forward /
