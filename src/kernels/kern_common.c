@@ -276,50 +276,56 @@ void kern_gelu_destroy(struct kern_gelu *op)
         op_release(op, op->ctx, op->impl);
 }
 
-/* ---- softmax ------------------------------------------------------------------------------- */
+/* ---- attention ----------------------------------------------------------------------------- */
 
-enum rz_status kern_softmax_create(struct kern_softmax **out, struct kern_ctx *ctx, int64_t rows,
-                                   int64_t cols, bool causal, struct rz_err *err)
+enum rz_status kern_attention_create(struct kern_attention **out, struct kern_ctx *ctx,
+                                     int64_t batch, int64_t seq, int64_t heads, int64_t head_dim,
+                                     int64_t tile, struct rz_err *err)
 {
     *out = NULL;
-    const int64_t dims[] = {rows, cols};
-    char shape[96];
-    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")%s", rows, cols,
-             causal ? " causal" : "");
-    if (!dims_ok(dims, 2))
-        return bad_shape(err, "softmax", shape);
-    if (causal && rows % cols != 0)
-        return rz_fail(err, RZ_ECONFIG,
-                       "softmax %s: causal rows must come in square blocks: rows %% cols != 0",
-                       shape);
-    struct kern_softmax *op = calloc(1, sizeof *op);
+    char shape[128];
+    snprintf(shape, sizeof shape, "B=%" PRId64 " T=%" PRId64 " H=%" PRId64 " D=%" PRId64,
+             batch, seq, heads, head_dim);
+    /* the largest tensors: qkv (B, T, 3 H D), and the (B, H, T, T) scores the reference backend
+     * never holds either, but whose count the flops must not overflow */
+    const int64_t qkv[] = {batch, seq, 3, heads, head_dim};
+    const int64_t scores[] = {batch, heads, seq, seq, head_dim};
+    if (!dims_ok(qkv, RZ_ARRAY_LEN(qkv)) || !dims_ok(scores, RZ_ARRAY_LEN(scores)))
+        return bad_shape(err, "attention", shape);
+    if (tile < 0)
+        return rz_fail(err, RZ_ECONFIG, "attention %s: tile must be >= 0 (0: the backend's "
+                       "choice), got %" PRId64, shape, tile);
+    struct kern_attention *op = calloc(1, sizeof *op);
     if (op == NULL)
-        return rz_fail(err, RZ_ENOMEM, "softmax %s: out of memory", shape);
+        return rz_fail(err, RZ_ENOMEM, "attention %s: out of memory", shape);
     op->ctx = ctx;
-    op->rows = rows;
-    op->cols = cols;
-    op->causal = causal;
-    enum rz_status st = PLAN(op, softmax_init);
+    op->B = batch;
+    op->T = seq;
+    op->H = heads;
+    op->D = head_dim;
+    op->tile = tile < seq ? tile : seq;
+    enum rz_status st = PLAN(op, attention_init);
     if (st != RZ_OK)
-        kern_softmax_destroy(op);
+        kern_attention_destroy(op);
     else
         *out = op;
     return st;
 }
 
-void kern_softmax_forward(struct kern_softmax *op, float *y, const float *x)
+void kern_attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv)
 {
-    assert(op != NULL && y != NULL && x != NULL);
-    op->ctx->ops->softmax_forward(op, y, x);
+    assert(op != NULL && y != NULL && lse != NULL && qkv != NULL);
+    op->ctx->ops->attention_forward(op, y, lse, qkv);
 }
 
-void kern_softmax_backward(struct kern_softmax *op, float *dx, const float *dy, const float *y)
+void kern_attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
+                             const float *qkv, const float *y, const float *lse)
 {
-    assert(op != NULL && dx != NULL && dy != NULL && y != NULL);
-    op->ctx->ops->softmax_backward(op, dx, dy, y);
+    assert(op != NULL && dqkv != NULL && dy != NULL && qkv != NULL && y != NULL && lse != NULL);
+    op->ctx->ops->attention_backward(op, dqkv, dy, qkv, y, lse);
 }
 
-void kern_softmax_destroy(struct kern_softmax *op)
+void kern_attention_destroy(struct kern_attention *op)
 {
     if (op != NULL)
         op_release(op, op->ctx, op->impl);

@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,19 +56,23 @@ struct prim {
     void *scratch;
 };
 
-/* The backend state of every op: the forward primitive (the matmul itself for a matmul) and the
- * backward one (unused by ops without a gradient). */
+/* The backend state of every op: its primitives, and the scratch it owns. */
 struct prims {
-    struct prim fwd, bwd;
+    int n;
+    struct prim *p;           /* [0] the forward (a matmul: the matmul), [1] the backward; the
+                               * attention: its tile matmuls (attn_slot) */
+    float *buf;               /* the attention's tiles and statistics; NULL for the others */
 };
 
-/* One primitive to build: its operation descriptor, attributes (NULL: the default ones, user
- * scratchpad) and the execute argument ids in slot order. */
+/* One primitive to build: its operation descriptor (NULL: an empty slot), attributes (NULL: the
+ * default ones, user scratchpad), the execute argument ids in slot order, and whether it is a
+ * backward whose hint is the previous slot's forward. */
 struct prim_spec {
     const_dnnl_op_desc_t desc;
     const_dnnl_primitive_attr_t attr;
     const int *ids;
     int nids;
+    bool hinted;
 };
 
 static dnnl_engine_t engine_of(const struct kern_ctx *ctx)
@@ -188,37 +193,44 @@ static void prims_free(void *impl)
     struct prims *p = impl;
     if (p == NULL)
         return;
-    prim_fini(&p->fwd);
-    prim_fini(&p->bwd);
+    for (int i = 0; p->p != NULL && i < p->n; i++)
+        prim_fini(&p->p[i]);
+    free(p->p);
+    free(p->buf);
     free(p);
 }
 
-/* The generic builder: a struct prims in *impl holding the primitive of `fwd` and, unless `bwd`
- * is NULL, the backward primitive of `bwd`, created with the forward's descriptor as its hint. */
+/* The generic builder: a struct prims in *impl with one primitive per non-empty spec, created
+ * once here and only executed in the step.  A hinted spec (a backward) gets the previous
+ * primitive descriptor (its forward) as the hint. */
 static enum rz_status prims_build(void **impl, const struct kern_ctx *ctx,
-                                  const struct prim_spec *fwd, const struct prim_spec *bwd,
-                                  const char *what, struct rz_err *err)
+                                  const struct prim_spec *specs, int n, const char *what,
+                                  struct rz_err *err)
 {
     enum rz_status st = RZ_OK;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+    dnnl_primitive_desc_t prev = NULL;
     dnnl_engine_t eng = engine_of(ctx);
     struct prims *p = calloc(1, sizeof *p);
-    if ((*impl = p) == NULL)
+    if ((*impl = p) == NULL || (p->p = calloc((size_t)n, sizeof *p->p)) == NULL)
         return rz_fail(err, RZ_ENOMEM, "%s: out of memory", what);
+    p->n = n;
     DNNL_CHECK(attr_create(&attr));
-    DNNL_CHECK(dnnl_primitive_desc_create(&fpd, fwd->desc, fwd->attr != NULL ? fwd->attr : attr,
-                                          eng, NULL));
-    if ((st = prim_init(&p->fwd, fpd, fwd, eng, what, err)) != RZ_OK || bwd == NULL)
-        goto cleanup;
-    DNNL_CHECK(dnnl_primitive_desc_create(&bpd, bwd->desc, bwd->attr != NULL ? bwd->attr : attr,
-                                          eng, fpd));
-    st = prim_init(&p->bwd, bpd, bwd, eng, what, err);
+    for (int i = 0; i < n && st == RZ_OK; i++) {
+        const struct prim_spec *sp = &specs[i];
+        dnnl_primitive_desc_t pd = NULL;
+        if (sp->desc == NULL)
+            continue;
+        DNNL_CHECK(dnnl_primitive_desc_create(&pd, sp->desc, sp->attr != NULL ? sp->attr : attr,
+                                              eng, sp->hinted ? prev : NULL));
+        st = prim_init(&p->p[i], pd, sp, eng, what, err);
+        if (prev != NULL)
+            dnnl_primitive_desc_destroy(prev);
+        prev = pd;
+    }
 cleanup:
-    if (bpd != NULL)
-        dnnl_primitive_desc_destroy(bpd);
-    if (fpd != NULL)
-        dnnl_primitive_desc_destroy(fpd);
+    if (prev != NULL)
+        dnnl_primitive_desc_destroy(prev);
     if (attr != NULL)
         dnnl_primitive_attr_destroy(attr);
     return st;
@@ -246,9 +258,10 @@ cleanup:
     prim_run((pr), (ctx), (const void *const[]){__VA_ARGS__},                                     \
              (int)(sizeof((const void *const[]){__VA_ARGS__}) / sizeof(const void *)))
 
-static struct prims *prims_of(void *impl)
+/* Primitive `i` of an op's state. */
+static struct prim *prim_of(void *impl, int i)
 {
-    return impl;
+    return &((struct prims *)impl)->p[i];
 }
 
 /* ---- matmul: C = alpha op(A) op(B) [+ bias] [+ C] ------------------------------------------ */
@@ -320,8 +333,8 @@ static enum rz_status matmul_init(struct kern_matmul *op, struct rz_err *err)
     if ((st = matmul_attr(&attr, d, &bias, what, err)) != RZ_OK)
         goto cleanup;
     const int ids[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, matmul_bias_arg(d)};
-    const struct prim_spec spec = {&md, attr, ids, d->bias ? 4 : 3};
-    st = prims_build(&op->impl, op->ctx, &spec, NULL, what, err);
+    const struct prim_spec spec = {&md, attr, ids, d->bias ? 4 : 3, false};
+    st = prims_build(&op->impl, op->ctx, &spec, 1, what, err);
 cleanup:
     if (attr != NULL)
         dnnl_primitive_attr_destroy(attr);
@@ -331,7 +344,7 @@ cleanup:
 static void matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
                        const float *bias)
 {
-    struct prim *pr = &prims_of(op->impl)->fwd;
+    struct prim *pr = prim_of(op->impl, 0);
     if (op->desc.bias)
         PRIM_RUN(pr, op->ctx, a, b, c, bias);
     else
@@ -362,9 +375,9 @@ static enum rz_status layernorm_init(struct kern_layernorm *op, struct rz_err *e
     const int bids[] = {DNNL_ARG_SRC,      DNNL_ARG_DIFF_DST, DNNL_ARG_MEAN,
                         DNNL_ARG_VARIANCE, DNNL_ARG_SCALE,    DNNL_ARG_SHIFT,
                         DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
-    const struct prim_spec f = {&fd, NULL, fids, (int)RZ_ARRAY_LEN(fids)};
-    const struct prim_spec b = {&bd, NULL, bids, (int)RZ_ARRAY_LEN(bids)};
-    st = prims_build(&op->impl, op->ctx, &f, &b, what, err);
+    const struct prim_spec specs[] = {{&fd, NULL, fids, (int)RZ_ARRAY_LEN(fids), false},
+                                      {&bd, NULL, bids, (int)RZ_ARRAY_LEN(bids), true}};
+    st = prims_build(&op->impl, op->ctx, specs, 2, what, err);
 cleanup:
     return st;
 }
@@ -372,7 +385,7 @@ cleanup:
 static void layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
                               const float *x, const float *gamma, const float *beta)
 {
-    PRIM_RUN(&prims_of(op->impl)->fwd, op->ctx, x, y, mean, var, gamma, beta);
+    PRIM_RUN(prim_of(op->impl, 0), op->ctx, x, y, mean, var, gamma, beta);
 }
 
 static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
@@ -380,7 +393,7 @@ static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgam
                                const float *var, const float *gamma)
 {
     /* the SHIFT slot gets gamma: read by nobody (see layernorm_init) */
-    PRIM_RUN(&prims_of(op->impl)->bwd, op->ctx, x, dy, mean, var, gamma, gamma, dx, dgamma,
+    PRIM_RUN(prim_of(op->impl, 1), op->ctx, x, dy, mean, var, gamma, gamma, dx, dgamma,
              dbeta);
 }
 
@@ -401,60 +414,226 @@ static enum rz_status gelu_init(struct kern_gelu *op, struct rz_err *err)
                                                0.0f));
     const int fids[] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     const int bids[] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
-    const struct prim_spec f = {&fd, NULL, fids, 2}, b = {&bd, NULL, bids, 3};
-    st = prims_build(&op->impl, op->ctx, &f, &b, what, err);
+    const struct prim_spec specs[] = {{&fd, NULL, fids, 2, false}, {&bd, NULL, bids, 3, true}};
+    st = prims_build(&op->impl, op->ctx, specs, 2, what, err);
 cleanup:
     return st;
 }
 
 static void gelu_forward(struct kern_gelu *op, float *y, const float *x)
 {
-    PRIM_RUN(&prims_of(op->impl)->fwd, op->ctx, x, y);
+    PRIM_RUN(prim_of(op->impl, 0), op->ctx, x, y);
 }
 
 static void gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
 {
-    PRIM_RUN(&prims_of(op->impl)->bwd, op->ctx, x, dy, dx);
+    PRIM_RUN(prim_of(op->impl, 1), op->ctx, x, dy, dx);
 }
 
-/* ---- softmax: oneDNN for full rows, own kernel for causal rows ----------------------------- */
+/* ---- attention: tile matmuls of a blocked causal attention with an online softmax -----------
+ * Per (b, h), queries and keys go in tiles of `tile` rows (the last one may be shorter: the
+ * edge).  Forward, for each query tile i: for each key tile j <= i (the tiles above the diagonal
+ * are skipped), S = Q_i K_j^T / sqrt(D) into a (B, H, tile, tile) score tile, the online softmax
+ * step (kern_simd.c), then Y_i (+)= P V_j straight into y; at the end of the row of tiles, the
+ * normalization and lse.  Backward (FlashAttention-2's order): delta = rowsum(dY * Y); for each
+ * key tile j, for each query tile i >= j: P recomputed from S and lse, dV_j (+)= P^T dY_i,
+ * dP = dY_i V_j^T, dS = P (dP - delta), dK_j (+)= dS^T Q_i / sqrt(D), dQ_i (+)= dS K_j / sqrt(D),
+ * straight into dqkv.  Every matmul is batched over (B, H) and reads and writes qkv, y, dy and
+ * dqkv in place through strides: no head is ever copied out.  The order of every sum is fixed,
+ * so results are deterministic and independent of the thread count. */
 
-static enum rz_status softmax_init(struct kern_softmax *op, struct rz_err *err)
+enum attn_mm { AM_S, AM_MIX, AM_MIX_ACC, AM_DP, AM_DV, AM_DV_ACC, AM_DK, AM_DK_ACC, AM_DQ,
+               AM_DQ_ACC, AM_KINDS };
+/* Tile shapes: (tile, tile); the last query tile against a full key tile (edge, tile); the last
+ * diagonal tile (edge, edge).  A full query tile never meets the edge key tile (causality). */
+enum attn_shape { AS_FULL, AS_EDGE_Q, AS_EDGE, AS_SHAPES };
+
+/* How a tile matmul sees its operands: a third of qkv or dqkv (B, T, 3C) as (n, D) rows or
+ * transposed as (D, n); y or dy (B, T, C) as (n, D); a score tile as (bq, bk) or transposed. */
+enum attn_view { VIEW_QKV, VIEW_QKV_T, VIEW_OUT, VIEW_TILE, VIEW_TILE_T };
+
+struct attn_kind {
+    enum attn_view src, wei, dst;
+    char src_n, wei_n, dst_n; /* rows of a QKV/OUT view ('q': bq, 'k': bk); transposed: cols */
+    bool scaled, accumulate;
+};
+
+static const struct attn_kind attn_kinds[AM_KINDS] = {
+    [AM_S] = {VIEW_QKV, VIEW_QKV_T, VIEW_TILE, 'q', 'k', 0, true, false},
+    [AM_MIX] = {VIEW_TILE, VIEW_QKV, VIEW_OUT, 0, 'k', 'q', false, false},
+    [AM_MIX_ACC] = {VIEW_TILE, VIEW_QKV, VIEW_OUT, 0, 'k', 'q', false, true},
+    [AM_DP] = {VIEW_OUT, VIEW_QKV_T, VIEW_TILE, 'q', 'k', 0, false, false},
+    [AM_DV] = {VIEW_TILE_T, VIEW_OUT, VIEW_QKV, 0, 'q', 'k', false, false},
+    [AM_DV_ACC] = {VIEW_TILE_T, VIEW_OUT, VIEW_QKV, 0, 'q', 'k', false, true},
+    [AM_DK] = {VIEW_TILE_T, VIEW_QKV, VIEW_QKV, 0, 'q', 'k', true, false},
+    [AM_DK_ACC] = {VIEW_TILE_T, VIEW_QKV, VIEW_QKV, 0, 'q', 'k', true, true},
+    [AM_DQ] = {VIEW_TILE, VIEW_QKV, VIEW_QKV, 0, 'k', 'q', true, false},
+    [AM_DQ_ACC] = {VIEW_TILE, VIEW_QKV, VIEW_QKV, 0, 'k', 'q', true, true},
+};
+
+/* The oneDNN backend's default tile: (64, 64) blocks already skip a quarter of the scores at
+ * T = 128 and keep the matmuls near oneDNN's rate for the shape. */
+#define ATTN_TILE 64
+
+static int attn_slot(enum attn_mm kind, enum attn_shape shape)
 {
-    if (op->causal)
-        return RZ_OK; /* kern_simd.c's row kernel: nothing to plan */
-    char what[96];
-    snprintf(what, sizeof what, "softmax (%lld, %lld)", (long long)op->rows,
-             (long long)op->cols);
+    return (int)kind * AS_SHAPES + (int)shape;
+}
+
+/* Rows of query or key tile i, and the shape of the (i, j) tile pair. */
+static int64_t tile_len(const struct kern_attention *op, int64_t i)
+{
+    int64_t left = op->T - i * op->tile;
+    return left < op->tile ? left : op->tile;
+}
+
+static enum attn_shape tile_shape(const struct kern_attention *op, int64_t bq, int64_t bk)
+{
+    return bq == op->tile ? AS_FULL : bk == op->tile ? AS_EDGE_Q : AS_EDGE;
+}
+
+/* The (B, H, rows, cols) descriptor of one operand view for tile rows bq and columns bk. */
+static dnnl_status_t attn_md(dnnl_memory_desc_t *md, const struct kern_attention *op,
+                             enum attn_view v, char which, int64_t bq, int64_t bk)
+{
+    int64_t T = op->T, H = op->H, D = op->D, C = H * D, t2 = op->tile * op->tile;
+    int64_t n = which == 'q' ? bq : bk;
+    dnnl_dims_t dims = {op->B, H, 0, 0}, strides = {T * 3 * C, D, 0, 0};
+    switch (v) {
+    case VIEW_QKV: dims[2] = n, dims[3] = D, strides[2] = 3 * C, strides[3] = 1; break;
+    case VIEW_QKV_T: dims[2] = D, dims[3] = n, strides[2] = 1, strides[3] = 3 * C; break;
+    case VIEW_OUT: dims[2] = n, dims[3] = D, strides[0] = T * C, strides[2] = C, strides[3] = 1;
+        break;
+    case VIEW_TILE: dims[2] = bq, dims[3] = bk, strides[0] = H * t2, strides[1] = t2,
+        strides[2] = op->tile, strides[3] = 1; break;
+    case VIEW_TILE_T: dims[2] = bk, dims[3] = bq, strides[0] = H * t2, strides[1] = t2,
+        strides[2] = 1, strides[3] = op->tile; break;
+    }
+    return dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
+}
+
+/* The attributes of a tile matmul kind: the 1/sqrt(D) output scale and the accumulating sum. */
+static enum rz_status attn_attr(dnnl_primitive_attr_t *attr, const struct kern_attention *op,
+                                const struct attn_kind *k, const char *what, struct rz_err *err)
+{
+    const struct kern_matmul_desc d = {.alpha = k->scaled ? 1.0f / sqrtf((float)op->D) : 1.0f,
+                                       .accumulate = k->accumulate};
+    return matmul_attr(attr, &d, NULL, what, err);
+}
+
+static enum rz_status attention_init(struct kern_attention *op, struct rz_err *err)
+{
+    if (op->tile == 0)
+        op->tile = op->T < ATTN_TILE ? op->T : ATTN_TILE;
+    char what[128];
+    snprintf(what, sizeof what, "attention B=%lld T=%lld H=%lld D=%lld tile %lld",
+             (long long)op->B, (long long)op->T, (long long)op->H, (long long)op->D,
+             (long long)op->tile);
     enum rz_status st = RZ_OK;
-    dnnl_memory_desc_t data;
-    dnnl_softmax_desc_t fd, bd;
-    dnnl_dims_t dims = {op->rows, op->cols};
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&data, 2, dims, dnnl_f32, dnnl_ab));
-    DNNL_CHECK(dnnl_softmax_forward_desc_init(&fd, dnnl_forward_training, &data, 1));
-    DNNL_CHECK(dnnl_softmax_backward_desc_init(&bd, &data, &data, 1));
-    const int fids[] = {DNNL_ARG_SRC, DNNL_ARG_DST};
-    const int bids[] = {DNNL_ARG_DST, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
-    const struct prim_spec f = {&fd, NULL, fids, 2}, b = {&bd, NULL, bids, 3};
-    st = prims_build(&op->impl, op->ctx, &f, &b, what, err);
+    int64_t edge = tile_len(op, (op->T - 1) / op->tile);
+    const int64_t shape_bq[AS_SHAPES] = {op->tile, edge, edge};
+    const int64_t shape_bk[AS_SHAPES] = {op->tile, op->tile, edge};
+    const int ids[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    dnnl_primitive_attr_t attrs[AM_KINDS] = {NULL};
+    dnnl_matmul_desc_t mds[AM_KINDS * AS_SHAPES];
+    struct prim_spec specs[AM_KINDS * AS_SHAPES];
+    memset(specs, 0, sizeof specs);
+    for (int k = 0; k < AM_KINDS && st == RZ_OK; k++) {
+        const struct attn_kind *ak = &attn_kinds[k];
+        if ((st = attn_attr(&attrs[k], op, ak, what, err)) != RZ_OK)
+            break;
+        for (int sh = 0; sh < AS_SHAPES; sh++) {
+            /* the edge shapes exist only when the tile does not divide T (and T > tile) */
+            if (sh != AS_FULL && (edge == op->tile || (sh == AS_EDGE_Q && edge == op->T)))
+                continue;
+            int64_t bq = shape_bq[sh], bk = shape_bk[sh];
+            dnnl_memory_desc_t src, wei, dst;
+            DNNL_CHECK(attn_md(&src, op, ak->src, ak->src_n, bq, bk));
+            DNNL_CHECK(attn_md(&wei, op, ak->wei, ak->wei_n, bq, bk));
+            DNNL_CHECK(attn_md(&dst, op, ak->dst, ak->dst_n, bq, bk));
+            int slot = attn_slot((enum attn_mm)k, (enum attn_shape)sh);
+            DNNL_CHECK(dnnl_matmul_desc_init(&mds[slot], &src, &wei, NULL, &dst));
+            specs[slot] = (struct prim_spec){&mds[slot], attrs[k], ids, 3, false};
+        }
+    }
+    if (st == RZ_OK)
+        st = prims_build(&op->impl, op->ctx, specs, AM_KINDS * AS_SHAPES, what, err);
+    /* two score tiles (S or P, dP or dS), then m and l of a query tile, then delta (B, H, T) */
+    size_t bh = (size_t)(op->B * op->H), tiles = 2 * bh * (size_t)(op->tile * op->tile);
+    if (st == RZ_OK &&
+        (((struct prims *)op->impl)->buf = rz_alloc_aligned(
+             (tiles + bh * (2 * (size_t)op->tile + (size_t)op->T)) * sizeof(float))) == NULL)
+        st = rz_fail(err, RZ_ENOMEM, "%s: out of memory for the score tiles", what);
 cleanup:
+    for (int k = 0; k < AM_KINDS; k++)
+        if (attrs[k] != NULL)
+            dnnl_primitive_attr_destroy(attrs[k]);
     return st;
 }
 
-static void softmax_forward(struct kern_softmax *op, float *y, const float *x)
+/* The op's scratch: score tiles s and dp, statistics m and l, and delta. */
+struct attn_bufs {
+    float *s, *dp, *m, *l, *delta;
+};
+
+static struct attn_bufs attn_bufs(const struct kern_attention *op)
 {
-    if (op->causal)
-        kern_simd_causal_forward(op, y, x);
-    else
-        PRIM_RUN(&prims_of(op->impl)->fwd, op->ctx, x, y);
+    int64_t bh = op->B * op->H;
+    struct attn_bufs w = {.s = ((struct prims *)op->impl)->buf};
+    w.dp = w.s + bh * op->tile * op->tile;
+    w.m = w.dp + bh * op->tile * op->tile;
+    w.l = w.m + bh * op->tile;
+    w.delta = w.l + bh * op->tile;
+    return w;
 }
 
-static void softmax_backward(struct kern_softmax *op, float *dx, const float *dy, const float *y)
+/* One tile matmul of `kind` for tile rows bq and columns bk. */
+static void attn_run(const struct kern_attention *op, enum attn_mm kind, int64_t bq, int64_t bk,
+                     const float *src, const float *wei, float *dst)
 {
-    if (op->causal)
-        kern_simd_causal_backward(op, dx, dy, y);
-    else
-        PRIM_RUN(&prims_of(op->impl)->bwd, op->ctx, y, dy, dx);
+    PRIM_RUN(prim_of(op->impl, attn_slot(kind, tile_shape(op, bq, bk))), op->ctx, src, wei, dst);
+}
+
+static void attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv)
+{
+    const int64_t C = op->H * op->D, nt = (op->T + op->tile - 1) / op->tile;
+    const float *q = qkv, *k = qkv + C, *v = qkv + 2 * C;
+    struct attn_bufs w = attn_bufs(op);
+    for (int64_t i = 0; i < nt; i++) {
+        int64_t q0 = i * op->tile, bq = tile_len(op, i);
+        for (int64_t j = 0; j <= i; j++) {
+            int64_t k0 = j * op->tile, bk = tile_len(op, j);
+            attn_run(op, AM_S, bq, bk, q + q0 * 3 * C, k + k0 * 3 * C, w.s);
+            kern_simd_attn_online(op, w.s, w.m, w.l, y, q0, bq, k0, bk);
+            attn_run(op, j == 0 ? AM_MIX : AM_MIX_ACC, bq, bk, w.s, v + k0 * 3 * C, y + q0 * C);
+        }
+        kern_simd_attn_finish(op, y, lse, w.m, w.l, q0, bq);
+    }
+}
+
+static void attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
+                               const float *qkv, const float *y, const float *lse)
+{
+    const int64_t C = op->H * op->D, nt = (op->T + op->tile - 1) / op->tile;
+    const float *q = qkv, *k = qkv + C, *v = qkv + 2 * C;
+    float *dq = dqkv, *dk = dqkv + C, *dv = dqkv + 2 * C;
+    struct attn_bufs w = attn_bufs(op);
+    kern_simd_attn_delta(op, w.delta, dy, y);
+    for (int64_t j = 0; j < nt; j++) {
+        int64_t k0 = j * op->tile, bk = tile_len(op, j);
+        for (int64_t i = j; i < nt; i++) {
+            int64_t q0 = i * op->tile, bq = tile_len(op, i);
+            attn_run(op, AM_S, bq, bk, q + q0 * 3 * C, k + k0 * 3 * C, w.s);
+            kern_simd_attn_probs(op, w.s, lse, q0, bq, k0, bk);
+            attn_run(op, i == j ? AM_DV : AM_DV_ACC, bq, bk, w.s, dy + q0 * C, dv + k0 * 3 * C);
+            attn_run(op, AM_DP, bq, bk, dy + q0 * C, v + k0 * 3 * C, w.dp);
+            kern_simd_attn_dscores(op, w.dp, w.s, w.delta, q0, bq, k0, bk);
+            attn_run(op, i == j ? AM_DK : AM_DK_ACC, bq, bk, w.dp, q + q0 * 3 * C,
+                     dk + k0 * 3 * C);
+            attn_run(op, j == 0 ? AM_DQ : AM_DQ_ACC, bq, bk, w.dp, k + k0 * 3 * C,
+                     dq + q0 * 3 * C);
+        }
+    }
 }
 
 /* ---- the ops table ------------------------------------------------------------------------- */
@@ -473,9 +652,9 @@ const struct kern_ops kern_dnnl_ops = {
     .gelu_init = gelu_init,
     .gelu_forward = gelu_forward,
     .gelu_backward = gelu_backward,
-    .softmax_init = softmax_init,
-    .softmax_forward = softmax_forward,
-    .softmax_backward = softmax_backward,
+    .attention_init = attention_init,
+    .attention_forward = attention_forward,
+    .attention_backward = attention_backward,
     .xent_forward = kern_simd_xent_forward,
     .xent_backward = kern_simd_xent_backward,
 };

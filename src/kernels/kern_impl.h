@@ -45,10 +45,10 @@ struct kern_gelu {
     void *impl;
 };
 
-struct kern_softmax {
+struct kern_attention {
     struct kern_ctx *ctx;
-    int64_t rows, cols;
-    bool causal;
+    int64_t B, T, H, D;       /* C = H D */
+    int64_t tile;             /* 0 until the backend chooses (the reference ignores it) */
     void *impl;
 };
 
@@ -83,10 +83,10 @@ struct kern_ops {
     void (*gelu_forward)(struct kern_gelu *op, float *y, const float *x);
     void (*gelu_backward)(struct kern_gelu *op, float *dx, const float *dy, const float *x);
 
-    enum rz_status (*softmax_init)(struct kern_softmax *op, struct rz_err *err);
-    void (*softmax_forward)(struct kern_softmax *op, float *y, const float *x);
-    void (*softmax_backward)(struct kern_softmax *op, float *dx, const float *dy,
-                             const float *y);
+    enum rz_status (*attention_init)(struct kern_attention *op, struct rz_err *err);
+    void (*attention_forward)(struct kern_attention *op, float *y, float *lse, const float *qkv);
+    void (*attention_backward)(struct kern_attention *op, float *dqkv, const float *dy,
+                               const float *qkv, const float *y, const float *lse);
 
     enum rz_status (*xent_init)(struct kern_xent *op, struct rz_err *err);
     void (*xent_forward)(struct kern_xent *op, float *losses, float *probs, const float *logits,
@@ -98,14 +98,38 @@ struct kern_ops {
 extern const struct kern_ops kern_ref_ops;  /* kern_ref.c */
 extern const struct kern_ops kern_dnnl_ops; /* kern_dnnl.c */
 
-/* ---- the oneDNN backend's own row kernels (kern_simd.c), with the signatures of kernels.h -- */
-void kern_simd_causal_forward(const struct kern_softmax *op, float *y, const float *x);
-void kern_simd_causal_backward(const struct kern_softmax *op, float *dx, const float *dy,
-                               const float *y);
+/* ---- the oneDNN backend's own row kernels (kern_simd.c) -------------------------------------- */
+
+/* Cross-entropy, with the signatures of kernels.h. */
 void kern_simd_xent_forward(struct kern_xent *op, float *losses, float *probs,
                             const float *logits, const int32_t *targets);
 void kern_simd_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
                              const int32_t *targets, float scale);
+
+/* The row steps of the blocked attention (kern_dnnl.c runs the tile matmuls between them).  A
+ * score tile holds (B, H, bq, bk) scores of queries [q0, q0 + bq) against keys [k0, k0 + bk),
+ * with row stride op->tile and head stride op->tile^2; rows are (b, h, query).  On the diagonal
+ * tile (k0 == q0) keys past the query are masked: their probabilities are exactly 0.  m, l and
+ * the other statistics are (B, H, tile) for the current query tile, or (B, H, T) where named. */
+
+/* Online softmax step (forward): s holds scaled scores; on return the unnormalized
+ * probabilities exp(s - m_new).  m (running max) and l (running sum) are updated, and the rows
+ * of the output y (B, T, C) that already hold earlier tiles' sums are rescaled by
+ * exp(m_old - m_new).  The first key tile (k0 == 0) starts them. */
+void kern_simd_attn_online(const struct kern_attention *op, float *s, float *m, float *l,
+                           float *y, int64_t q0, int64_t bq, int64_t k0, int64_t bk);
+/* End of a query tile: y rows /= l; lse (B, H, T) = m + log l. */
+void kern_simd_attn_finish(const struct kern_attention *op, float *y, float *lse,
+                           const float *m, const float *l, int64_t q0, int64_t bq);
+/* delta (B, H, T) = rowsum(dy * y) per head: the backward's D of FlashAttention-2. */
+void kern_simd_attn_delta(const struct kern_attention *op, float *delta, const float *dy,
+                          const float *y);
+/* Backward: the probabilities of a tile recomputed in place, p = exp(s - lse) (masked 0). */
+void kern_simd_attn_probs(const struct kern_attention *op, float *s, const float *lse,
+                          int64_t q0, int64_t bq, int64_t k0, int64_t bk);
+/* Backward: d scores in place of dp: ds = p * (dp - delta) (B, H, T). */
+void kern_simd_attn_dscores(const struct kern_attention *op, float *dp, const float *p,
+                            const float *delta, int64_t q0, int64_t bq, int64_t k0, int64_t bk);
 
 /* The vectorized exp of those kernels: y[i] = exp(x[i]) with relative error < 1e-6 for normal
  * results; results below FLT_MIN are flushed to 0.  Exposed so the tests can check its accuracy

@@ -3,7 +3,8 @@
  *
  * It deliberately does not try to be fast (no blocking, no threads, no hand vectorization) and
  * does no argument validation (kern_common.c does that at create time).  Its ops table,
- * kern_ref_ops, is at the end of the file; only the matmul plans anything (a double buffer). */
+ * kern_ref_ops, is at the end of the file; only the matmul and the attention plan anything
+ * (buffers in double). */
 #include "config.h"
 
 #include <math.h>
@@ -158,48 +159,122 @@ static void gelu_backward(struct kern_gelu *op, float *dx, const float *dy, cons
     }
 }
 
-/* ---- softmax ------------------------------------------------------------------------------- */
+/* ---- attention ----------------------------------------------------------------------------- */
 
-/* Number of visible columns of row r: all, or the causal prefix c <= r % cols. */
-static int64_t visible(const struct kern_softmax *op, int64_t r)
+/* Scratch of the reference attention, in double: one row of probabilities (T), one row of their
+ * gradients (T), and one head's key and value gradients (T, D) each. */
+static enum rz_status attention_init(struct kern_attention *op, struct rz_err *err)
 {
-    return op->causal ? r % op->cols + 1 : op->cols;
+    op->impl = malloc(2 * (size_t)op->T * ((size_t)op->D + 1) * sizeof(double));
+    if (op->impl == NULL)
+        return rz_fail(err, RZ_ENOMEM, "attention (ref) T=%lld D=%lld: out of memory",
+                       (long long)op->T, (long long)op->D);
+    return RZ_OK;
 }
 
-static void softmax_forward(struct kern_softmax *op, float *y, const float *x)
+/* Row t of q (part 0), k (1) or v (2) of head h of sequence b, in qkv (B, T, 3C). */
+static const float *qkv_row(const struct kern_attention *op, const float *qkv, int part,
+                            int64_t b, int64_t t, int64_t h)
 {
-    const int64_t cols = op->cols;
-    for (int64_t r = 0; r < op->rows; r++) {
-        const float *xr = x + r * cols;
-        float *yr = y + r * cols;
-        int64_t len = visible(op, r);
-        double mx = (double)xr[0], sum = 0.0;
-        for (int64_t j = 1; j < len; j++)
-            mx = fmax(mx, (double)xr[j]);
-        for (int64_t j = 0; j < len; j++)
-            sum += exp((double)xr[j] - mx);
-        for (int64_t j = 0; j < len; j++)
-            yr[j] = (float)(exp((double)xr[j] - mx) / sum);
-        for (int64_t j = len; j < cols; j++)
-            yr[j] = 0.0f;
-    }
+    int64_t C = op->H * op->D;
+    return qkv + (b * op->T + t) * 3 * C + part * C + h * op->D;
 }
 
-static void softmax_backward(struct kern_softmax *op, float *dx, const float *dy,
-                             const float *y)
+static double dot_fd(const float *x, const float *y, int64_t n)
 {
-    const int64_t cols = op->cols;
-    for (int64_t r = 0; r < op->rows; r++) {
-        const float *yr = y + r * cols, *dyr = dy + r * cols;
-        int64_t len = visible(op, r);
-        double dot = 0.0;
-        for (int64_t j = 0; j < len; j++)
-            dot += (double)yr[j] * (double)dyr[j];
-        for (int64_t j = 0; j < len; j++)
-            dx[r * cols + j] = (float)((double)yr[j] * ((double)dyr[j] - dot));
-        for (int64_t j = len; j < cols; j++)
-            dx[r * cols + j] = 0.0f;
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)x[i] * (double)y[i];
+    return s;
+}
+
+/* p (t + 1) = softmax over keys 0..t of query t's scores q_t k_u / sqrt(D) (Vaswani et al. 2017,
+ * eq. 1); returns their log-sum-exp. */
+static double attention_row(const struct kern_attention *op, double *p, const float *qkv,
+                            int64_t b, int64_t h, int64_t t)
+{
+    const double scale = 1.0 / sqrt((double)op->D);
+    const float *q = qkv_row(op, qkv, 0, b, t, h);
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t u = 0; u <= t; u++) {
+        p[u] = scale * dot_fd(q, qkv_row(op, qkv, 1, b, u, h), op->D);
+        mx = fmax(mx, p[u]);
     }
+    for (int64_t u = 0; u <= t; u++) {
+        p[u] = exp(p[u] - mx);
+        sum += p[u];
+    }
+    for (int64_t u = 0; u <= t; u++)
+        p[u] /= sum;
+    return mx + log(sum);
+}
+
+static void attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv)
+{
+    const int64_t T = op->T, H = op->H, D = op->D;
+    double *p = op->impl;
+    for (int64_t b = 0; b < op->B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++) {
+                lse[(b * H + h) * T + t] = (float)attention_row(op, p, qkv, b, h, t);
+                float *yt = y + (b * T + t) * H * D + h * D;
+                for (int64_t d = 0; d < D; d++) {
+                    double acc = 0.0;
+                    for (int64_t u = 0; u <= t; u++)
+                        acc += p[u] * (double)qkv_row(op, qkv, 2, b, u, h)[d];
+                    yt[d] = (float)acc;
+                }
+            }
+}
+
+/* One query row's share of the backward, with the probabilities p and dp = dO v^T recomputed:
+ * ds = p (dp - sum p dp), dq = scale ds k, dk += scale ds^T q, dv += p^T dO. */
+static void attention_backward_row(const struct kern_attention *op, float *dqkv, double *dk,
+                                   double *dv, const float *dy, const float *qkv, int64_t b,
+                                   int64_t h, int64_t t)
+{
+    const int64_t T = op->T, D = op->D, C = op->H * D;
+    const double scale = 1.0 / sqrt((double)D);
+    double *p = op->impl, *dp = p + T;
+    const float *q = qkv_row(op, qkv, 0, b, t, h), *dyt = dy + (b * T + t) * C + h * D;
+    attention_row(op, p, qkv, b, h, t);
+    double delta = 0.0;
+    for (int64_t u = 0; u <= t; u++) {
+        dp[u] = dot_fd(dyt, qkv_row(op, qkv, 2, b, u, h), D);
+        delta += p[u] * dp[u];
+    }
+    float *dq = dqkv + (b * T + t) * 3 * C + h * D;
+    for (int64_t d = 0; d < D; d++) {
+        double acc = 0.0;
+        for (int64_t u = 0; u <= t; u++)
+            acc += p[u] * (dp[u] - delta) * (double)qkv_row(op, qkv, 1, b, u, h)[d];
+        dq[d] = (float)(scale * acc);
+    }
+    for (int64_t u = 0; u <= t; u++)
+        for (int64_t d = 0; d < D; d++) {
+            dk[u * D + d] += scale * p[u] * (dp[u] - delta) * (double)q[d];
+            dv[u * D + d] += p[u] * (double)dyt[d];
+        }
+}
+
+static void attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
+                               const float *qkv, const float *y, const float *lse)
+{
+    (void)y, (void)lse; /* recomputed here, the obvious way */
+    const int64_t T = op->T, H = op->H, D = op->D, C = H * D;
+    double *dk = (double *)op->impl + 2 * T, *dv = dk + T * D;
+    for (int64_t b = 0; b < op->B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            memset(dk, 0, 2 * (size_t)(T * D) * sizeof *dk);
+            for (int64_t t = 0; t < T; t++)
+                attention_backward_row(op, dqkv, dk, dv, dy, qkv, b, h, t);
+            for (int64_t u = 0; u < T; u++)
+                for (int64_t d = 0; d < D; d++) {
+                    float *row = dqkv + (b * T + u) * 3 * C + h * D;
+                    row[C + d] = (float)dk[u * D + d];
+                    row[2 * C + d] = (float)dv[u * D + d];
+                }
+        }
 }
 
 /* ---- cross-entropy ------------------------------------------------------------------------- */
@@ -253,8 +328,9 @@ const struct kern_ops kern_ref_ops = {
     .layernorm_backward = layernorm_backward,
     .gelu_forward = gelu_forward,
     .gelu_backward = gelu_backward,
-    .softmax_forward = softmax_forward,
-    .softmax_backward = softmax_backward,
+    .attention_init = attention_init,
+    .attention_forward = attention_forward,
+    .attention_backward = attention_backward,
     .xent_forward = xent_forward,
     .xent_backward = xent_backward,
 };

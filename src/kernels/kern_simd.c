@@ -1,17 +1,18 @@
 /* kern_simd.c: the oneDNN backend's own row kernels, for what oneDNN has no primitive for (or
- * none that fits): the causal softmax and the softmax cross-entropy, on a vectorized exp.
+ * none that fits), on a vectorized exp: the softmax cross-entropy, and the row steps of the
+ * blocked causal attention (online softmax, normalization, recomputed probabilities, score
+ * gradients) that kern_dnnl.c runs between its tile matmuls.
  *
- * They skip the masked half of each causal row, produce exact zeros there, and compute the loss as
- * logsumexp - z[t].  Measured on 1 thread (Xeon, AVX-512): own causal 8192x128 fwd ~0.9-1.0 ms /
- * bwd ~0.4 ms vs oneDNN full-row softmax ~0.5-0.6 / ~0.43 ms, which for the causal case would
- * still need a -inf masked copy of x and a pass re-zeroing the masked outputs; own xent 2048x2048
- * fwd ~2.7 ms vs oneDNN softmax alone ~2.4 ms without the loss (and -log p is inf once p
- * underflows).
+ * The cross-entropy computes the loss as logsumexp - z[t] (-log p is inf once p underflows);
+ * measured on 1 thread (Xeon, AVX-512), 2048x2048 fwd ~2.7 ms vs oneDNN's softmax alone ~2.4 ms
+ * without the loss.  Masked attention scores come out as exact zeros.
  *
  * Each row kernel is compiled for AVX-512, AVX2 and the baseline (target_clones); the loader
  * picks one per machine, so results are bit-identical run to run, and independent of the thread
- * count (rows are independent and go to threads in fixed chunks).  Deliberately not here: oneDNN
- * (kern_dnnl.c) and argument validation (kern_common.c). */
+ * count (rows are independent and go to threads in fixed chunks).  Across machines they may
+ * differ in the last bits: the clones sum a row in vector-width lanes, and oneDNN's kernels
+ * differ per ISA anyway.  Deliberately not here: oneDNN (kern_dnnl.c) and argument validation
+ * (kern_common.c). */
 #include "config.h"
 
 #include <math.h>
@@ -98,13 +99,13 @@ static inline void scale_row(float *y, const float *x, int64_t n, float a)
         y[j] = a * x[j];
 }
 
-/* sum of y * dy over [0, len), reading the window [0, n) */
-static inline float dot_row(const float *y, const float *dy, int64_t len, int64_t n)
+/* sum of x * y over [0, n) */
+static inline float dot_row(const float *x, const float *y, int64_t n)
 {
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
     for (int64_t j = 0; j < n; j++)
-        s += j < len ? y[j] * dy[j] : 0.0f;
+        s += x[j] * y[j];
     return s;
 }
 
@@ -113,34 +114,6 @@ static inline int64_t window(int64_t len, int64_t cols)
 {
     int64_t n = (len + ROW_PAD - 1) / ROW_PAD * ROW_PAD;
     return n < cols ? n : cols;
-}
-
-/* Rows [r0, r1) of the causal softmax; y is exactly 0 past the visible prefix. */
-KERN_CLONES static void causal_forward_rows(float *y, const float *x, int64_t r0, int64_t r1,
-                                            int64_t cols)
-{
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t len = r % cols + 1, n = window(len, cols);
-        float *yr = y + r * cols;
-        float m = row_max(x + r * cols, len, n);
-        float s = exp_shift_sum(yr, x + r * cols, len, n, m);
-        scale_row(yr, yr, n, 1.0f / s);
-        memset(yr + n, 0, (size_t)(cols - n) * sizeof *yr);
-    }
-}
-
-/* Rows [r0, r1) of dx = y * (dy - sum(y * dy)) over the visible prefix, 0 past it. */
-KERN_CLONES static void causal_backward_rows(float *dx, const float *dy, const float *y,
-                                             int64_t r0, int64_t r1, int64_t cols)
-{
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t len = r % cols + 1, n = window(len, cols), o = r * cols;
-        float dot = dot_row(y + o, dy + o, len, n);
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            dx[o + j] = j < len ? y[o + j] * (dy[o + j] - dot) : 0.0f;
-        memset(dx + o + n, 0, (size_t)(cols - n) * sizeof *dx);
-    }
 }
 
 /* Rows [r0, r1): losses[r] = logsumexp(z_r) - z_r[t]; probs_r = softmax(z_r), probs may alias
@@ -179,39 +152,153 @@ static int64_t chunk_end(int64_t c, int64_t rows)
     return (c + 1) * ROW_CHUNK < rows ? (c + 1) * ROW_CHUNK : rows;
 }
 
-void kern_simd_causal_forward(const struct kern_softmax *op, float *y, const float *x)
-{
-    int64_t chunks = (op->rows + ROW_CHUNK - 1) / ROW_CHUNK;
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; c++)
-        causal_forward_rows(y, x, c * ROW_CHUNK, chunk_end(c, op->rows), op->cols);
-}
+/* The chunked parallel loop over `rows` rows of every entry point of this file; `call` sees
+ * its chunk as rows [r0, r1). */
+#define FOR_ROW_CHUNKS(rows, call)                                                                \
+    do {                                                                                          \
+        int64_t rows_ = (rows), chunks_ = (rows_ + ROW_CHUNK - 1) / ROW_CHUNK;                    \
+        _Pragma("omp parallel for schedule(static)")                                              \
+        for (int64_t c_ = 0; c_ < chunks_; c_++) {                                                \
+            int64_t r0 = c_ * ROW_CHUNK, r1 = chunk_end(c_, rows_);                               \
+            call;                                                                                 \
+        }                                                                                         \
+    } while (0)
 
-void kern_simd_causal_backward(const struct kern_softmax *op, float *dx, const float *dy,
-                               const float *y)
-{
-    int64_t chunks = (op->rows + ROW_CHUNK - 1) / ROW_CHUNK;
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; c++)
-        causal_backward_rows(dx, dy, y, c * ROW_CHUNK, chunk_end(c, op->rows), op->cols);
-}
 
 void kern_simd_xent_forward(struct kern_xent *op, float *losses, float *probs,
                             const float *logits, const int32_t *targets)
 {
-    int64_t chunks = (op->rows + ROW_CHUNK - 1) / ROW_CHUNK;
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; c++)
-        xent_forward_rows(losses, probs, logits, targets, c * ROW_CHUNK, chunk_end(c, op->rows),
-                          op->vocab);
+    FOR_ROW_CHUNKS(op->rows, xent_forward_rows(losses, probs, logits, targets, r0, r1, op->vocab));
 }
 
 void kern_simd_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
                              const int32_t *targets, float scale)
 {
-    int64_t chunks = (op->rows + ROW_CHUNK - 1) / ROW_CHUNK;
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; c++)
-        xent_backward_rows(dlogits, probs, targets, scale, c * ROW_CHUNK, chunk_end(c, op->rows),
-                           op->vocab);
+    FOR_ROW_CHUNKS(op->rows, xent_backward_rows(dlogits, probs, targets, scale, r0, r1, op->vocab));
+}
+
+/* ---- attention: the row steps between the tile matmuls (kern_impl.h) ----------------------- */
+
+/* Row rr of a (B, H, bq, bk) score tile of queries [q0, q0 + bq) and keys [k0, k0 + bk). */
+struct tile_row {
+    int64_t score;            /* offset of its scores in the tile buffer */
+    int64_t stat;             /* index in the (B, H, tile) statistics of the query tile */
+    int64_t seq;              /* index in the (B, H, T) statistics */
+    int64_t out;              /* offset of its head's slice in a (B, T, C) row */
+    int64_t len;              /* visible keys: all bk, or up to the query on the diagonal */
+};
+
+static inline struct tile_row tile_row(const struct kern_attention *op, int64_t rr, int64_t q0,
+                                       int64_t bq, int64_t k0, int64_t bk)
+{
+    int64_t bh = rr / bq, r = rr % bq, b = bh / op->H, h = bh % op->H;
+    struct tile_row g = {.score = (bh * op->tile + r) * op->tile, .stat = bh * op->tile + r,
+                         .seq = bh * op->T + q0 + r,
+                         .out = (b * op->T + q0 + r) * op->H * op->D + h * op->D,
+                         .len = k0 == q0 ? r + 1 : bk};
+    return g;
+}
+
+/* p = exp(s - shift) on the visible keys, exactly 0 on the rest of [0, bk); returns sum(p). */
+static inline float tile_exp(float *s, const struct tile_row *g, int64_t bk, float shift)
+{
+    int64_t n = window(g->len, bk);
+    float sum = exp_shift_sum(s, s, g->len, n, shift);
+    memset(s + n, 0, (size_t)(bk - n) * sizeof *s);
+    return sum;
+}
+
+KERN_CLONES static void online_rows(const struct kern_attention *op, float *s, float *m,
+                                    float *l, float *y, int64_t q0, int64_t bq, int64_t k0,
+                                    int64_t bk, int64_t r0, int64_t r1)
+{
+    for (int64_t rr = r0; rr < r1; rr++) {
+        struct tile_row g = tile_row(op, rr, q0, bq, k0, bk);
+        float *sr = s + g.score;
+        float mx = row_max(sr, g.len, window(g.len, bk));
+        if (k0 == 0) { /* the first key tile: no earlier sums to rescale */
+            l[g.stat] = tile_exp(sr, &g, bk, mx);
+            m[g.stat] = mx;
+            continue;
+        }
+        float m_new = mx > m[g.stat] ? mx : m[g.stat];
+        float alpha = exp_approx(m[g.stat] - m_new);
+        l[g.stat] = l[g.stat] * alpha + tile_exp(sr, &g, bk, m_new);
+        m[g.stat] = m_new;
+        scale_row(y + g.out, y + g.out, op->D, alpha);
+    }
+}
+
+KERN_CLONES static void finish_rows(const struct kern_attention *op, float *y, float *lse,
+                                    const float *m, const float *l, int64_t q0, int64_t bq,
+                                    int64_t r0, int64_t r1)
+{
+    for (int64_t rr = r0; rr < r1; rr++) {
+        struct tile_row g = tile_row(op, rr, q0, bq, q0, bq);
+        scale_row(y + g.out, y + g.out, op->D, 1.0f / l[g.stat]);
+        lse[g.seq] = (float)((double)m[g.stat] + log((double)l[g.stat]));
+    }
+}
+
+KERN_CLONES static void delta_rows(const struct kern_attention *op, float *delta,
+                                   const float *dy, const float *y, int64_t r0, int64_t r1)
+{
+    for (int64_t rr = r0; rr < r1; rr++) {
+        struct tile_row g = tile_row(op, rr, 0, op->T, 0, op->T);
+        delta[g.seq] = dot_row(dy + g.out, y + g.out, op->D);
+    }
+}
+
+KERN_CLONES static void probs_rows(const struct kern_attention *op, float *s, const float *lse,
+                                   int64_t q0, int64_t bq, int64_t k0, int64_t bk, int64_t r0,
+                                   int64_t r1)
+{
+    for (int64_t rr = r0; rr < r1; rr++) {
+        struct tile_row g = tile_row(op, rr, q0, bq, k0, bk);
+        tile_exp(s + g.score, &g, bk, lse[g.seq]);
+    }
+}
+
+KERN_CLONES static void dscores_rows(const struct kern_attention *op, float *dp, const float *p,
+                                     const float *delta, int64_t q0, int64_t bq, int64_t k0,
+                                     int64_t bk, int64_t r0, int64_t r1)
+{
+    for (int64_t rr = r0; rr < r1; rr++) {
+        struct tile_row g = tile_row(op, rr, q0, bq, k0, bk);
+        float *ds = dp + g.score, d = delta[g.seq];
+        const float *pr = p + g.score;
+#pragma omp simd
+        for (int64_t c = 0; c < bk; c++)
+            ds[c] = pr[c] * (ds[c] - d); /* 0 where masked: p is exactly 0 there */
+    }
+}
+
+void kern_simd_attn_online(const struct kern_attention *op, float *s, float *m, float *l,
+                           float *y, int64_t q0, int64_t bq, int64_t k0, int64_t bk)
+{
+    FOR_ROW_CHUNKS(op->B * op->H * bq, online_rows(op, s, m, l, y, q0, bq, k0, bk, r0, r1));
+}
+
+void kern_simd_attn_finish(const struct kern_attention *op, float *y, float *lse,
+                           const float *m, const float *l, int64_t q0, int64_t bq)
+{
+    FOR_ROW_CHUNKS(op->B * op->H * bq, finish_rows(op, y, lse, m, l, q0, bq, r0, r1));
+}
+
+void kern_simd_attn_delta(const struct kern_attention *op, float *delta, const float *dy,
+                          const float *y)
+{
+    FOR_ROW_CHUNKS(op->B * op->H * op->T, delta_rows(op, delta, dy, y, r0, r1));
+}
+
+void kern_simd_attn_probs(const struct kern_attention *op, float *s, const float *lse,
+                          int64_t q0, int64_t bq, int64_t k0, int64_t bk)
+{
+    FOR_ROW_CHUNKS(op->B * op->H * bq, probs_rows(op, s, lse, q0, bq, k0, bk, r0, r1));
+}
+
+void kern_simd_attn_dscores(const struct kern_attention *op, float *dp, const float *p,
+                            const float *delta, int64_t q0, int64_t bq, int64_t k0, int64_t bk)
+{
+    FOR_ROW_CHUNKS(op->B * op->H * bq, dscores_rows(op, dp, p, delta, q0, bq, k0, bk, r0, r1));
 }
