@@ -1,9 +1,10 @@
 /* check_kernels.c: Check suite of the kernels module.
  *
  * "core":   hand-computed values for the reference backend; the oneDNN backend against the
- *           reference at the model's seed shapes and at odd small shapes; finite-difference
- *           gradient checks of every reference backward; exact zeros under the causal mask;
- *           accuracy of the vectorized exp; bit-identical reruns.
+ *           reference at the model's seed shapes and at odd small shapes (attention: tiles
+ *           with edges); finite-difference gradient checks of every reference backward and of
+ *           the oneDNN attention's; causality of the attention to the bit; accuracy of the
+ *           vectorized exp; bit-identical reruns, and on 1 and 2 threads.
  * "errors": bad shapes and bad backend names return RZ_ECONFIG with a message naming the op.
  *
  * Tolerance for oneDNN vs reference (fp32 against a double-accumulating reference):
@@ -17,6 +18,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,145 +442,186 @@ START_TEST(test_gelu_grad_fd)
 }
 END_TEST
 
-/* ---- softmax ------------------------------------------------------------------------------- */
+/* ---- attention ----------------------------------------------------------------------------- */
 
-static struct kern_softmax *sm_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, bool causal)
+struct attn_shape {
+    int64_t B, T, H, D, tile;
+};
+
+/* The seed model's shape with the backend's tile; small shapes whose tiles leave an edge (T = 7
+ * in tiles of 3, T = 10 in tiles of 4), one tile of 1 (every tile a diagonal), and one tile. */
+static const struct attn_shape attn_shapes[] = {
+    {16, 128, 4, 64, 0}, {2, 7, 3, 5, 3}, {1, 10, 2, 8, 4}, {2, 4, 1, 3, 1}, {1, 5, 2, 4, 0},
+};
+
+static struct kern_attention *attn_new(struct kern_ctx *ctx, const struct attn_shape *s)
 {
-    struct kern_softmax *op = NULL;
+    struct kern_attention *op = NULL;
     struct rz_err err;
-    ck_assert_msg(kern_softmax_create(&op, ctx, rows, cols, causal, &err) == RZ_OK, "%s",
-                  err.msg);
+    ck_assert_msg(kern_attention_create(&op, ctx, s->B, s->T, s->H, s->D, s->tile, &err) == RZ_OK,
+                  "%s", err.msg);
     return op;
 }
 
-START_TEST(test_ref_softmax_hand)
+/* The tensors of one attention call: qkv (B, T, 3C), y and dy (B, T, C), lse (B, H, T). */
+struct attn_bufs {
+    size_t nqkv, ny, nlse;
+    float *qkv, *y, *dy, *lse, *dqkv;
+};
+
+static struct attn_bufs attn_bufs(const struct attn_shape *s, uint32_t seed, float range)
 {
-    /* softmax([0, ln 2]) = [1/3, 2/3]; causal row 0 sees only column 0 */
-    const float x[] = {0.0f, 0.69314718f, 0.0f, 0.69314718f};
-    float y[4];
-    struct kern_softmax *op = sm_new(g_ref, 1, 2, false);
-    kern_softmax_forward(op, y, x);
-    ck_assert_double_eq_tol((double)y[0], 1.0 / 3.0, 1e-7);
-    ck_assert_double_eq_tol((double)y[1], 2.0 / 3.0, 1e-7);
-    kern_softmax_destroy(op);
-    op = sm_new(g_ref, 2, 2, true);
-    kern_softmax_forward(op, y, x);
-    ck_assert(y[0] == 1.0f && y[1] == 0.0f);
-    ck_assert_double_eq_tol((double)y[2], 1.0 / 3.0, 1e-7);
-    ck_assert_double_eq_tol((double)y[3], 2.0 / 3.0, 1e-7);
-    kern_softmax_destroy(op);
+    struct attn_bufs b = {.nqkv = (size_t)(s->B * s->T * 3 * s->H * s->D),
+                          .ny = (size_t)(s->B * s->T * s->H * s->D),
+                          .nlse = (size_t)(s->B * s->H * s->T)};
+    b.qkv = vec(b.nqkv), b.dy = random_vec(b.ny, seed + 1);
+    fill(b.qkv, b.nqkv, seed, -range, range);
+    b.y = vec(b.ny), b.lse = vec(b.nlse), b.dqkv = vec(b.nqkv);
+    fill(b.y, b.ny, 7, 1.0f, 2.0f); /* garbage: every output must be written */
+    fill(b.dqkv, b.nqkv, 8, 1.0f, 2.0f);
+    return b;
+}
+
+static void attn_bufs_free(struct attn_bufs *b)
+{
+    free(b->qkv), free(b->y), free(b->dy), free(b->lse), free(b->dqkv);
+}
+
+static void attn_run(struct kern_attention *op, struct attn_bufs *b)
+{
+    kern_attention_forward(op, b->y, b->lse, b->qkv);
+    kern_attention_backward(op, b->dqkv, b->dy, b->qkv, b->y, b->lse);
+}
+
+START_TEST(test_ref_attention_hand)
+{
+    /* B = H = D = 1, T = 2: q = (1, 2), k = (3, 3 + ln 2 / 2), v = (5, 7).  Token 0 sees only
+     * itself: y0 = v0, lse0 = q0 k0 = 3.  Token 1: scores 2 * 3 = 6 and 6 + ln 2, so
+     * p = (1/3, 2/3), y1 = 5/3 + 14/3 = 19/3, lse1 = 6 + ln 3. */
+    const float k1 = 3.0f + 0.5f * 0.69314718f;
+    const float qkv[] = {1, 3, 5, 2, k1, 7};
+    float y[2], lse[2];
+    const struct attn_shape s = {1, 2, 1, 1, 0};
+    struct kern_attention *op = attn_new(g_ref, &s);
+    kern_attention_forward(op, y, lse, qkv);
+    ck_assert(y[0] == 5.0f && lse[0] == 3.0f);
+    ck_assert_double_eq_tol((double)y[1], 19.0 / 3.0, 1e-6);
+    ck_assert_double_eq_tol((double)lse[1], 6.0 + log(3.0), 1e-6);
+    kern_attention_destroy(op);
 }
 END_TEST
 
-/* Every entry above the diagonal of each (cols, cols) block is exactly 0. */
-static void assert_masked_zero(const float *y, int64_t rows, int64_t cols, const char *what)
+/* Both backends from the same inputs; the backward from the reference's y and lse. */
+START_TEST(test_attention_dnnl_vs_ref)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t c = r % cols + 1; c < cols; c++)
-            ck_assert_msg(y[r * cols + c] == 0.0f, "%s: masked (%lld, %lld) = %g", what,
-                          (long long)r, (long long)c, (double)y[r * cols + c]);
-    }
-}
-
-static void compare_softmax(int64_t rows, int64_t cols, bool causal, uint32_t seed)
-{
-    size_t n = (size_t)(rows * cols);
-    float *x = vec(n), *dy = random_vec(n, seed + 1);
-    fill(x, n, seed, -8.0f, 8.0f);
-    float *y[2], *dx[2];
+    const struct attn_shape *s = &attn_shapes[_i];
+    struct attn_bufs b[2] = {attn_bufs(s, 40, 2.0f), attn_bufs(s, 40, 2.0f)};
     struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
     for (int i = 0; i < 2; i++) {
-        y[i] = vec(n), dx[i] = vec(n);
-        fill(y[i], n, 7, 1.0f, 2.0f); /* garbage in the outputs: masked zeros must be written */
-        fill(dx[i], n, 8, 1.0f, 2.0f);
-        struct kern_softmax *op = sm_new(ctx[i], rows, cols, causal);
-        kern_softmax_forward(op, y[i], x);
-        kern_softmax_backward(op, dx[i], dy, y[0]); /* both from the reference y */
-        kern_softmax_destroy(op);
-        if (causal) {
-            assert_masked_zero(y[i], rows, cols, i ? "dnnl softmax y" : "ref softmax y");
-            assert_masked_zero(dx[i], rows, cols, i ? "dnnl softmax dx" : "ref softmax dx");
-        }
+        struct kern_attention *op = attn_new(ctx[i], s);
+        kern_attention_forward(op, b[i].y, b[i].lse, b[i].qkv);
+        kern_attention_backward(op, b[i].dqkv, b[i].dy, b[i].qkv, b[0].y, b[0].lse);
+        kern_attention_destroy(op);
     }
-    assert_close(y[1], y[0], n, TOL_DNNL, causal ? "causal softmax y" : "softmax y");
-    assert_close(dx[1], dx[0], n, TOL_DNNL, causal ? "causal softmax dx" : "softmax dx");
-    for (int i = 0; i < 2; i++)
-        free(y[i]), free(dx[i]);
-    free(x), free(dy);
-}
-
-START_TEST(test_softmax_dnnl_vs_ref)
-{
-    compare_softmax(8192, 128, true, 50);
-    compare_softmax(2 * 5, 5, true, 60);
-    compare_softmax(3, 5, false, 70);
-    compare_softmax(512, 128, false, 80);
+    char what[96];
+    snprintf(what, sizeof what, "attention B=%lld T=%lld H=%lld D=%lld tile %lld",
+             (long long)s->B, (long long)s->T, (long long)s->H, (long long)s->D,
+             (long long)s->tile);
+    assert_close(b[1].y, b[0].y, b[0].ny, TOL_DNNL, what);
+    assert_close(b[1].lse, b[0].lse, b[0].nlse, TOL_DNNL, what);
+    assert_close(b[1].dqkv, b[0].dqkv, b[0].nqkv, TOL_DNNL, what);
+    attn_bufs_free(&b[0]);
+    attn_bufs_free(&b[1]);
 }
 END_TEST
 
-START_TEST(test_softmax_grad_fd)
+/* L = sum(w * y) for the finite differences. */
+static double attn_loss(struct kern_attention *op, struct attn_bufs *b)
 {
-    enum { T = 4, R = 2 * T, N = R * T };
-    float x[N], w[N], y[N], dx[N];
-    fill(x, N, 9, -2.0f, 2.0f);
-    fill(w, N, 10, -1.0f, 1.0f);
-    struct kern_softmax *op = sm_new(g_ref, R, T, true);
-    kern_softmax_forward(op, y, x);
-    kern_softmax_backward(op, dx, w, y);
-    for (size_t i = 0; i < N; i++) {
-        float x0 = x[i];
-        x[i] = x0 + FD_H;
-        double up = (double)x[i];
-        kern_softmax_forward(op, y, x);
-        double lp = dot_d(w, y, N);
-        x[i] = x0 - FD_H;
-        double um = (double)x[i];
-        kern_softmax_forward(op, y, x);
-        double lm = dot_d(w, y, N);
-        x[i] = x0;
-        assert_grad((lp - lm) / (up - um), (double)dx[i], "causal softmax dx", i);
+    kern_attention_forward(op, b->y, b->lse, b->qkv);
+    return dot_d(b->dy, b->y, b->ny);
+}
+
+/* dqkv of both backends against central differences of L, on shapes with edge tiles. */
+START_TEST(test_attention_grad_fd)
+{
+    struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
+    const struct attn_shape *s = &attn_shapes[1 + _i % 3];
+    struct attn_bufs b = attn_bufs(s, 41, 1.0f);
+    struct kern_attention *op = attn_new(ctx[_i / 3], s);
+    attn_run(op, &b);
+    float *an = copy_of(b.dqkv, b.nqkv);
+    for (size_t i = 0; i < b.nqkv; i++) {
+        float x0 = b.qkv[i];
+        b.qkv[i] = x0 + FD_H;
+        double up = (double)b.qkv[i], lp = attn_loss(op, &b);
+        b.qkv[i] = x0 - FD_H;
+        double um = (double)b.qkv[i], lm = attn_loss(op, &b);
+        b.qkv[i] = x0;
+        assert_grad((lp - lm) / (up - um), (double)an[i], _i < 3 ? "ref dqkv" : "dnnl dqkv", i);
     }
-    kern_softmax_destroy(op);
+    kern_attention_destroy(op);
+    free(an);
+    attn_bufs_free(&b);
 }
 END_TEST
 
-START_TEST(test_softmax_deterministic)
+/* Causality: changing the last token's q, k and v changes no earlier output, to the bit. */
+START_TEST(test_attention_causal)
 {
-    const int64_t rows = 8192, cols = 128;
-    size_t n = (size_t)(rows * cols);
-    float *x = random_vec(n, 11), *dy = random_vec(n, 12);
-    float *y1 = vec(n), *y2 = vec(n), *d1 = vec(n), *d2 = vec(n);
-    struct kern_softmax *op = sm_new(g_dnnl, rows, cols, true);
-    kern_softmax_forward(op, y1, x);
-    kern_softmax_forward(op, y2, x);
-    kern_softmax_backward(op, d1, dy, y1);
-    kern_softmax_backward(op, d2, dy, y1);
-    ck_assert(memcmp(y1, y2, n * sizeof *y1) == 0);
-    ck_assert(memcmp(d1, d2, n * sizeof *d1) == 0);
-    kern_softmax_destroy(op);
-    free(x), free(dy), free(y1), free(y2), free(d1), free(d2);
+    const struct attn_shape *s = &attn_shapes[_i % 2 ? 2 : 0];
+    struct kern_ctx *ctx = _i < 2 ? g_ref : g_dnnl;
+    struct attn_bufs b = attn_bufs(s, 42, 2.0f);
+    struct kern_attention *op = attn_new(ctx, s);
+    kern_attention_forward(op, b.y, b.lse, b.qkv);
+    float *y0 = copy_of(b.y, b.ny);
+    size_t C = (size_t)(s->H * s->D);
+    for (int64_t bb = 0; bb < s->B; bb++)
+        fill(b.qkv + ((size_t)(bb * s->T + s->T - 1)) * 3 * C, 3 * C, 43, -2.0f, 2.0f);
+    kern_attention_forward(op, b.y, b.lse, b.qkv);
+    for (int64_t bb = 0; bb < s->B; bb++) {
+        size_t first = (size_t)(bb * s->T) * C, n = (size_t)(s->T - 1) * C;
+        ck_assert_msg(memcmp(b.y + first, y0 + first, n * sizeof *y0) == 0,
+                      "an earlier token's output moved (backend %d)", _i < 2 ? 0 : 1);
+        ck_assert(memcmp(b.y + first + n, y0 + first + n, C * sizeof *y0) != 0);
+    }
+    kern_attention_destroy(op);
+    free(y0);
+    attn_bufs_free(&b);
 }
 END_TEST
 
-/* The in-place contract of kernels.h: backward with dx == dy gives the out-of-place result bit
- * for bit, on both backends (the model relies on it to save activation memory). */
+/* Bit-identical when run again and on 1 or 2 threads (exact resume and world-size invariance
+ * rely on it). */
+START_TEST(test_attention_deterministic)
+{
+    const struct attn_shape *s = &attn_shapes[_i];
+    struct attn_bufs a = attn_bufs(s, 44, 2.0f), b = attn_bufs(s, 44, 2.0f);
+    struct attn_bufs c = attn_bufs(s, 44, 2.0f);
+    struct kern_attention *op = attn_new(g_dnnl, s);
+    omp_set_num_threads(1);
+    attn_run(op, &a);
+    attn_run(op, &b);
+    omp_set_num_threads(2);
+    attn_run(op, &c);
+    omp_set_num_threads(1);
+    ck_assert(memcmp(a.y, b.y, a.ny * sizeof *a.y) == 0);
+    ck_assert(memcmp(a.dqkv, b.dqkv, a.nqkv * sizeof *a.y) == 0);
+    ck_assert_msg(memcmp(a.y, c.y, a.ny * sizeof *a.y) == 0, "y differs on 2 threads");
+    ck_assert_msg(memcmp(a.lse, c.lse, a.nlse * sizeof *a.y) == 0, "lse differs on 2 threads");
+    ck_assert_msg(memcmp(a.dqkv, c.dqkv, a.nqkv * sizeof *a.y) == 0,
+                  "dqkv differs on 2 threads");
+    kern_attention_destroy(op);
+    attn_bufs_free(&a);
+    attn_bufs_free(&b);
+    attn_bufs_free(&c);
+}
+END_TEST
+
 START_TEST(test_backward_in_place)
 {
     struct kern_ctx *ctxs[2] = {g_ref, g_dnnl};
     for (int b = 0; b < 2; b++) {
-        for (int causal = 0; causal < 2; causal++) {
-            const int64_t rows = 96, cols = 32;
-            size_t n = (size_t)(rows * cols);
-            float *x = random_vec(n, 21), *y = vec(n), *dy = random_vec(n, 22), *dx = vec(n);
-            struct kern_softmax *op = sm_new(ctxs[b], rows, cols, causal != 0);
-            kern_softmax_forward(op, y, x);
-            kern_softmax_backward(op, dx, dy, y);
-            kern_softmax_backward(op, dy, dy, y);
-            ck_assert_msg(memcmp(dx, dy, n * sizeof *dx) == 0, "softmax backend %d causal %d", b,
-                          causal);
-            kern_softmax_destroy(op);
-            free(x), free(y), free(dy), free(dx);
-        }
         const int64_t n = 4096;
         float *x = random_vec((size_t)n, 23), *dy = random_vec((size_t)n, 24), *dx = vec((size_t)n);
         struct kern_gelu *g = NULL;
@@ -598,15 +641,15 @@ START_TEST(test_exp_accuracy)
     float *x = vec(N), *y = vec(N);
     for (int i = 0; i < N; i++) /* [-87.3, 88] */
         x[i] = -87.3f + 175.3f * (float)i / (float)(N - 1);
-    kern_dnnl_exp(y, x, N);
+    kern_simd_exp(y, x, N);
     double worst = 0.0;
     for (int i = 0; i < N; i++) {
         double want = exp((double)x[i]);
         worst = fmax(worst, fabs((double)y[i] - want) / want);
     }
-    ck_assert_msg(worst < 1e-6, "max relative error of kern_dnnl_exp %g", worst);
+    ck_assert_msg(worst < 1e-6, "max relative error of kern_simd_exp %g", worst);
     x[0] = -INFINITY, x[1] = -100.0f, x[2] = 0.0f;
-    kern_dnnl_exp(y, x, 3);
+    kern_simd_exp(y, x, 3);
     ck_assert(y[0] == 0.0f && y[1] == 0.0f && y[2] == 1.0f);
     free(x), free(y);
 }
@@ -816,7 +859,7 @@ START_TEST(test_bad_other_sizes)
     struct rz_err err;
     struct kern_layernorm *ln = NULL;
     struct kern_gelu *ge = NULL;
-    struct kern_softmax *sm = NULL;
+    struct kern_attention *at = NULL;
     struct kern_xent *xe = NULL;
     const int64_t huge = (int64_t)1 << 62;
     assert_config_error(kern_layernorm_create(&ln, ctx, 0, 256, 1e-5f, &err), &err, "layernorm");
@@ -826,12 +869,17 @@ START_TEST(test_bad_other_sizes)
     assert_config_error(kern_layernorm_create(&ln, ctx, 8, 8, -1.0f, &err), &err, "layernorm");
     assert_config_error(kern_gelu_create(&ge, ctx, 0, &err), &err, "gelu");
     assert_config_error(kern_gelu_create(&ge, ctx, huge, &err), &err, "gelu");
-    assert_config_error(kern_softmax_create(&sm, ctx, -8, 128, true, &err), &err, "softmax");
-    assert_config_error(kern_softmax_create(&sm, ctx, 100, 128, true, &err), &err, "softmax");
+    assert_config_error(kern_attention_create(&at, ctx, 2, 128, 0, 64, 0, &err), &err,
+                        "attention");
+    assert_config_error(kern_attention_create(&at, ctx, 2, -1, 4, 64, 0, &err), &err, "attention");
+    assert_config_error(kern_attention_create(&at, ctx, 1, huge, 1, 1, 0, &err), &err,
+                        "attention"); /* T^2 overflows */
+    assert_config_error(kern_attention_create(&at, ctx, 2, 128, 4, 64, -1, &err), &err,
+                        "attention");
     assert_config_error(kern_xent_create(&xe, ctx, 16, 0, &err), &err, "xent");
     assert_config_error(kern_xent_create(&xe, ctx, 1, (int64_t)INT32_MAX + 1, &err), &err,
                         "xent");
-    ck_assert(ln == NULL && ge == NULL && sm == NULL && xe == NULL);
+    ck_assert(ln == NULL && ge == NULL && at == NULL && xe == NULL);
 }
 END_TEST
 
@@ -884,16 +932,16 @@ static void run_gelu_bwd(void *p)
     kern_gelu_backward(tb->op, tb->c, tb->b, tb->a);
 }
 
-static void run_sm_fwd(void *p)
+static void run_attn_fwd(void *p)
 {
     struct timing_bufs *tb = p;
-    kern_softmax_forward(tb->op, tb->b, tb->a);
+    kern_attention_forward(tb->op, tb->b, tb->e, tb->a);
 }
 
-static void run_sm_bwd(void *p)
+static void run_attn_bwd(void *p)
 {
     struct timing_bufs *tb = p;
-    kern_softmax_backward(tb->op, tb->c, tb->a, tb->b);
+    kern_attention_backward(tb->op, tb->c, tb->b, tb->a, tb->b, tb->e);
 }
 
 static void run_xent_fwd(void *p)
@@ -933,7 +981,7 @@ static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
 {
     struct kern_layernorm *ln = NULL;
     struct kern_gelu *ge = NULL;
-    struct kern_softmax *sm = NULL;
+    struct kern_attention *at = NULL;
     struct kern_xent *xe = NULL;
     struct rz_err err;
     if (kern_layernorm_create(&ln, ctx, 2048, 256, 1e-5f, &err) == RZ_OK) {
@@ -946,10 +994,10 @@ static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
         printf("  gelu 2048*512 fwd      %9.3f ms\n", time_ms(run_gelu_fwd, tb, reps));
         printf("  gelu 2048*512 bwd      %9.3f ms\n", time_ms(run_gelu_bwd, tb, reps));
     }
-    if (kern_softmax_create(&sm, ctx, 8192, 128, true, &err) == RZ_OK) {
-        tb->op = sm;
-        printf("  softmax causal 8192x128 fwd %9.3f ms\n", time_ms(run_sm_fwd, tb, reps));
-        printf("  softmax causal 8192x128 bwd %9.3f ms\n", time_ms(run_sm_bwd, tb, reps));
+    if (kern_attention_create(&at, ctx, 16, 128, 4, 64, 0, &err) == RZ_OK) {
+        tb->op = at; /* qkv (2048, 768) in a, y and dy in b, lse in e */
+        printf("  attention 16x128, 4x64 fwd %9.3f ms\n", time_ms(run_attn_fwd, tb, reps));
+        printf("  attention 16x128, 4x64 bwd %9.3f ms\n", time_ms(run_attn_bwd, tb, reps));
     }
     if (kern_xent_create(&xe, ctx, 2048, 2048, &err) == RZ_OK) {
         tb->op = xe;
@@ -958,7 +1006,7 @@ static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
     }
     kern_layernorm_destroy(ln);
     kern_gelu_destroy(ge);
-    kern_softmax_destroy(sm);
+    kern_attention_destroy(at);
     kern_xent_destroy(xe);
 }
 
@@ -1030,10 +1078,11 @@ static Suite *kernels_suite(void)
     tcase_add_test(core, test_ref_gelu_hand);
     tcase_add_test(core, test_gelu_dnnl_vs_ref);
     tcase_add_test(core, test_gelu_grad_fd);
-    tcase_add_test(core, test_ref_softmax_hand);
-    tcase_add_test(core, test_softmax_dnnl_vs_ref);
-    tcase_add_test(core, test_softmax_grad_fd);
-    tcase_add_test(core, test_softmax_deterministic);
+    tcase_add_test(core, test_ref_attention_hand);
+    tcase_add_loop_test(core, test_attention_dnnl_vs_ref, 0, (int)RZ_ARRAY_LEN(attn_shapes));
+    tcase_add_loop_test(core, test_attention_grad_fd, 0, 6);
+    tcase_add_loop_test(core, test_attention_causal, 0, 4);
+    tcase_add_loop_test(core, test_attention_deterministic, 0, 3);
     tcase_add_test(core, test_backward_in_place);
     tcase_add_test(core, test_exp_accuracy);
     tcase_add_test(core, test_ref_xent_hand);

@@ -1,7 +1,9 @@
-/* kernels.h: the one math interface of the trainer, with two backends behind it.
+/* kernels.h: the one math interface of the trainer, with two backends behind it, each one const
+ * table of functions (struct kern_ops, kern_impl.h) that this interface dispatches through:
  *
  *   KERN_REF   plain C11 reference: obviously-correct loops, used by the tests as ground truth
- *   KERN_DNNL  Intel oneDNN primitives (the only file that includes dnnl.h is kern_dnnl.c)
+ *   KERN_DNNL  Intel oneDNN primitives (the only file that includes dnnl.h is kern_dnnl.c), plus
+ *              our own vectorized row kernels where oneDNN has no fitting primitive (kern_simd.c)
  *
  * Every op is *planned* once for fixed shapes at start-up (x_create: for oneDNN this creates the
  * primitive descriptor and primitive) and only *executed* in the training step (x_forward /
@@ -77,18 +79,25 @@ void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x);
 void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x);
 void kern_gelu_destroy(struct kern_gelu *op);
 
-/* ---- row softmax, optionally causal --------------------------------------------------------
- * x, y are (rows, cols).  With `causal`, rows come in square blocks of `cols` rows (attention
- * scores (B*H*T, T)): row r may only see columns c <= r % cols; masked outputs are exactly 0.
- * forward:  y = softmax(x) per row (x is not modified)
- * backward: dx = y * (dy - sum(y * dy)) per row, overwritten; dx is 0 where y is masked;
- *           dx may alias dy (in place) */
-struct kern_softmax;
-enum rz_status kern_softmax_create(struct kern_softmax **out, struct kern_ctx *ctx, int64_t rows,
-                                   int64_t cols, bool causal, struct rz_err *err);
-void kern_softmax_forward(struct kern_softmax *op, float *y, const float *x);
-void kern_softmax_backward(struct kern_softmax *op, float *dx, const float *dy, const float *y);
-void kern_softmax_destroy(struct kern_softmax *op);
+/* ---- causal multi-head self-attention (the core, without the projections) -------------------
+ * qkv (B, T, 3C) holds q | k | v for each token, head h in columns [h D, (h + 1) D) of each third
+ * (D = C / H); it is read in place, never copied.  Per (b, h), with S = q k^T / sqrt(D) (T, T)
+ * and the causal mask (query t sees keys t' <= t):
+ * forward:  y (B, T, C) = softmax(S) v, heads side by side as in qkv's thirds; lse (B, H, T) =
+ *           the log-sum-exp of each masked row of S: the O(B H T) statistics that the backward
+ *           needs instead of the (T, T) probabilities (Dao et al. 2022, FlashAttention).
+ * backward: dqkv (B, T, 3C), overwritten, from dy (B, T, C), qkv, and the forward's y and lse.
+ * The oneDNN backend works in (tile, tile) blocks with an online softmax (Milakov & Gimelshein
+ * 2018), skips the blocks above the diagonal and keeps O(B H tile^2) scratch; `tile` = 0 lets
+ * it choose.  The reference backend computes whole rows in double and ignores `tile`. */
+struct kern_attention;
+enum rz_status kern_attention_create(struct kern_attention **out, struct kern_ctx *ctx,
+                                     int64_t batch, int64_t seq, int64_t heads, int64_t head_dim,
+                                     int64_t tile, struct rz_err *err);
+void kern_attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv);
+void kern_attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
+                             const float *qkv, const float *y, const float *lse);
+void kern_attention_destroy(struct kern_attention *op);
 
 /* ---- softmax cross-entropy over a vocabulary ------------------------------------------------
  * logits (rows, vocab), targets (rows) in [0, vocab).

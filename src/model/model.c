@@ -34,27 +34,30 @@ struct param_views {
     float *head_w, *head_b;   /* (V, C), (V) */
 };
 
-/* Per-layer saved activations (views into the activation buffer). */
-struct layer_acts {
-    float *x;                 /* (N, C) residual stream entering the layer */
+/* What one block keeps from its forward for its backward: views into the activation buffer.
+ * Everything here but `x`, the block's input, can be computed again from x and the parameters by
+ * block_forward: activation recomputation keeps x alone per block, plus one more struct like
+ * this for the block being recomputed (carve_block lays one out anywhere). */
+struct block_acts {
+    float *x;                 /* (N, C) residual stream entering the block */
     float *ln1, *ln1_mean, *ln1_var;   /* (N, C), (N), (N) */
-    struct attention_saved att;        /* q, k, v (B, H, T, D); att (B, H, T, T) */
+    float *qkv;               /* (N, 3C) q | k | v, read in place by the attention */
     float *atty;              /* (N, C) attention output before the projection */
+    float *lse;               /* (B, H, T) log-sum-exp of the attention rows */
     float *x2;                /* (N, C) residual stream after attention */
-    float *ln2, *ln2_mean, *ln2_var;
+    float *ln2, *ln2_mean, *ln2_var;   /* (N, C), (N), (N) */
     float *fc;                /* (N, F) before GELU */
     float *fcg;               /* (N, F) after GELU */
 };
 
 struct acts {
-    struct layer_acts *layers;
-    float *x_out;             /* (N, C) residual stream after the last layer */
+    struct block_acts *blocks; /* L of them */
+    float *x_out;             /* (N, C) residual stream after the last block */
     float *lnf, *lnf_mean, *lnf_var;
     float *probs;             /* (N, V) logits, then probabilities, then d logits */
     float *losses;            /* (N) */
-    /* scratch shared by all layers */
-    float *qkv;               /* (N, 3C): forward qkv, backward d qkv */
-    struct attention_scratch att;
+    /* scratch shared by all blocks */
+    float *dqkv;              /* (N, 3C) */
     float *tmp;               /* (N, C) */
     float *dresid, *dln, *dtmp, *datty;  /* (N, C) */
     float *dfcg;              /* (N, F): d gelu output, then (in place) d fc pre-activation */
@@ -82,7 +85,7 @@ struct model {
     struct acts a;
     int32_t *inputs, *targets; /* (N) copies of the last forward's tokens */
     struct linear qkv, proj, fc, fc2, head;
-    struct attention attn;
+    struct kern_attention *attn;
     struct kern_layernorm *ln;
     struct kern_gelu *gelu;
     struct kern_xent *xent;
@@ -304,50 +307,45 @@ static float *carve(float **cursor, size_t *total, int64_t count)
     return p;
 }
 
+/* Lays out one block's activations at the cursor. */
+static void carve_block(struct block_acts *k, float **cur, size_t *total,
+                        const struct model_dims *d)
+{
+    int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff;
+    k->x = carve(cur, total, N * C);
+    k->ln1 = carve(cur, total, N * C);
+    k->ln1_mean = carve(cur, total, N);
+    k->ln1_var = carve(cur, total, N);
+    k->qkv = carve(cur, total, 3 * N * C);
+    k->atty = carve(cur, total, N * C);
+    k->lse = carve(cur, total, d->batch * d->n_heads * d->seq_len);
+    k->x2 = carve(cur, total, N * C);
+    k->ln2 = carve(cur, total, N * C);
+    k->ln2_mean = carve(cur, total, N);
+    k->ln2_var = carve(cur, total, N);
+    k->fc = carve(cur, total, N * F);
+    k->fcg = carve(cur, total, N * F);
+}
+
 /* With base == NULL, only counts; returns the number of floats needed. */
 static size_t layout_acts(struct model *m, float *base)
 {
     const struct model_dims *d = &m->dims;
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
-    int64_t att = d->batch * d->n_heads * d->seq_len * d->seq_len;
     float *cur = base;
     size_t total = 0;
     struct acts *a = &m->a;
-    for (int64_t l = 0; l < d->n_layers; l++) {
-        struct layer_acts *la = &a->layers[l];
-        la->x = carve(&cur, &total, N * C);
-        la->ln1 = carve(&cur, &total, N * C);
-        la->ln1_mean = carve(&cur, &total, N);
-        la->ln1_var = carve(&cur, &total, N);
-        la->att.q = carve(&cur, &total, N * C);
-        la->att.k = carve(&cur, &total, N * C);
-        la->att.v = carve(&cur, &total, N * C);
-        la->att.att = carve(&cur, &total, att);
-        la->atty = carve(&cur, &total, N * C);
-        la->x2 = carve(&cur, &total, N * C);
-        la->ln2 = carve(&cur, &total, N * C);
-        la->ln2_mean = carve(&cur, &total, N);
-        la->ln2_var = carve(&cur, &total, N);
-        la->fc = carve(&cur, &total, N * F);
-        la->fcg = carve(&cur, &total, N * F);
-    }
+    for (int64_t l = 0; l < d->n_layers; l++)
+        carve_block(&a->blocks[l], &cur, &total, d);
     a->x_out = carve(&cur, &total, N * C);
     a->lnf = carve(&cur, &total, N * C);
     a->lnf_mean = carve(&cur, &total, N);
     a->lnf_var = carve(&cur, &total, N);
     a->probs = carve(&cur, &total, N * V);
     a->losses = carve(&cur, &total, N);
-    a->qkv = carve(&cur, &total, 3 * N * C);
-    /* Scratch that is dead before its partner is written shares memory (layers.h allows it):
-     * d_scores with scores, dq with heads, datty with tmp (forward only). */
-    a->att.scores = carve(&cur, &total, att);
-    a->att.d_scores = a->att.scores;
-    a->att.heads = carve(&cur, &total, N * C);
-    a->att.dq = a->att.heads;
-    a->att.dk = carve(&cur, &total, N * C);
-    a->att.dv = carve(&cur, &total, N * C);
+    a->dqkv = carve(&cur, &total, 3 * N * C);
     a->tmp = carve(&cur, &total, N * C);
-    a->datty = a->tmp;
+    a->datty = a->tmp; /* tmp is forward-only scratch (layers.h allows the sharing) */
     a->dresid = carve(&cur, &total, N * C);
     a->dln = carve(&cur, &total, N * C);
     a->dtmp = carve(&cur, &total, N * C);
@@ -364,10 +362,10 @@ void model_memory_plan(const struct model_dims *dims, struct model_memory *out)
     memset(&m, 0, sizeof m);
     m.dims = *dims;
     size_t n = table_count(dims);
-    m.a.layers = calloc((size_t)dims->n_layers, sizeof *m.a.layers);
+    m.a.blocks = calloc((size_t)dims->n_layers, sizeof *m.a.blocks);
     struct model_tensor *t = calloc(n, sizeof *t);
     struct grad_seg *seg = calloc((size_t)dims->n_layers + 2, sizeof *seg);
-    if (m.a.layers != NULL && t != NULL && seg != NULL) {
+    if (m.a.blocks != NULL && t != NULL && seg != NULL) {
         out->params = build_table(dims, t);
         out->acts = layout_acts(&m, NULL); /* counts only: no memory is touched */
         for (size_t i = 0; i < n; i++)
@@ -380,7 +378,7 @@ void model_memory_plan(const struct model_dims *dims, struct model_memory *out)
     }
     free(seg);
     free(t);
-    free(m.a.layers);
+    free(m.a.blocks);
 }
 
 size_t model_memory_bytes(const struct model_dims *dims)
@@ -388,11 +386,11 @@ size_t model_memory_bytes(const struct model_dims *dims)
     struct model m;
     memset(&m, 0, sizeof m);
     m.dims = *dims;
-    m.a.layers = calloc((size_t)dims->n_layers, sizeof *m.a.layers);
-    if (m.a.layers == NULL)
+    m.a.blocks = calloc((size_t)dims->n_layers, sizeof *m.a.blocks);
+    if (m.a.blocks == NULL)
         return 0;
     size_t act = layout_acts(&m, NULL); /* counts only: no memory is touched */
-    free(m.a.layers);
+    free(m.a.blocks);
     /* parameters, gradients and the two Adam moments, plus the activations */
     return (4 * model_count_params(dims) + act) * sizeof(float);
 }
@@ -419,7 +417,8 @@ static enum rz_status plan_ops(struct model *m, struct kern_ctx *ctx, struct rz_
     if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, err);
     if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, err);
     if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, err);
-    if (st == RZ_OK) st = attention_init(&m->attn, ctx, d->batch, d->seq_len, C, d->n_heads, err);
+    if (st == RZ_OK) st = kern_attention_create(&m->attn, ctx, d->batch, d->seq_len, d->n_heads,
+                                                C / d->n_heads, 0, err);
     if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, err);
     if (st == RZ_OK) st = kern_gelu_create(&m->gelu, ctx, N * F, err);
     if (st == RZ_OK) st = kern_xent_create(&m->xent, ctx, N, V, err);
@@ -442,10 +441,10 @@ enum rz_status model_create(struct model **out, const struct model_dims *dims,
     m->tensors = calloc(m->n_tensors, sizeof *m->tensors);
     struct layer_params *pl = calloc((size_t)dims->n_layers, sizeof *pl);
     struct layer_params *gl = calloc((size_t)dims->n_layers, sizeof *gl);
-    m->a.layers = calloc((size_t)dims->n_layers, sizeof *m->a.layers);
+    m->a.blocks = calloc((size_t)dims->n_layers, sizeof *m->a.blocks);
     m->inputs = calloc((size_t)N, sizeof *m->inputs);
     m->targets = calloc((size_t)N, sizeof *m->targets);
-    if (m->tensors == NULL || pl == NULL || gl == NULL || m->a.layers == NULL ||
+    if (m->tensors == NULL || pl == NULL || gl == NULL || m->a.blocks == NULL ||
         m->inputs == NULL || m->targets == NULL) {
         free(pl);
         free(gl);
@@ -497,14 +496,14 @@ void model_destroy(struct model *m)
     linear_free(&m->fc);
     linear_free(&m->fc2);
     linear_free(&m->head);
-    attention_free(&m->attn);
+    kern_attention_destroy(m->attn);
     kern_layernorm_destroy(m->ln);
     kern_gelu_destroy(m->gelu);
     kern_xent_destroy(m->xent);
     free(m->tensors);
     free(m->p.layers);
     free(m->g.layers);
-    free(m->a.layers);
+    free(m->a.blocks);
     free(m->inputs);
     free(m->targets);
     free(m->params);
@@ -558,14 +557,14 @@ void model_zero_grads(struct model *m)
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
-static void block_forward(struct model *m, const struct layer_params *p, struct layer_acts *a,
+static void block_forward(struct model *m, const struct layer_params *p, struct block_acts *a,
                           float *x_next)
 {
     struct acts *s = &m->a;
     int64_t NC = m->dims.batch * m->dims.seq_len * m->dims.d_model;
     kern_layernorm_forward(m->ln, a->ln1, a->ln1_mean, a->ln1_var, a->x, p->ln1_w, p->ln1_b);
-    linear_forward(&m->qkv, s->qkv, a->ln1, p->qkv_w, p->qkv_b);
-    attention_forward(&m->attn, a->atty, &a->att, &s->att, s->qkv);
+    linear_forward(&m->qkv, a->qkv, a->ln1, p->qkv_w, p->qkv_b);
+    kern_attention_forward(m->attn, a->atty, a->lse, a->qkv);
     linear_forward(&m->proj, s->tmp, a->atty, p->proj_w, p->proj_b);
     vec_add(a->x2, a->x, s->tmp, NC);
     kern_layernorm_forward(m->ln, a->ln2, a->ln2_mean, a->ln2_var, a->x2, p->ln2_w, p->ln2_b);
@@ -583,10 +582,10 @@ float model_forward(struct model *m, const int32_t *inputs, const int32_t *targe
     memcpy(m->inputs, inputs, (size_t)N * sizeof *inputs);
     memcpy(m->targets, targets, (size_t)N * sizeof *targets);
     seg_needed(m, 0);
-    embedding_forward(a->layers[0].x, inputs, m->p.wte, m->p.wpe, d->batch, d->seq_len, d->d_model);
+    embedding_forward(a->blocks[0].x, inputs, m->p.wte, m->p.wpe, d->batch, d->seq_len, d->d_model);
     for (int64_t l = 0; l < L; l++) {
         seg_needed(m, (size_t)(1 + l));
-        block_forward(m, &m->p.layers[l], &a->layers[l], l + 1 < L ? a->layers[l + 1].x : a->x_out);
+        block_forward(m, &m->p.layers[l], &a->blocks[l], l + 1 < L ? a->blocks[l + 1].x : a->x_out);
         progress(m);
     }
     seg_needed(m, (size_t)(L + 1));
@@ -623,7 +622,7 @@ static void layernorm_backward_acc(struct model *m, float *dresid, bool overwrit
 
 /* On entry s->dresid holds d(block output); on exit d(block input). */
 static void block_backward(struct model *m, const struct layer_params *p, struct layer_params *g,
-                           const struct layer_acts *a)
+                           const struct block_acts *a)
 {
     struct acts *s = &m->a;
     linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, s->dresid, a->fcg, p->fc2_w);
@@ -635,9 +634,9 @@ static void block_backward(struct model *m, const struct layer_params *p, struct
                            a->ln2_var, p->ln2_w);
     linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, s->dresid, a->atty, p->proj_w);
     progress(m);
-    attention_backward(&m->attn, s->qkv, s->datty, &a->att, &s->att);
+    kern_attention_backward(m->attn, s->dqkv, s->datty, a->qkv, a->atty, a->lse);
     progress(m);
-    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->qkv, a->ln1, p->qkv_w);
+    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv, a->ln1, p->qkv_w);
     progress(m);
     layernorm_backward_acc(m, s->dresid, false, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
                            a->ln1_var, p->ln1_w);
@@ -661,7 +660,7 @@ void model_backward(struct model *m, float loss_scale)
     seg_ready(m, head);
     for (int64_t l = L - 1; l >= 0; l--) {
         seg_begin(m, (size_t)(1 + l));
-        block_backward(m, &m->p.layers[l], &g->layers[l], &a->layers[l]);
+        block_backward(m, &m->p.layers[l], &g->layers[l], &a->blocks[l]);
         seg_ready(m, (size_t)(1 + l));
     }
     if (!d->tie_embeddings)

@@ -69,7 +69,8 @@ void model_memory_plan(const struct model_dims *dims, struct model_memory *out);
 size_t model_memory_bytes(const struct model_dims *dims);
 
 /* Matmul FLOPs of one training sample (forward + backward, 2 per multiply-add): the numerator of
- * MFU.  6*T*(matmul weights) + 12*L*T^2*C for attention (computed in full, as PyTorch does). */
+ * MFU.  6*T*(matmul weights) + 12*L*T^2*C for attention, counted in full as PyTorch computes it
+ * (the blocked attention skips the masked blocks, so MFU stays comparable with the peer's). */
 double model_flops_per_sample(const struct model_dims *dims);
 
 enum rz_status model_create(struct model **out, const struct model_dims *dims,
