@@ -289,17 +289,26 @@ static void compare_layernorm(int64_t rows, int64_t cols, uint32_t seed)
     size_t n = (size_t)(rows * cols);
     float *x = random_vec(n, seed), *dy = random_vec(n, seed + 1);
     float *gamma = random_vec((size_t)cols, seed + 2), *beta = random_vec((size_t)cols, seed + 3);
-    float *y[2], *mean[2], *var[2], *dx[2], *dg[2], *db[2];
+    float *y[2], *mean[2], *var[2], *dx[2], *dg[2], *db[2], *acc[2];
     struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
     for (int i = 0; i < 2; i++) {
         y[i] = vec(n), dx[i] = vec(n), mean[i] = vec((size_t)rows), var[i] = vec((size_t)rows);
-        dg[i] = vec((size_t)cols), db[i] = vec((size_t)cols);
+        dg[i] = random_vec((size_t)cols, seed + 4), db[i] = random_vec((size_t)cols, seed + 5);
+        acc[i] = random_vec(n, seed + 6);
         struct kern_layernorm *op = ln_new(ctx[i], rows, cols, 1e-5f);
         kern_layernorm_forward(op, y[i], mean[i], var[i], x, gamma, beta);
-        /* both backwards from the reference statistics, so only the backward is compared */
-        kern_layernorm_backward(op, dx[i], dg[i], db[i], dy, x, mean[0], var[0], gamma);
+        /* both backwards from the reference statistics, so only the backward is compared;
+         * dgamma and dbeta add to what they held, acc gets dx added */
+        kern_layernorm_backward(op, dx[i], dg[i], db[i], dy, x, mean[0], var[0], gamma, false);
+        kern_layernorm_backward(op, acc[i], dg[i], db[i], dy, x, mean[0], var[0], gamma, true);
         kern_layernorm_destroy(op);
     }
+    float *want = random_vec(n, seed + 6); /* acc's initial values + dx */
+    for (size_t j = 0; j < n; j++)
+        want[j] += dx[0][j];
+    assert_close(acc[0], want, n, 1e-6, "ref layernorm dx accumulated");
+    assert_close(acc[1], want, n, TOL_DNNL, "dnnl layernorm dx accumulated");
+    free(want), free(acc[0]), free(acc[1]);
     assert_close(y[1], y[0], n, TOL_DNNL, "layernorm y");
     assert_close(mean[1], mean[0], (size_t)rows, TOL_DNNL, "layernorm mean");
     assert_close(var[1], var[0], (size_t)rows, TOL_DNNL, "layernorm var");
@@ -344,14 +353,14 @@ static double ln_fd(struct kern_layernorm *op, const float *w, float *x, float *
 START_TEST(test_layernorm_grad_fd)
 {
     enum { R = 3, C = 5, N = R * C };
-    float x[N], w[N], gamma[C], beta[C], y[N], mean[R], var[R], dx[N], dg[C], db[C];
+    float x[N], w[N], gamma[C], beta[C], y[N], mean[R], var[R], dx[N], dg[C] = {0}, db[C] = {0};
     fill(x, N, 1, -2.0f, 2.0f);
     fill(w, N, 2, -1.0f, 1.0f);
     fill(gamma, C, 3, 0.5f, 1.5f);
     fill(beta, C, 4, -1.0f, 1.0f);
     struct kern_layernorm *op = ln_new(g_ref, R, C, 1e-5f);
     kern_layernorm_forward(op, y, mean, var, x, gamma, beta);
-    kern_layernorm_backward(op, dx, dg, db, w, x, mean, var, gamma);
+    kern_layernorm_backward(op, dx, dg, db, w, x, mean, var, gamma, false);
     for (size_t i = 0; i < N; i++)
         assert_grad(ln_fd(op, w, x, gamma, beta, N, x, i), (double)dx[i], "layernorm dx", i);
     for (size_t j = 0; j < C; j++) {
@@ -678,7 +687,7 @@ START_TEST(test_ref_xent_hand)
     ck_assert_double_eq_tol((double)losses[1], log(4.0 / 3.0), 1e-7);
     ck_assert_double_eq_tol((double)probs[2], 0.25, 1e-7);
     ck_assert_double_eq_tol((double)probs[5], 0.75, 1e-7);
-    kern_xent_backward(op, dl, probs, targets, 0.5f);
+    kern_xent_backward(op, dl, NULL, probs, targets, 0.5f);
     ck_assert_double_eq_tol((double)dl[2], 0.5 * (0.25 - 1), 1e-7);
     ck_assert_double_eq_tol((double)dl[4], 0.5 * 0.25, 1e-7);
     ck_assert_double_eq_tol((double)dl[5], 0.5 * (0.75 - 1), 1e-7);
@@ -706,14 +715,25 @@ static void compare_xent(int64_t rows, int64_t vocab, uint32_t seed)
     fill(logits, n, seed, -10.0f, 10.0f);
     int32_t *t = random_targets(rows, vocab, seed);
     float *inplace = copy_of(logits, n), *loss_r = vec((size_t)rows), *loss_d = vec((size_t)rows);
+    float *db_r = random_vec((size_t)vocab, seed + 1), *db_d = copy_of(db_r, (size_t)vocab);
+    float *want = copy_of(db_r, (size_t)vocab);
     struct kern_xent *r = xent_new(g_ref, rows, vocab), *o = xent_new(g_dnnl, rows, vocab);
     kern_xent_forward(r, loss_r, probs, logits, t);
-    kern_xent_backward(r, dl, probs, t, 1.0f / (float)rows);
+    kern_xent_backward(r, dl, db_r, probs, t, 1.0f / (float)rows);
     kern_xent_forward(o, loss_d, inplace, inplace, t);
     assert_close(inplace, probs, n, TOL_DNNL, "xent probs");
     assert_close(loss_d, loss_r, (size_t)rows, TOL_DNNL, "xent losses");
-    kern_xent_backward(o, inplace, inplace, t, 1.0f / (float)rows);
+    kern_xent_backward(o, inplace, db_d, inplace, t, 1.0f / (float)rows);
     assert_close(inplace, dl, n, TOL_DNNL, "xent dlogits");
+    for (int64_t j = 0; j < vocab; j++) { /* dbias += column sums of dlogits */
+        double sum = 0.0;
+        for (int64_t i = 0; i < rows; i++)
+            sum += (double)dl[i * vocab + j];
+        want[j] = (float)((double)want[j] + sum);
+    }
+    assert_close(db_r, want, (size_t)vocab, 1e-6, "ref xent dbias");
+    assert_close(db_d, want, (size_t)vocab, TOL_DNNL, "dnnl xent dbias");
+    free(db_r), free(db_d), free(want);
     kern_xent_destroy(r);
     kern_xent_destroy(o);
     free(logits), free(probs), free(dl), free(t), free(inplace), free(loss_r), free(loss_d);
@@ -746,7 +766,7 @@ START_TEST(test_xent_grad_fd)
     fill(z, N, 13, -3.0f, 3.0f);
     struct kern_xent *op = xent_new(g_ref, R, V);
     kern_xent_forward(op, losses, p, z, t);
-    kern_xent_backward(op, dl, p, t, scale);
+    kern_xent_backward(op, dl, NULL, p, t, scale);
     for (size_t i = 0; i < N; i++) {
         float z0 = z[i];
         z[i] = z0 + FD_H;
@@ -917,7 +937,7 @@ static void run_ln_bwd(void *p)
 {
     struct timing_bufs *tb = p;
     kern_layernorm_backward(tb->op, tb->c, tb->e + 4096, tb->d, tb->b, tb->a, tb->e, tb->f,
-                            tb->g);
+                            tb->g, true);
 }
 
 static void run_gelu_fwd(void *p)
@@ -953,7 +973,7 @@ static void run_xent_fwd(void *p)
 static void run_xent_bwd(void *p)
 {
     struct timing_bufs *tb = p;
-    kern_xent_backward(tb->op, tb->c, tb->b, tb->t, 1.0f / 2048);
+    kern_xent_backward(tb->op, tb->c, tb->d, tb->b, tb->t, 1.0f / 2048);
 }
 
 static void time_matmuls(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)

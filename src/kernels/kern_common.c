@@ -222,11 +222,12 @@ void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, fl
 
 void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
                              const float *dy, const float *x, const float *mean, const float *var,
-                             const float *gamma)
+                             const float *gamma, bool accumulate_dx)
 {
     assert(op != NULL && dx != NULL && dgamma != NULL && dbeta != NULL && dy != NULL);
     assert(x != NULL && mean != NULL && var != NULL && gamma != NULL);
-    op->ctx->ops->layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma);
+    op->ctx->ops->layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma,
+                                     accumulate_dx);
 }
 
 void kern_layernorm_destroy(struct kern_layernorm *op)
@@ -376,12 +377,12 @@ void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const 
     op->ctx->ops->xent_forward(op, losses, probs, logits, targets);
 }
 
-void kern_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
+void kern_xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
                         const int32_t *targets, float scale)
 {
     assert(op != NULL && dlogits != NULL && probs != NULL && targets != NULL);
     assert(targets_in_range(targets, op->rows, op->vocab));
-    op->ctx->ops->xent_backward(op, dlogits, probs, targets, scale);
+    op->ctx->ops->xent_backward(op, dlogits, dbias, probs, targets, scale);
 }
 
 void kern_xent_destroy(struct kern_xent *op)

@@ -200,21 +200,32 @@ static void prims_free(void *impl)
     free(p);
 }
 
-/* The generic builder: a struct prims in *impl with one primitive per non-empty spec, created
- * once here and only executed in the step.  A hinted spec (a backward) gets the previous
- * primitive descriptor (its forward) as the hint. */
-static enum rz_status prims_build(void **impl, const struct kern_ctx *ctx,
-                                  const struct prim_spec *specs, int n, const char *what,
+/* A struct prims in *impl with room for n primitives and a scratch buffer of buf_floats. */
+static enum rz_status state_alloc(void **impl, int n, size_t buf_floats, const char *what,
                                   struct rz_err *err)
+{
+    struct prims *p = calloc(1, sizeof *p);
+    if ((*impl = p) == NULL || (n > 0 && (p->p = calloc((size_t)n, sizeof *p->p)) == NULL) ||
+        (buf_floats > 0 && (p->buf = rz_alloc_aligned(buf_floats * sizeof(float))) == NULL))
+        return rz_fail(err, RZ_ENOMEM, "%s: out of memory", what);
+    p->n = n;
+    return RZ_OK;
+}
+
+/* The generic builder: a struct prims in *impl with one primitive per non-empty spec, created
+ * once here and only executed in the step, and buf_floats of scratch.  A hinted spec (a
+ * backward) gets the previous primitive descriptor (its forward) as the hint. */
+static enum rz_status prims_build(void **impl, const struct kern_ctx *ctx,
+                                  const struct prim_spec *specs, int n, size_t buf_floats,
+                                  const char *what, struct rz_err *err)
 {
     enum rz_status st = RZ_OK;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t prev = NULL;
     dnnl_engine_t eng = engine_of(ctx);
-    struct prims *p = calloc(1, sizeof *p);
-    if ((*impl = p) == NULL || (p->p = calloc((size_t)n, sizeof *p->p)) == NULL)
-        return rz_fail(err, RZ_ENOMEM, "%s: out of memory", what);
-    p->n = n;
+    if ((st = state_alloc(impl, n, buf_floats, what, err)) != RZ_OK)
+        return st;
+    struct prims *p = *impl;
     DNNL_CHECK(attr_create(&attr));
     for (int i = 0; i < n && st == RZ_OK; i++) {
         const struct prim_spec *sp = &specs[i];
@@ -334,7 +345,7 @@ static enum rz_status matmul_init(struct kern_matmul *op, struct rz_err *err)
         goto cleanup;
     const int ids[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, matmul_bias_arg(d)};
     const struct prim_spec spec = {&md, attr, ids, d->bias ? 4 : 3, false};
-    st = prims_build(&op->impl, op->ctx, &spec, 1, what, err);
+    st = prims_build(&op->impl, op->ctx, &spec, 1, 0, what, err);
 cleanup:
     if (attr != NULL)
         dnnl_primitive_attr_destroy(attr);
@@ -351,50 +362,26 @@ static void matmul_run(struct kern_matmul *op, float *c, const float *a, const f
         PRIM_RUN(pr, op->ctx, a, b, c);
 }
 
-/* ---- layer normalization ------------------------------------------------------------------- */
+/* ---- layer normalization: our own row kernels (kern_simd.c) -------------------------------
+ * oneDNN 2.6's layer normalization is its reference-style implementation on every ISA
+ * (simple_layer_normalization:any); ours reads each row once per pass while it is in L1, adds
+ * the input gradient into the residual stream's in the same pass, and sums the parameter
+ * gradients per chunk of rows.  The state is only that sum's scratch. */
 
 static enum rz_status layernorm_init(struct kern_layernorm *op, struct rz_err *err)
 {
     char what[96];
     snprintf(what, sizeof what, "layernorm (%lld, %lld)", (long long)op->rows,
              (long long)op->cols);
-    enum rz_status st = RZ_OK;
-    const unsigned flags = dnnl_use_scale | dnnl_use_shift;
-    dnnl_memory_desc_t data;
-    dnnl_layer_normalization_desc_t fd, bd;
-    dnnl_dims_t dims = {op->rows, op->cols};
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&data, 2, dims, dnnl_f32, dnnl_ab));
-    DNNL_CHECK(dnnl_layer_normalization_forward_desc_init(&fd, dnnl_forward_training, &data, NULL,
-                                                          op->eps, flags));
-    DNNL_CHECK(dnnl_layer_normalization_backward_desc_init(&bd, dnnl_backward, &data, &data, NULL,
-                                                           op->eps, flags));
-    const int fids[] = {DNNL_ARG_SRC,      DNNL_ARG_DST,   DNNL_ARG_MEAN,
-                        DNNL_ARG_VARIANCE, DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
-    /* oneDNN 2.6 requires a SHIFT argument in the backward too, though no gradient depends on
-     * it (the execute fails with invalid_arguments without it); it gets gamma's buffer. */
-    const int bids[] = {DNNL_ARG_SRC,      DNNL_ARG_DIFF_DST, DNNL_ARG_MEAN,
-                        DNNL_ARG_VARIANCE, DNNL_ARG_SCALE,    DNNL_ARG_SHIFT,
-                        DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
-    const struct prim_spec specs[] = {{&fd, NULL, fids, (int)RZ_ARRAY_LEN(fids), false},
-                                      {&bd, NULL, bids, (int)RZ_ARRAY_LEN(bids), true}};
-    st = prims_build(&op->impl, op->ctx, specs, 2, what, err);
-cleanup:
-    return st;
-}
-
-static void layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
-                              const float *x, const float *gamma, const float *beta)
-{
-    PRIM_RUN(prim_of(op->impl, 0), op->ctx, x, y, mean, var, gamma, beta);
+    return state_alloc(&op->impl, 0, (size_t)kern_simd_layernorm_scratch(op), what, err);
 }
 
 static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
                                const float *dy, const float *x, const float *mean,
-                               const float *var, const float *gamma)
+                               const float *var, const float *gamma, bool accumulate_dx)
 {
-    /* the SHIFT slot gets gamma: read by nobody (see layernorm_init) */
-    PRIM_RUN(prim_of(op->impl, 1), op->ctx, x, dy, mean, var, gamma, gamma, dx, dgamma,
-             dbeta);
+    kern_simd_layernorm_backward(op, ((struct prims *)op->impl)->buf, dx, dgamma, dbeta, dy, x,
+                                 mean, var, gamma, accumulate_dx);
 }
 
 /* ---- GELU (eltwise gelu_erf) --------------------------------------------------------------- */
@@ -415,7 +402,7 @@ static enum rz_status gelu_init(struct kern_gelu *op, struct rz_err *err)
     const int fids[] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     const int bids[] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
     const struct prim_spec specs[] = {{&fd, NULL, fids, 2, false}, {&bd, NULL, bids, 3, true}};
-    st = prims_build(&op->impl, op->ctx, specs, 2, what, err);
+    st = prims_build(&op->impl, op->ctx, specs, 2, 0, what, err);
 cleanup:
     return st;
 }
@@ -556,14 +543,11 @@ static enum rz_status attention_init(struct kern_attention *op, struct rz_err *e
             specs[slot] = (struct prim_spec){&mds[slot], attrs[k], ids, 3, false};
         }
     }
+    /* scratch: two score tiles (S or P, dP or dS), m and l of a query tile, delta (B, H, T) */
+    size_t bh = (size_t)(op->B * op->H), tile = (size_t)op->tile;
     if (st == RZ_OK)
-        st = prims_build(&op->impl, op->ctx, specs, AM_KINDS * AS_SHAPES, what, err);
-    /* two score tiles (S or P, dP or dS), then m and l of a query tile, then delta (B, H, T) */
-    size_t bh = (size_t)(op->B * op->H), tiles = 2 * bh * (size_t)(op->tile * op->tile);
-    if (st == RZ_OK &&
-        (((struct prims *)op->impl)->buf = rz_alloc_aligned(
-             (tiles + bh * (2 * (size_t)op->tile + (size_t)op->T)) * sizeof(float))) == NULL)
-        st = rz_fail(err, RZ_ENOMEM, "%s: out of memory for the score tiles", what);
+        st = prims_build(&op->impl, op->ctx, specs, AM_KINDS * AS_SHAPES,
+                         bh * (2 * tile * tile + 2 * tile + (size_t)op->T), what, err);
 cleanup:
     for (int k = 0; k < AM_KINDS; k++)
         if (attrs[k] != NULL)
@@ -636,6 +620,22 @@ static void attention_backward(struct kern_attention *op, float *dqkv, const flo
     }
 }
 
+/* ---- cross-entropy: our own row kernels (kern_simd.c); the state is the column sums' scratch */
+
+static enum rz_status xent_init(struct kern_xent *op, struct rz_err *err)
+{
+    char what[96];
+    snprintf(what, sizeof what, "xent (%lld, %lld)", (long long)op->rows, (long long)op->vocab);
+    return state_alloc(&op->impl, 0, (size_t)kern_simd_xent_scratch(op), what, err);
+}
+
+static void xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
+                          const int32_t *targets, float scale)
+{
+    kern_simd_xent_backward(op, ((struct prims *)op->impl)->buf, dlogits, dbias, probs, targets,
+                            scale);
+}
+
 /* ---- the ops table ------------------------------------------------------------------------- */
 
 const struct kern_ops kern_dnnl_ops = {
@@ -647,7 +647,7 @@ const struct kern_ops kern_dnnl_ops = {
     .matmul_init = matmul_init,
     .matmul_run = matmul_run,
     .layernorm_init = layernorm_init,
-    .layernorm_forward = layernorm_forward,
+    .layernorm_forward = kern_simd_layernorm_forward,
     .layernorm_backward = layernorm_backward,
     .gelu_init = gelu_init,
     .gelu_forward = gelu_forward,
@@ -655,6 +655,7 @@ const struct kern_ops kern_dnnl_ops = {
     .attention_init = attention_init,
     .attention_forward = attention_forward,
     .attention_backward = attention_backward,
+    .xent_init = xent_init,
     .xent_forward = kern_simd_xent_forward,
-    .xent_backward = kern_simd_xent_backward,
+    .xent_backward = xent_backward,
 };

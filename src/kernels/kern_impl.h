@@ -77,7 +77,7 @@ struct kern_ops {
                               const float *x, const float *gamma, const float *beta);
     void (*layernorm_backward)(struct kern_layernorm *op, float *dx, float *dgamma,
                                float *dbeta, const float *dy, const float *x, const float *mean,
-                               const float *var, const float *gamma);
+                               const float *var, const float *gamma, bool accumulate_dx);
 
     enum rz_status (*gelu_init)(struct kern_gelu *op, struct rz_err *err);
     void (*gelu_forward)(struct kern_gelu *op, float *y, const float *x);
@@ -91,7 +91,7 @@ struct kern_ops {
     enum rz_status (*xent_init)(struct kern_xent *op, struct rz_err *err);
     void (*xent_forward)(struct kern_xent *op, float *losses, float *probs, const float *logits,
                          const int32_t *targets);
-    void (*xent_backward)(struct kern_xent *op, float *dlogits, const float *probs,
+    void (*xent_backward)(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
                           const int32_t *targets, float scale);
 };
 
@@ -100,11 +100,23 @@ extern const struct kern_ops kern_dnnl_ops; /* kern_dnnl.c */
 
 /* ---- the oneDNN backend's own row kernels (kern_simd.c) -------------------------------------- */
 
+/* Layer normalization, with the signatures of kernels.h; the backward's column sums go through
+ * `scratch` (kern_simd_layernorm_scratch floats). */
+void kern_simd_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+                                 const float *x, const float *gamma, const float *beta);
+int64_t kern_simd_layernorm_scratch(const struct kern_layernorm *op);
+void kern_simd_layernorm_backward(struct kern_layernorm *op, float *scratch, float *dx,
+                                  float *dgamma, float *dbeta, const float *dy, const float *x,
+                                  const float *mean, const float *var, const float *gamma,
+                                  bool accumulate_dx);
+
 /* Cross-entropy, with the signatures of kernels.h. */
 void kern_simd_xent_forward(struct kern_xent *op, float *losses, float *probs,
                             const float *logits, const int32_t *targets);
-void kern_simd_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
-                             const int32_t *targets, float scale);
+/* The backward's column sums go through `scratch` (kern_simd_xent_scratch floats). */
+int64_t kern_simd_xent_scratch(const struct kern_xent *op);
+void kern_simd_xent_backward(struct kern_xent *op, float *scratch, float *dlogits, float *dbias,
+                             const float *probs, const int32_t *targets, float scale);
 
 /* The row steps of the blocked attention (kern_dnnl.c runs the tile matmuls between them).  A
  * score tile holds (B, H, bq, bk) scores of queries [q0, q0 + bq) against keys [k0, k0 + bk),

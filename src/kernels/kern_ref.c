@@ -97,9 +97,10 @@ static void layernorm_forward(struct kern_layernorm *op, float *y, float *mean, 
     }
 }
 
-/* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, xhat = (x - mean) rstd. */
+/* dx (+)= rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma,
+ * xhat = (x - mean) rstd. */
 static void layernorm_dx_row(float *dx, const float *dy, const float *x, double mu, double rstd,
-                             const float *gamma, int64_t cols)
+                             const float *gamma, int64_t cols, bool accumulate)
 {
     double mg = 0.0, mgx = 0.0;
     for (int64_t j = 0; j < cols; j++) {
@@ -111,19 +112,21 @@ static void layernorm_dx_row(float *dx, const float *dy, const float *x, double 
     mgx /= (double)cols;
     for (int64_t j = 0; j < cols; j++) {
         double g = (double)dy[j] * (double)gamma[j];
-        dx[j] = (float)(rstd * (g - mg - ((double)x[j] - mu) * rstd * mgx));
+        double d = rstd * (g - mg - ((double)x[j] - mu) * rstd * mgx);
+        dx[j] = (float)(accumulate ? (double)dx[j] + d : d);
     }
 }
 
 static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma,
                                float *dbeta, const float *dy, const float *x,
-                               const float *mean, const float *var, const float *gamma)
+                               const float *mean, const float *var, const float *gamma,
+                               bool accumulate_dx)
 {
     const int64_t rows = op->rows, cols = op->cols;
     for (int64_t r = 0; r < rows; r++) {
         double rstd = 1.0 / sqrt((double)var[r] + (double)op->eps);
         layernorm_dx_row(dx + r * cols, dy + r * cols, x + r * cols, (double)mean[r], rstd, gamma,
-                         cols);
+                         cols, accumulate_dx);
     }
     for (int64_t j = 0; j < cols; j++) {
         double dg = 0.0, db = 0.0;
@@ -133,8 +136,8 @@ static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgam
             dg += (double)dy[r * cols + j] * xhat;
             db += (double)dy[r * cols + j];
         }
-        dgamma[j] = (float)dg;
-        dbeta[j] = (float)db;
+        dgamma[j] = (float)((double)dgamma[j] + dg);
+        dbeta[j] = (float)((double)dbeta[j] + db);
     }
 }
 
@@ -298,7 +301,7 @@ static void xent_forward(struct kern_xent *op, float *losses, float *probs,
     }
 }
 
-static void xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
+static void xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
                           const int32_t *targets, float scale)
 {
     const int64_t v = op->vocab;
@@ -307,6 +310,12 @@ static void xent_backward(struct kern_xent *op, float *dlogits, const float *pro
             double onehot = j == targets[r] ? 1.0 : 0.0;
             dlogits[r * v + j] = (float)((double)scale * ((double)probs[r * v + j] - onehot));
         }
+    }
+    for (int64_t j = 0; dbias != NULL && j < v; j++) {
+        double s = 0.0;
+        for (int64_t r = 0; r < op->rows; r++)
+            s += (double)dlogits[r * v + j];
+        dbias[j] = (float)((double)dbias[j] + s);
     }
 }
 

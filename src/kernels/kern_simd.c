@@ -132,15 +132,23 @@ KERN_CLONES static void xent_forward_rows(float *losses, float *probs, const flo
     }
 }
 
-/* Rows [r0, r1): dlogits = scale * (probs - onehot(targets)); dlogits may alias probs. */
-KERN_CLONES static void xent_backward_rows(float *dlogits, const float *probs,
+/* Rows [r0, r1): dlogits = scale * (probs - onehot(targets)); dlogits may alias probs.  With
+ * psum, psum (v) = the column sums of those rows of dlogits. */
+KERN_CLONES static void xent_backward_rows(float *dlogits, float *psum, const float *probs,
                                            const int32_t *targets, float scale, int64_t r0,
                                            int64_t r1, int64_t v)
 {
+    if (psum != NULL)
+        memset(psum, 0, (size_t)v * sizeof *psum);
     for (int64_t r = r0; r < r1; r++) {
-        float pt = probs[r * v + targets[r]];
-        scale_row(dlogits + r * v, probs + r * v, v, scale);
-        dlogits[r * v + targets[r]] = scale * (pt - 1.0f);
+        float pt = probs[r * v + targets[r]], *d = dlogits + r * v;
+        scale_row(d, probs + r * v, v, scale);
+        d[targets[r]] = scale * (pt - 1.0f);
+        if (psum == NULL)
+            continue;
+#pragma omp simd
+        for (int64_t j = 0; j < v; j++)
+            psum[j] += d[j];
     }
 }
 
@@ -150,6 +158,16 @@ KERN_CLONES static void xent_backward_rows(float *dlogits, const float *probs,
 static int64_t chunk_end(int64_t c, int64_t rows)
 {
     return (c + 1) * ROW_CHUNK < rows ? (c + 1) * ROW_CHUNK : rows;
+}
+
+/* acc (n) += the count partial rows of parts (count, n), in order. */
+KERN_CLONES static void sum_partials(float *acc, const float *parts, int64_t count, int64_t n)
+{
+    for (int64_t c = 0; c < count; c++) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            acc[j] += parts[c * n + j];
+    }
 }
 
 /* The chunked parallel loop over `rows` rows of every entry point of this file; `call` sees
@@ -171,10 +189,19 @@ void kern_simd_xent_forward(struct kern_xent *op, float *losses, float *probs,
     FOR_ROW_CHUNKS(op->rows, xent_forward_rows(losses, probs, logits, targets, r0, r1, op->vocab));
 }
 
-void kern_simd_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
-                             const int32_t *targets, float scale)
+int64_t kern_simd_xent_scratch(const struct kern_xent *op)
 {
-    FOR_ROW_CHUNKS(op->rows, xent_backward_rows(dlogits, probs, targets, scale, r0, r1, op->vocab));
+    return (op->rows + ROW_CHUNK - 1) / ROW_CHUNK * op->vocab;
+}
+
+void kern_simd_xent_backward(struct kern_xent *op, float *scratch, float *dlogits, float *dbias,
+                             const float *probs, const int32_t *targets, float scale)
+{
+    const int64_t v = op->vocab;
+    FOR_ROW_CHUNKS(op->rows, xent_backward_rows(dlogits, dbias ? scratch + r0 / ROW_CHUNK * v : NULL,
+                                                probs, targets, scale, r0, r1, v));
+    if (dbias != NULL)
+        sum_partials(dbias, scratch, (op->rows + ROW_CHUNK - 1) / ROW_CHUNK, v);
 }
 
 /* ---- attention: the row steps between the tile matmuls (kern_impl.h) ----------------------- */
@@ -301,4 +328,95 @@ void kern_simd_attn_dscores(const struct kern_attention *op, float *dp, const fl
                             const float *delta, int64_t q0, int64_t bq, int64_t k0, int64_t bk)
 {
     FOR_ROW_CHUNKS(op->B * op->H * bq, dscores_rows(op, dp, p, delta, q0, bq, k0, bk, r0, r1));
+}
+
+/* ---- layer normalization: one pass per row each way ------------------------------------------
+ * Forward: mean and biased variance (two passes over the row while it is in L1), then
+ * y = (x - mean) rstd gamma + beta.  Backward (with g = dy gamma, xhat = (x - mean) rstd):
+ * dx (+)= rstd (g - mean(g) - xhat mean(g xhat)); the column sums dgamma = sum dy xhat and
+ * dbeta = sum dy go into one partial row pair per chunk of ROW_CHUNK rows, which are then added
+ * up in chunk order: deterministic and independent of the thread count. */
+
+KERN_CLONES static void ln_forward_rows(const struct kern_layernorm *op, float *y, float *mean,
+                                        float *var, const float *x, const float *gamma,
+                                        const float *beta, int64_t r0, int64_t r1)
+{
+    const int64_t n = op->cols;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float s = 0.0f, v = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < n; j++)
+            s += xr[j];
+        float mu = s / (float)n;
+#pragma omp simd reduction(+ : v)
+        for (int64_t j = 0; j < n; j++)
+            v += (xr[j] - mu) * (xr[j] - mu);
+        v /= (float)n;
+        float rstd = 1.0f / sqrtf(v + op->eps);
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            yr[j] = (xr[j] - mu) * rstd * gamma[j] + beta[j];
+        mean[r] = mu;
+        var[r] = v;
+    }
+}
+
+/* Rows [r0, r1): dx, and this chunk's partial dgamma, dbeta (cols each, overwritten). */
+KERN_CLONES static void ln_backward_rows(const struct kern_layernorm *op, float *dx,
+                                         float *pgamma, float *pbeta, const float *dy,
+                                         const float *x, const float *mean, const float *var,
+                                         const float *gamma, bool accumulate_dx, int64_t r0,
+                                         int64_t r1)
+{
+    const int64_t n = op->cols;
+    memset(pgamma, 0, (size_t)n * sizeof *pgamma);
+    memset(pbeta, 0, (size_t)n * sizeof *pbeta);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * n, *dyr = dy + r * n;
+        float *dxr = dx + r * n;
+        float mu = mean[r], rstd = 1.0f / sqrtf(var[r] + op->eps), mg = 0.0f, mgx = 0.0f;
+#pragma omp simd reduction(+ : mg, mgx)
+        for (int64_t j = 0; j < n; j++) {
+            float g = dyr[j] * gamma[j];
+            mg += g;
+            mgx += g * ((xr[j] - mu) * rstd);
+        }
+        mg /= (float)n;
+        mgx /= (float)n;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) {
+            float xhat = (xr[j] - mu) * rstd;
+            float d = rstd * (dyr[j] * gamma[j] - mg - xhat * mgx);
+            dxr[j] = accumulate_dx ? dxr[j] + d : d;
+            pgamma[j] += dyr[j] * xhat;
+            pbeta[j] += dyr[j];
+        }
+    }
+}
+
+void kern_simd_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+                                 const float *x, const float *gamma, const float *beta)
+{
+    FOR_ROW_CHUNKS(op->rows, ln_forward_rows(op, y, mean, var, x, gamma, beta, r0, r1));
+}
+
+int64_t kern_simd_layernorm_scratch(const struct kern_layernorm *op)
+{
+    return 2 * ((op->rows + ROW_CHUNK - 1) / ROW_CHUNK) * op->cols;
+}
+
+void kern_simd_layernorm_backward(struct kern_layernorm *op, float *scratch, float *dx,
+                                  float *dgamma, float *dbeta, const float *dy, const float *x,
+                                  const float *mean, const float *var, const float *gamma,
+                                  bool accumulate_dx)
+{
+    const int64_t n = op->cols, chunks = (op->rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    float *pg = scratch, *pb = scratch + chunks * n;
+    FOR_ROW_CHUNKS(op->rows, ln_backward_rows(op, dx, pg + r0 / ROW_CHUNK * n,
+                                              pb + r0 / ROW_CHUNK * n, dy, x, mean, var, gamma,
+                                              accumulate_dx, r0, r1));
+    sum_partials(dgamma, pg, chunks, n);
+    sum_partials(dbeta, pb, chunks, n);
 }

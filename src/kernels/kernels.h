@@ -57,8 +57,9 @@ void kern_matmul_destroy(struct kern_matmul *op);
 
 /* ---- layer normalization over the last dimension -------------------------------------------
  * forward:  y (rows, cols) = (x - mean) / sqrt(var + eps) * gamma + beta;  mean, var (rows)
- * backward: dx (rows, cols), dgamma (cols), dbeta (cols), all overwritten, from dy, x and the
- *           saved mean and var. */
+ * backward: from dy, x and the saved mean and var: dgamma (cols) and dbeta (cols) ADD the
+ *           parameter gradients; dx (rows, cols) is overwritten with the input gradient, or,
+ *           with accumulate_dx, has it added (a residual stream's gradient in one pass). */
 struct kern_layernorm;
 enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ctx *ctx,
                                      int64_t rows, int64_t cols, float eps, struct rz_err *err);
@@ -66,7 +67,7 @@ void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, fl
                             const float *x, const float *gamma, const float *beta);
 void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
                              const float *dy, const float *x, const float *mean, const float *var,
-                             const float *gamma);
+                             const float *gamma, bool accumulate_dx);
 void kern_layernorm_destroy(struct kern_layernorm *op);
 
 /* ---- GELU, exact (erf) form: y = 0.5 x (1 + erf(x / sqrt 2)), as PyTorch's default --------
@@ -104,13 +105,14 @@ void kern_attention_destroy(struct kern_attention *op);
  * forward:  losses[r] = -log softmax(logits_r)[targets[r]]  (rows); probs (rows, vocab) =
  *           softmax(logits) (probs may alias logits: computed in place)
  * backward: dlogits (rows, vocab) = scale * (probs - onehot(targets)), overwritten (may alias
- *           probs) */
+ *           probs); unless dbias is NULL, dbias (vocab) += the column sums of dlogits (the
+ *           gradient of the bias of the layer that made the logits, in the same pass) */
 struct kern_xent;
 enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, int64_t rows,
                                 int64_t vocab, struct rz_err *err);
 void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const float *logits,
                        const int32_t *targets);
-void kern_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
+void kern_xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
                         const int32_t *targets, float scale);
 void kern_xent_destroy(struct kern_xent *op);
 

@@ -79,7 +79,8 @@ void linear_backward(struct linear *l, float *dx, float *dw, float *db, const fl
     if (dx != NULL)
         kern_matmul_run(l->bwd_x, dx, dy, w, NULL);
     kern_matmul_run(l->bwd_w, dw, dy, x, NULL);
-    bias_grad(db, dy, l->rows, l->out);
+    if (db != NULL)
+        bias_grad(db, dy, l->rows, l->out);
 }
 
 /* ---- embedding -------------------------------------------------------------------------------- */

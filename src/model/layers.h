@@ -23,7 +23,8 @@ enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows,
                            int64_t out, struct rz_err *err);
 void linear_free(struct linear *l);
 void linear_forward(struct linear *l, float *y, const float *x, const float *w, const float *b);
-/* dx may be NULL (not needed); dw, db accumulate. */
+/* dx may be NULL (not needed); dw, db accumulate; db may be NULL when the bias gradient is summed
+ * elsewhere (the cross-entropy sums the head's in its own pass). */
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
                      const float *x, const float *w);
 

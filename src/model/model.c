@@ -59,9 +59,8 @@ struct acts {
     /* scratch shared by all blocks */
     float *dqkv;              /* (N, 3C) */
     float *tmp;               /* (N, C) */
-    float *dresid, *dln, *dtmp, *datty;  /* (N, C) */
+    float *dresid, *dln, *datty;  /* (N, C) */
     float *dfcg;              /* (N, F): d gelu output, then (in place) d fc pre-activation */
-    float *dgamma, *dbeta;    /* (C) */
 };
 
 /* A gradient segment (model.h): floats [lo, hi) of the layout, table entries [first, first +
@@ -348,10 +347,7 @@ static size_t layout_acts(struct model *m, float *base)
     a->datty = a->tmp; /* tmp is forward-only scratch (layers.h allows the sharing) */
     a->dresid = carve(&cur, &total, N * C);
     a->dln = carve(&cur, &total, N * C);
-    a->dtmp = carve(&cur, &total, N * C);
     a->dfcg = carve(&cur, &total, N * F);
-    a->dgamma = carve(&cur, &total, C);
-    a->dbeta = carve(&cur, &total, C);
     return total;
 }
 
@@ -605,21 +601,6 @@ const float *model_token_losses(const struct model *m)
 
 /* ---- backward ---------------------------------------------------------------------------------- */
 
-/* LayerNorm backward: dresid (+)= d x; the gains and biases accumulate. */
-static void layernorm_backward_acc(struct model *m, float *dresid, bool overwrite, float *dw,
-                                   float *db, const float *dy, const float *x, const float *mean,
-                                   const float *var, const float *w)
-{
-    struct acts *s = &m->a;
-    int64_t C = m->dims.d_model, NC = m->dims.batch * m->dims.seq_len * C;
-    kern_layernorm_backward(m->ln, overwrite ? dresid : s->dtmp, s->dgamma, s->dbeta, dy, x, mean,
-                            var, w);
-    if (!overwrite)
-        vec_acc(dresid, s->dtmp, NC);
-    vec_acc(dw, s->dgamma, C);
-    vec_acc(db, s->dbeta, C);
-}
-
 /* On entry s->dresid holds d(block output); on exit d(block input). */
 static void block_backward(struct model *m, const struct layer_params *p, struct layer_params *g,
                            const struct block_acts *a)
@@ -630,16 +611,16 @@ static void block_backward(struct model *m, const struct layer_params *p, struct
     kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
     linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, a->ln2, p->fc_w);
     progress(m);
-    layernorm_backward_acc(m, s->dresid, false, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
-                           a->ln2_var, p->ln2_w);
+    kern_layernorm_backward(m->ln, s->dresid, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
+                            a->ln2_var, p->ln2_w, true);
     linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, s->dresid, a->atty, p->proj_w);
     progress(m);
     kern_attention_backward(m->attn, s->dqkv, s->datty, a->qkv, a->atty, a->lse);
     progress(m);
     linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv, a->ln1, p->qkv_w);
     progress(m);
-    layernorm_backward_acc(m, s->dresid, false, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
-                           a->ln1_var, p->ln1_w);
+    kern_layernorm_backward(m->ln, s->dresid, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
+                            a->ln1_var, p->ln1_w, true);
 }
 
 void model_backward(struct model *m, float loss_scale)
@@ -652,11 +633,11 @@ void model_backward(struct model *m, float loss_scale)
     if (d->tie_embeddings)
         seg_begin(m, 0); /* the head's weight gradient is wte's */
     seg_begin(m, head);
-    kern_xent_backward(m->xent, a->probs, a->probs, m->targets, loss_scale / (float)N);
-    linear_backward(&m->head, a->dln, g->head_w, g->head_b, a->probs, a->lnf, m->p.head_w);
+    kern_xent_backward(m->xent, a->probs, g->head_b, a->probs, m->targets, loss_scale / (float)N);
+    linear_backward(&m->head, a->dln, g->head_w, NULL, a->probs, a->lnf, m->p.head_w);
     progress(m);
-    layernorm_backward_acc(m, a->dresid, true, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
-                           a->lnf_var, m->p.lnf_w);
+    kern_layernorm_backward(m->ln, a->dresid, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
+                            a->lnf_var, m->p.lnf_w, false);
     seg_ready(m, head);
     for (int64_t l = L - 1; l >= 0; l--) {
         seg_begin(m, (size_t)(1 + l));
