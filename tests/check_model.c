@@ -228,10 +228,12 @@ START_TEST(whole_model_gradients)
 {
     struct model *m;
     struct model_dims d = tiny;
-    d.tie_embeddings = _i; /* loop: untied, then the head's weight is wte */
+    d.tie_embeddings = _i & 1; /* loop: untied, then the head's weight is wte */
+    d.dropout = _i & 2 ? 0.25f : 0.0f; /* and with dropout, its masks fixed by the context */
     ck_assert_int_eq(model_create(&m, &d, ref_ctx, NULL), RZ_OK);
-    ck_assert_uint_eq(model_num_params(m), model_count_params(&tiny) - (_i ? 13 * 8 : 0));
+    ck_assert_uint_eq(model_num_params(m), model_count_params(&tiny) - (_i & 1 ? 13 * 8 : 0));
     model_init_params(m, 77);
+    model_set_dropout(m, true, 5, 3, 100);
     int32_t in[10], tg[10];
     tiny_tokens(in, tg, &tiny, 99);
     size_t n = model_num_params(m);
@@ -261,6 +263,113 @@ START_TEST(whole_model_gradients)
     }
     free(fd);
     model_destroy(m);
+}
+END_TEST
+
+/* training.recompute block: the same loss and the same gradient bits as keeping everything, on
+ * both backends, with and without dropout (its masks are recomputed too); less memory kept. */
+START_TEST(recomputation_is_bit_identical)
+{
+    struct kern_ctx *ctx = ref_ctx, *dctx = NULL;
+    if (_i & 1) {
+        ck_assert_int_eq(kern_ctx_create(&dctx, KERN_DNNL, NULL), RZ_OK);
+        ctx = dctx;
+    }
+    struct model_dims d = {.vocab = 64, .d_model = 32, .n_heads = 4, .n_layers = 3, .d_ff = 48,
+                           .seq_len = 16, .batch = 3, .ln_eps = 1e-5f, .init_std = 0.1f,
+                           .dropout = _i & 2 ? 0.1f : 0.0f};
+    struct model_dims r = d;
+    r.recompute = MODEL_RECOMPUTE_BLOCK;
+    struct model *a, *b;
+    ck_assert_int_eq(model_create(&a, &d, ctx, NULL), RZ_OK);
+    ck_assert_int_eq(model_create(&b, &r, ctx, NULL), RZ_OK);
+    model_init_params(a, 21);
+    model_init_params(b, 21);
+    int32_t in[48], tg[48];
+    tiny_tokens(in, tg, &d, 22);
+    for (int micro = 0; micro < 2; micro++) { /* two micro-steps: accumulated gradients too */
+        model_set_dropout(a, true, 9, 4, 48 + 3 * (uint64_t)micro);
+        model_set_dropout(b, true, 9, 4, 48 + 3 * (uint64_t)micro);
+        float la = model_forward(a, in, tg), lb = model_forward(b, in, tg);
+        ck_assert_msg(la == lb, "loss %.9g vs %.9g", (double)la, (double)lb);
+        model_backward(a, 0.5f);
+        model_backward(b, 0.5f);
+    }
+    ck_assert_int_eq(memcmp(model_grads(a), model_grads(b), model_num_params(a) * sizeof(float)),
+                     0);
+    struct model_memory ma, mb;
+    model_memory_plan(&d, &ma);
+    model_memory_plan(&r, &mb);
+    /* 3 blocks' activations kept vs 3 inputs and one block's */
+    ck_assert_uint_lt(mb.acts_kept, ma.acts_kept);
+    model_destroy(a);
+    model_destroy(b);
+    kern_ctx_destroy(dctx);
+}
+END_TEST
+
+/* A dropout mask belongs to a global sample, not to a batch position: sample 11 in position 1 of
+ * a batch of 2 gets the same losses as alone in a batch of 1; another step, other masks. */
+START_TEST(dropout_masks_follow_the_global_sample)
+{
+    struct model_dims two = tiny, one = tiny;
+    two.dropout = one.dropout = 0.3f;
+    one.batch = 1;
+    struct model *a, *b;
+    ck_assert_int_eq(model_create(&a, &two, ref_ctx, NULL), RZ_OK);
+    ck_assert_int_eq(model_create(&b, &one, ref_ctx, NULL), RZ_OK);
+    model_init_params(a, 31);
+    model_init_params(b, 31);
+    int32_t in[10], tg[10];
+    tiny_tokens(in, tg, &tiny, 32);
+    model_set_dropout(a, true, 7, 2, 10); /* rows 0..4: sample 10, rows 5..9: sample 11 */
+    model_set_dropout(b, true, 7, 2, 11);
+    model_forward(a, in, tg);
+    model_forward(b, in + 5, tg + 5);
+    ck_assert_int_eq(memcmp(model_token_losses(a) + 5, model_token_losses(b), 5 * sizeof(float)),
+                     0);
+    float with = model_forward(b, in + 5, tg + 5);
+    model_set_dropout(b, true, 7, 3, 11);
+    ck_assert(model_forward(b, in + 5, tg + 5) != with);
+    model_set_dropout(b, false, 7, 3, 11); /* validation: no dropout at all */
+    struct model *c;
+    struct model_dims plain = one;
+    plain.dropout = 0.0f;
+    ck_assert_int_eq(model_create(&c, &plain, ref_ctx, NULL), RZ_OK);
+    model_init_params(c, 31);
+    ck_assert(model_forward(b, in + 5, tg + 5) == model_forward(c, in + 5, tg + 5));
+    model_destroy(a);
+    model_destroy(b);
+    model_destroy(c);
+}
+END_TEST
+
+START_TEST(dropout_drops_p_and_rescales)
+{
+    enum { B = 4, T = 50, C = 100, N = B * T * C };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy);
+    for (int i = 0; i < N; i++)
+        x[i] = 1.0f;
+    struct dropout_site s = {.p = 0.2f, .seed = 1, .step = 2, .first_sample = 3, .layer = 1,
+                             .site = 2};
+    dropout_forward(y, x, &s, B, T, C);
+    int zeros = 0;
+    double sum = 0;
+    for (int i = 0; i < N; i++) {
+        zeros += y[i] == 0.0f;
+        sum += (double)y[i];
+        ck_assert(y[i] == 0.0f || y[i] == 1.25f);
+    }
+    ck_assert_double_eq_tol((double)zeros / N, 0.2, 0.01); /* 20000 draws: 4 sigma ~ 0.011 */
+    ck_assert_double_eq_tol(sum / N, 1.0, 0.015);
+    dropout_backward(dy, x, &s, B, T, C); /* the same mask */
+    ck_assert_int_eq(memcmp(dy, y, N * sizeof *y), 0);
+    s.site = 1;
+    dropout_forward(dy, x, &s, B, T, C); /* another site: another mask */
+    ck_assert_int_ne(memcmp(dy, y, N * sizeof *y), 0);
+    free(x);
+    free(y);
+    free(dy);
 }
 END_TEST
 
@@ -497,7 +606,10 @@ static Suite *model_suite(void)
     tcase_add_test(core, linear_gradients);
     tcase_add_test(core, activation_memory_is_linear_in_seq_len);
     tcase_add_test(core, embedding_gradients);
-    tcase_add_loop_test(core, whole_model_gradients, 0, 2);
+    tcase_add_loop_test(core, whole_model_gradients, 0, 4);
+    tcase_add_loop_test(core, recomputation_is_bit_identical, 0, 4);
+    tcase_add_test(core, dropout_masks_follow_the_global_sample);
+    tcase_add_test(core, dropout_drops_p_and_rescales);
     tcase_add_loop_test(core, segment_grads_match_the_full_buffer, 0, 2);
     tcase_add_test(core, dnnl_matches_reference_on_the_model);
     tcase_add_test(core, backward_accumulates);

@@ -209,6 +209,27 @@ START_TEST(validation_on_schedule_leaves_training_alone)
 }
 END_TEST
 
+/* training.recompute block trains to the same bits as none (with dropout on: its masks are
+ * recomputed too), and dropout changes the losses (it is on). */
+START_TEST(recompute_trains_the_same_bits)
+{
+    struct cfg c;
+    small_markov(&c);
+    c.training.steps = 6;
+    c.model.n_layers = 2;
+    c.model.dropout = 0.1;
+    float none[6], block[6], nodrop[6];
+    struct train_result r;
+    ck_assert_int_eq(run(&c, "rc-none", none, &r, NULL), RZ_OK);
+    snprintf(c.training.recompute, sizeof c.training.recompute, "block");
+    ck_assert_int_eq(run(&c, "rc-block", block, &r, NULL), RZ_OK);
+    ck_assert_int_eq(memcmp(none, block, sizeof none), 0);
+    c.model.dropout = 0.0;
+    ck_assert_int_eq(run(&c, "rc-nodrop", nodrop, &r, NULL), RZ_OK);
+    ck_assert(nodrop[1] != block[1]);
+}
+END_TEST
+
 START_TEST(missing_token_file_is_an_io_error)
 {
     struct cfg c;
@@ -246,6 +267,7 @@ static Suite *train_suite(void)
     tcase_add_test(core, grad_accum_matches_a_larger_batch);
     tcase_add_test(core, metrics_and_summary_files);
     tcase_add_test(core, validation_on_schedule_leaves_training_alone);
+    tcase_add_test(core, recompute_trains_the_same_bits);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

@@ -3,10 +3,11 @@
 # launcher (Open MPI's mpirun, oversubscribed on 2 cores):
 #   equivalence      4 x batch 4, 2 x batch 8 and 1 x batch 8 x accum 2 match 1 x batch 16
 #   exact resume     40 steps == 20 + resumed 20 (losses as hex floats, params and Adam hashes),
-#                    on 1 and on 2 ranks, and on 2 ranks with ZeRO-2
+#                    on 1 and on 2 ranks, and on 2 ranks with ZeRO-2, dropout, recomputation
 #   elastic resume   4 ranks for 20 steps, then 2 ranks: same global samples, loss on track
 #   ZeRO             stages 1 and 2 match stage 0 (4 and 2 ranks), one checkpoint file; ZeRO-2
 #                    elastic resume 4 -> 2 -> 4
+#   dropout          1, 2 and 4 ranks agree (with recomputation and ZeRO-2 too)
 #   validation       1 and 2 ranks agree; the same parameters validate to the same bits on both
 #   crash injection  at each stage of the checkpoint commit: a restart never loads a partial file
 #   damage           flipped byte, truncated, empty: verify fails, resume falls back, quarantine
@@ -104,10 +105,12 @@ check "metrics from every rank" test -s "$tmp/eq4/metrics/eq4/rank-00003.jsonl"
 check "sync checks agree" grep -q '"sync_ok":true' "$tmp/eq4/metrics/eq4/rank-00000.jsonl"
 check "summary lists 4 ranks" grep -q '"num_processes":4,' "$tmp/eq4/summary.json"
 
-# exact resume on 1 and 2 ranks, and with ZeRO-2 (stage 2) on 2
+# exact resume on 1 and 2 ranks, and with ZeRO-2 (stage 2, with dropout and recomputation) on 2
 for run in 1:0 2:0 2:2; do
   np=${run%:*} zs=${run#*:} f=full$np-$zs g=seg$np-$zs
   z="--set training.zero_stage=$zs"
+  # ZeRO-2 with dropout and recomputation: the masks are keyed by step, so they resume too
+  [ "$zs" = 2 ] && z="$z --set model.dropout=0.1 --set training.recompute=block"
   echo "# exact resume on $np rank(s), ZeRO stage $zs: 40 steps == 20 + 20"
   train $f $np $z --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
   train $g $np $z --set training.steps=40 --set checkpoint.interval=0 --stop-at-step 20 \
@@ -167,6 +170,19 @@ train zels 4 $zel >/dev/null 2>&1
 check "2 -> 4: continued at step 31, sample 496, on 4 ranks" \
   sh -c "sed -n 31p '$tmp/zels/metrics/zels/rank-00000.jsonl' | grep -q '^{\"step\":31,\"samples_seen\":496,.*\"world_size\":4'"
 check "loss on track with the 4-rank run through both moves (1e-4)" close zel4 zels 1e-4 16 40
+
+echo "# dropout: masks by global sample index, so world sizes agree (30 steps, p = 0.1)"
+drop="--set training.steps=30 --set model.dropout=0.1"
+train dr1 1 $drop --set training.batch_size=16 >/dev/null 2>&1
+train dr4 4 $drop --set training.batch_size=4 >/dev/null 2>&1
+train dr2 2 $drop --set training.batch_size=4 --set training.grad_accum=2 \
+  --set training.recompute=block --set training.zero_stage=2 >/dev/null 2>&1
+check "4 ranks x batch 4 == 1 rank x batch 16 with dropout (1e-5)" close dr1 dr4 1e-5 1 30
+check "2 ranks x batch 4 x accum 2, recompute, ZeRO-2 == 1 rank x batch 16 (1e-5)" \
+  close dr1 dr2 1e-5 1 30
+differ() { ! close "$@" >/dev/null; }
+check "dropout is on: the losses differ from the run without it (by more than 1e-3)" \
+  differ eq1 dr1 1e-3 1 30
 
 echo "# validation: the same figure on 1 and 2 ranks"
 val="--set training.steps=10 --set training.eval_interval=5 --set data.val_fraction=0.1

@@ -42,6 +42,7 @@ struct cfg_model {
     int64_t seq_len;      /* T */
     double ln_eps;
     double init_std;
+    double dropout;       /* p on the embeddings and each block's two residual branches */
     char tie_embeddings[CFG_STR_MAX]; /* "false" | "true" */
 };
 
@@ -52,6 +53,7 @@ struct cfg_training {
     int64_t seed;         /* parameter init seed */
     int64_t log_interval; /* human progress line every N steps */
     int64_t warmup_bench; /* steps excluded from throughput figures */
+    char recompute[CFG_STR_MAX]; /* "none" | "block" */
     int64_t zero_stage;   /* 0 | 1 (shard Adam moments) | 2 (and gradients) */
     int64_t eval_interval;/* validation loss every N steps (0: only at the end) */
     int64_t eval_samples; /* size of the fixed validation set */

@@ -58,6 +58,9 @@ const struct cfg_key cfg_keys[] = {
               "Epsilon added to the variance in LayerNorm."),
     KEY_FLOAT("model.init_std", model.init_std, 0.0, 10.0, CFG_OPEN_MIN, "0.02",
               "Standard deviation of the normal weight initialisation."),
+    KEY_FLOAT("model.dropout", model.dropout, 0.0, 1.0, CFG_OPEN_MAX, "0",
+              "Dropout probability on the embeddings and each block's attention and MLP outputs; "
+              "masks keyed by (seed, step, global sample, layer, site): 0 disables."),
     KEY_ENUM("model.tie_embeddings", model.tie_embeddings, "false|true", "false",
              "true: the output head's weight is the token embedding wte (GPT-2); false: an "
              "untied head.weight."),
@@ -72,6 +75,9 @@ const struct cfg_key cfg_keys[] = {
             "Print a progress line every N steps."),
     KEY_INT("training.warmup_bench", training.warmup_bench, 0, BIG, "5",
             "First N steps excluded from throughput figures."),
+    KEY_ENUM("training.recompute", training.recompute, "none|block", "none",
+             "block: keep only each block's input and recompute the block in backward (about a "
+             "third more compute, bit-identical gradients)."),
     KEY_INT("training.zero_stage", training.zero_stage, 0, 2, "0",
             "ZeRO: 1 shards the Adam moments over the ranks, 2 also the gradients; the "
             "parameters are all-gathered after each update (0: every rank holds everything)."),

@@ -5,8 +5,10 @@
 
 #include "model/layers.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "core/util.h"
 
 /* ---- elementwise ---------------------------------------------------------------------------- */
@@ -84,6 +86,37 @@ void linear_backward(struct linear *l, float *dx, float *dw, float *db, const fl
 }
 
 /* ---- embedding -------------------------------------------------------------------------------- */
+
+/* ---- dropout ---------------------------------------------------------------------------------- */
+
+/* y = x * keep / (1 - p) over (B, T, C); the forward and the backward are the same map. */
+static void dropout_map(float *y, const float *x, const struct dropout_site *s, int64_t B,
+                        int64_t T, int64_t C)
+{
+    /* keep iff the element's 64 random bits are >= p * 2^64 */
+    uint64_t below = (uint64_t)ldexp((double)s->p, 64);
+    float scale = 1.0f / (1.0f - s->p);
+    uint64_t key = rz_rand64(rz_rand64(s->seed, s->step), (uint64_t)(s->layer * 16 + s->site));
+    for (int64_t b = 0; b < B; b++) {
+        uint64_t sample = rz_rand64(key, s->first_sample + (uint64_t)b);
+        for (int64_t i = 0; i < T * C; i++) {
+            int64_t at = b * T * C + i;
+            y[at] = rz_rand64(sample, (uint64_t)i) >= below ? x[at] * scale : 0.0f;
+        }
+    }
+}
+
+void dropout_forward(float *y, const float *x, const struct dropout_site *s, int64_t B,
+                     int64_t T, int64_t C)
+{
+    dropout_map(y, x, s, B, T, C);
+}
+
+void dropout_backward(float *dx, const float *dy, const struct dropout_site *s, int64_t B,
+                      int64_t T, int64_t C)
+{
+    dropout_map(dx, dy, s, B, T, C);
+}
 
 void embedding_forward(float *x, const int32_t *tokens, const float *wte, const float *wpe,
                        int64_t B, int64_t T, int64_t C)

@@ -35,6 +35,23 @@ void embedding_forward(float *x, const int32_t *tokens, const float *wte, const 
 void embedding_backward(float *dwte, float *dwpe, const float *dx, const int32_t *tokens,
                         int64_t B, int64_t T, int64_t C);
 
+/* ---- inverted dropout (Srivastava et al. 2014): y = x * keep / (1 - p) -----------------------
+ * keep is 0 with probability p, a pure function of (seed, step, global sample index, layer, site)
+ * and the element's (t, c): the mask needs no storage, is the same in a recomputed forward and
+ * in the backward, and the same for a sample at any batch position, rank or world size.
+ * Rows of x are (B, T) with row b*T + t belonging to global sample first_sample + b. */
+struct dropout_site {
+    float p;                  /* drop probability, [0, 1) */
+    uint64_t seed, step, first_sample;
+    int layer, site;          /* which mask: a block (or the embeddings) and a place in it */
+};
+/* y (B, T, C) = dropout(x); y may alias x. */
+void dropout_forward(float *y, const float *x, const struct dropout_site *s, int64_t B,
+                     int64_t T, int64_t C);
+/* dx (B, T, C) = dy through the same mask and scale; dx may alias dy. */
+void dropout_backward(float *dx, const float *dy, const struct dropout_site *s, int64_t B,
+                      int64_t T, int64_t C);
+
 /* ---- small elementwise helpers -------------------------------------------------------------- */
 void vec_add(float *y, const float *a, const float *b, int64_t n);   /* y = a + b */
 void vec_acc(float *y, const float *x, int64_t n);                   /* y += x */

@@ -1,7 +1,8 @@
 /* model.c: the transformer LM (see model.h): descriptor table, the one parameter / gradient /
- * activation buffers with their views, and the forward and backward passes, which read like the
- * math, one layer call per line.  Mixed precision and activation recomputation are deliberately
- * not implemented: fp32 everywhere keeps resume bit-exact and the tests simple. */
+ * activation buffers with their views, gradient segments (ZeRO-2), activation recomputation by
+ * block, dropout, and the forward and backward passes, which read like the math, one layer call
+ * per line.  Mixed precision is deliberately not implemented here: fp32 everywhere keeps resume
+ * bit-exact and the tests simple. */
 #include "config.h"
 
 #include "model/model.h"
@@ -61,6 +62,10 @@ struct acts {
     float *tmp;               /* (N, C) */
     float *dresid, *dln, *datty;  /* (N, C) */
     float *dfcg;              /* (N, F): d gelu output, then (in place) d fc pre-activation */
+    float *ddrop;             /* (N, C): a residual branch's gradient through its dropout mask
+                               * (dropout only) */
+    size_t kept_floats;       /* of the buffer, what forward keeps for backward (the rest is
+                               * scratch): model_memory_plan */
 };
 
 /* A gradient segment (model.h): floats [lo, hi) of the layout, table entries [first, first +
@@ -89,6 +94,7 @@ struct model {
     struct kern_gelu *gelu;
     struct kern_xent *xent;
     struct model_hooks hooks;
+    struct dropout_site drop; /* the next forward's dropout (p = 0: off) */
 };
 
 /* ---- descriptor table -------------------------------------------------------------------------- */
@@ -306,12 +312,13 @@ static float *carve(float **cursor, size_t *total, int64_t count)
     return p;
 }
 
-/* Lays out one block's activations at the cursor. */
+/* Lays out one block's activations at the cursor (with_x: its input x too). */
 static void carve_block(struct block_acts *k, float **cur, size_t *total,
-                        const struct model_dims *d)
+                        const struct model_dims *d, bool with_x)
 {
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff;
-    k->x = carve(cur, total, N * C);
+    if (with_x)
+        k->x = carve(cur, total, N * C);
     k->ln1 = carve(cur, total, N * C);
     k->ln1_mean = carve(cur, total, N);
     k->ln1_var = carve(cur, total, N);
@@ -326,6 +333,28 @@ static void carve_block(struct block_acts *k, float **cur, size_t *total,
     k->fcg = carve(cur, total, N * F);
 }
 
+/* The blocks' activations.  recompute none: each block keeps all of its own.  block: each keeps
+ * its input x; the rest is one set that every block's forward writes in turn and the backward
+ * recomputes a block into (Chen et al. 2016, "Training deep nets with sublinear memory cost"). */
+static void layout_blocks(struct acts *a, float **cur, size_t *total, const struct model_dims *d)
+{
+    int64_t L = d->n_layers;
+    if (d->recompute != MODEL_RECOMPUTE_BLOCK) {
+        for (int64_t l = 0; l < L; l++)
+            carve_block(&a->blocks[l], cur, total, d, true);
+        return;
+    }
+    for (int64_t l = 0; l < L; l++)
+        a->blocks[l].x = carve(cur, total, d->batch * d->seq_len * d->d_model);
+    struct block_acts work;
+    carve_block(&work, cur, total, d, false);
+    for (int64_t l = 0; l < L; l++) {
+        float *x = a->blocks[l].x;
+        a->blocks[l] = work;
+        a->blocks[l].x = x;
+    }
+}
+
 /* With base == NULL, only counts; returns the number of floats needed. */
 static size_t layout_acts(struct model *m, float *base)
 {
@@ -334,20 +363,21 @@ static size_t layout_acts(struct model *m, float *base)
     float *cur = base;
     size_t total = 0;
     struct acts *a = &m->a;
-    for (int64_t l = 0; l < d->n_layers; l++)
-        carve_block(&a->blocks[l], &cur, &total, d);
+    layout_blocks(a, &cur, &total, d);
     a->x_out = carve(&cur, &total, N * C);
     a->lnf = carve(&cur, &total, N * C);
     a->lnf_mean = carve(&cur, &total, N);
     a->lnf_var = carve(&cur, &total, N);
     a->probs = carve(&cur, &total, N * V);
     a->losses = carve(&cur, &total, N);
+    a->kept_floats = total; /* the rest is backward's scratch */
     a->dqkv = carve(&cur, &total, 3 * N * C);
     a->tmp = carve(&cur, &total, N * C);
     a->datty = a->tmp; /* tmp is forward-only scratch (layers.h allows the sharing) */
     a->dresid = carve(&cur, &total, N * C);
     a->dln = carve(&cur, &total, N * C);
     a->dfcg = carve(&cur, &total, N * F);
+    a->ddrop = d->dropout > 0.0f ? carve(&cur, &total, N * C) : NULL;
     return total;
 }
 
@@ -364,6 +394,7 @@ void model_memory_plan(const struct model_dims *dims, struct model_memory *out)
     if (m.a.blocks != NULL && t != NULL && seg != NULL) {
         out->params = build_table(dims, t);
         out->acts = layout_acts(&m, NULL); /* counts only: no memory is touched */
+        out->acts_kept = m.a.kept_floats;
         for (size_t i = 0; i < n; i++)
             if ((size_t)(t[i].rows * t[i].cols) > out->largest_tensor)
                 out->largest_tensor = (size_t)(t[i].rows * t[i].cols);
@@ -401,6 +432,10 @@ static enum rz_status check_dims(const struct model_dims *d, struct rz_err *err)
     if (d->d_model % d->n_heads != 0)
         return rz_fail(err, RZ_ECONFIG, "model: d_model %lld is not divisible by n_heads %lld",
                        (long long)d->d_model, (long long)d->n_heads);
+    if (!(d->dropout >= 0.0f && d->dropout < 1.0f))
+        return rz_fail(err, RZ_ECONFIG, "model: dropout %g is not in [0, 1)", (double)d->dropout);
+    if (d->recompute != MODEL_RECOMPUTE_NONE && d->recompute != MODEL_RECOMPUTE_BLOCK)
+        return rz_fail(err, RZ_ECONFIG, "model: unknown recompute mode %d", d->recompute);
     return RZ_OK;
 }
 
@@ -551,10 +586,55 @@ void model_zero_grads(struct model *m)
         memset(m->grads, 0, m->n_params * sizeof(float));
 }
 
+/* ---- dropout ---------------------------------------------------------------------------------- */
+
+/* Where a dropout mask sits: the embeddings' output, and each block's two residual branches
+ * (attention after its projection, the MLP after fc2), as GPT-2 places them. */
+enum { DROP_EMBED, DROP_ATTN, DROP_MLP };
+
+/* The mask of (layer, site) for the current forward, or NULL when dropout is off. */
+static const struct dropout_site *drop_site(struct model *m, int64_t layer, int site)
+{
+    if (m->drop.p <= 0.0f)
+        return NULL;
+    m->drop.layer = (int)layer;
+    m->drop.site = site;
+    return &m->drop;
+}
+
+/* x (B, T, C) through the mask, in place. */
+static void drop_forward(struct model *m, float *x, int64_t layer, int site)
+{
+    const struct dropout_site *s = drop_site(m, layer, site);
+    if (s != NULL)
+        dropout_forward(x, x, s, m->dims.batch, m->dims.seq_len, m->dims.d_model);
+}
+
+/* The gradient of a residual branch's output through its mask: dy itself without dropout, else
+ * a masked copy in `scratch` (dy is the residual stream's gradient, still needed unmasked). */
+static const float *drop_backward(struct model *m, const float *dy, float *scratch,
+                                  int64_t layer, int site)
+{
+    const struct dropout_site *s = drop_site(m, layer, site);
+    if (s == NULL)
+        return dy;
+    dropout_backward(scratch, dy, s, m->dims.batch, m->dims.seq_len, m->dims.d_model);
+    return scratch;
+}
+
+void model_set_dropout(struct model *m, bool on, uint64_t seed, uint64_t step,
+                       uint64_t first_sample)
+{
+    m->drop = (struct dropout_site){.p = on ? m->dims.dropout : 0.0f, .seed = seed, .step = step,
+                                    .first_sample = first_sample};
+}
+
 /* ---- forward ----------------------------------------------------------------------------------- */
 
+/* Block l from a->x to x_next; x_next NULL stops after the MLP's GELU, all that backward needs
+ * (a recomputation). */
 static void block_forward(struct model *m, const struct layer_params *p, struct block_acts *a,
-                          float *x_next)
+                          float *x_next, int64_t l)
 {
     struct acts *s = &m->a;
     int64_t NC = m->dims.batch * m->dims.seq_len * m->dims.d_model;
@@ -562,11 +642,15 @@ static void block_forward(struct model *m, const struct layer_params *p, struct 
     linear_forward(&m->qkv, a->qkv, a->ln1, p->qkv_w, p->qkv_b);
     kern_attention_forward(m->attn, a->atty, a->lse, a->qkv);
     linear_forward(&m->proj, s->tmp, a->atty, p->proj_w, p->proj_b);
+    drop_forward(m, s->tmp, l, DROP_ATTN);
     vec_add(a->x2, a->x, s->tmp, NC);
     kern_layernorm_forward(m->ln, a->ln2, a->ln2_mean, a->ln2_var, a->x2, p->ln2_w, p->ln2_b);
     linear_forward(&m->fc, a->fc, a->ln2, p->fc_w, p->fc_b);
     kern_gelu_forward(m->gelu, a->fcg, a->fc);
+    if (x_next == NULL)
+        return;
     linear_forward(&m->fc2, s->tmp, a->fcg, p->fc2_w, p->fc2_b);
+    drop_forward(m, s->tmp, l, DROP_MLP);
     vec_add(x_next, a->x2, s->tmp, NC);
 }
 
@@ -579,9 +663,11 @@ float model_forward(struct model *m, const int32_t *inputs, const int32_t *targe
     memcpy(m->targets, targets, (size_t)N * sizeof *targets);
     seg_needed(m, 0);
     embedding_forward(a->blocks[0].x, inputs, m->p.wte, m->p.wpe, d->batch, d->seq_len, d->d_model);
+    drop_forward(m, a->blocks[0].x, 0, DROP_EMBED);
     for (int64_t l = 0; l < L; l++) {
         seg_needed(m, (size_t)(1 + l));
-        block_forward(m, &m->p.layers[l], &a->blocks[l], l + 1 < L ? a->blocks[l + 1].x : a->x_out);
+        block_forward(m, &m->p.layers[l], &a->blocks[l], l + 1 < L ? a->blocks[l + 1].x : a->x_out,
+                      l);
         progress(m);
     }
     seg_needed(m, (size_t)(L + 1));
@@ -603,17 +689,19 @@ const float *model_token_losses(const struct model *m)
 
 /* On entry s->dresid holds d(block output); on exit d(block input). */
 static void block_backward(struct model *m, const struct layer_params *p, struct layer_params *g,
-                           const struct block_acts *a)
+                           const struct block_acts *a, int64_t l)
 {
     struct acts *s = &m->a;
-    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, s->dresid, a->fcg, p->fc2_w);
+    const float *dy = drop_backward(m, s->dresid, s->ddrop, l, DROP_MLP);
+    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, dy, a->fcg, p->fc2_w);
     progress(m);
     kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
     linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, a->ln2, p->fc_w);
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
                             a->ln2_var, p->ln2_w, true);
-    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, s->dresid, a->atty, p->proj_w);
+    dy = drop_backward(m, s->dresid, s->ddrop, l, DROP_ATTN);
+    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, dy, a->atty, p->proj_w);
     progress(m);
     kern_attention_backward(m->attn, s->dqkv, s->datty, a->qkv, a->atty, a->lse);
     progress(m);
@@ -641,11 +729,18 @@ void model_backward(struct model *m, float loss_scale)
     seg_ready(m, head);
     for (int64_t l = L - 1; l >= 0; l--) {
         seg_begin(m, (size_t)(1 + l));
-        block_backward(m, &m->p.layers[l], &g->layers[l], &a->blocks[l]);
+        /* recomputation: block l's activations again from its input (the last block's are
+         * still there from the forward); the same kernels on the same inputs give the same bits */
+        if (d->recompute == MODEL_RECOMPUTE_BLOCK && l + 1 < L) {
+            block_forward(m, &m->p.layers[l], &a->blocks[l], NULL, l);
+            progress(m);
+        }
+        block_backward(m, &m->p.layers[l], &g->layers[l], &a->blocks[l], l);
         seg_ready(m, (size_t)(1 + l));
     }
     if (!d->tie_embeddings)
         seg_begin(m, 0);
+    drop_backward(m, a->dresid, a->dresid, 0, DROP_EMBED); /* in place: nothing else reads it */
     embedding_backward(g->wte, g->wpe, a->dresid, m->inputs, d->batch, d->seq_len, d->d_model);
     seg_ready(m, 0);
 }

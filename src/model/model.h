@@ -14,6 +14,7 @@
 #ifndef RZ_MODEL_MODEL_H
 #define RZ_MODEL_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +32,17 @@ struct model_dims {
     float ln_eps;
     float init_std;
     int tie_embeddings;/* the output head's weight is wte (no head.weight tensor; GPT-2) */
+    float dropout;     /* p of the dropout on the embeddings and each block's two residual
+                        * branches (model_set_dropout turns it on per forward); 0: none */
     /* How the model is run, not its shape: */
+    int recompute;     /* MODEL_RECOMPUTE_BLOCK: keep only each block's input, recompute the
+                        * block in backward (gradients bit-identical to NONE) */
     int segment_grads; /* no full gradient buffer: each gradient segment (model_set_hooks) lives
                         * in a small buffer for one micro-step and is handed to the grad_ready
                         * hook, which must take it away (ZeRO-2) */
 };
+
+enum { MODEL_RECOMPUTE_NONE, MODEL_RECOMPUTE_BLOCK };
 
 #define MODEL_TENSOR_NAME_MAX 48
 
@@ -60,6 +67,7 @@ struct model_memory {
     size_t params;        /* the parameter buffer */
     size_t grads;         /* the gradient buffer, or the segment buffers with segment_grads */
     size_t acts;          /* the activation buffer: what backward keeps plus the scratch */
+    size_t acts_kept;     /* of it, what forward keeps for backward (the rest is scratch) */
     size_t largest_tensor;/* floats of the largest table entry */
 };
 void model_memory_plan(const struct model_dims *dims, struct model_memory *out);
@@ -94,6 +102,13 @@ void model_zero_grads(struct model *m);
 /* Forward pass over `inputs` and `targets` (B, T) token ids; returns the mean loss and keeps the
  * activations for model_backward. */
 float model_forward(struct model *m, const int32_t *inputs, const int32_t *targets);
+
+/* Dropout for the following forward passes and their backward: on (training) with the seed, the
+ * optimizer step and the global index of the batch's first sample (row b is sample
+ * first_sample + b), which key the masks (layers.h); off for validation.  Without dims.dropout
+ * it changes nothing.  Off at creation. */
+void model_set_dropout(struct model *m, bool on, uint64_t seed, uint64_t step,
+                       uint64_t first_sample);
 
 /* Per-position losses (B*T, row b*T + t) of the last forward; valid until the next forward. */
 const float *model_token_losses(const struct model *m);

@@ -164,6 +164,9 @@ static struct model_dims dims_from_cfg(const struct cfg *c)
         .batch = c->training.batch_size, .ln_eps = (float)c->model.ln_eps,
         .init_std = (float)c->model.init_std,
         .tie_embeddings = strcmp(c->model.tie_embeddings, "true") == 0,
+        .dropout = (float)c->model.dropout,
+        .recompute = strcmp(c->training.recompute, "block") == 0 ? MODEL_RECOMPUTE_BLOCK
+                                                                 : MODEL_RECOMPUTE_NONE,
         .segment_grads = c->training.zero_stage == 2};
     return d;
 }
@@ -695,6 +698,9 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
             st = grads_begin(t, u, local_norm, err);
         uint64_t first = (uint64_t)(t->step * t->global_batch + u * B * W + t->rank * B);
         load_batch(t, first);
+        /* dropout masks by (seed, step, global sample index): the same at any world size */
+        model_set_dropout(t->model, true, (uint64_t)t->cfg->training.seed, (uint64_t)t->step,
+                          first);
         loss += (double)model_forward(t->model, t->inputs, t->targets);
         /* 1/(accum*W): the reduction's sum is then the mean over the global batch */
         model_backward(t->model, 1.0f / (float)(t->accum * W));
@@ -775,6 +781,7 @@ static void validate_chunk(struct trainer *t, int64_t first)
     int64_t B = t->dims.batch, T = t->dims.seq_len, E = t->cfg->training.eval_samples;
     int64_t valid = E - first < B ? E - first : B;
     load_rows(t, true, (uint64_t)first, valid);
+    model_set_dropout(t->model, false, 0, 0, 0);
     model_forward(t->model, t->inputs, t->targets);
     const float *loss = model_token_losses(t->model); /* (B, T) */
     for (int64_t b = 0; b < valid; b++) {
