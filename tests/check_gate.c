@@ -262,6 +262,46 @@ START_TEST(validation_loss_is_judged_when_present)
 }
 END_TEST
 
+static char *slurp(const char *path)
+{
+    char *text = NULL;
+    size_t len;
+    ck_assert_int_eq(rz_read_file(path, &text, &len, NULL), RZ_OK);
+    return text;
+}
+
+/* summary.json's predicted peak RSS (the memory planner) against the measured one, in the memory
+ * criterion's note and report.json's per_rank. */
+START_TEST(memory_plan_against_measured)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    put("summary.json", "w", "{\"num_processes\":2,\"aggregated_metrics\":{\"avg_loss\":3.9,"
+        "\"restarts\":1},\"rank_results\":[{\"rank\":0,\"host\":\"n1\",\"predicted_peak_rss_"
+        "bytes\":1000000000},{\"rank\":1,\"host\":\"n1\",\"predicted_peak_rss_bytes\":"
+        "900000000}]}\n");
+    config(&c);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_MEMORY].note, "rank 0: peak RSS 1074 MB "
+                                 "measured, 1000 MB predicted by the memory plan (+7.4%)"));
+    char dir[1024], warn[256], path[1100];
+    struct gate_doc doc;
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    char *json = slurp(path);
+    ck_assert_ptr_nonnull(strstr(json, "\"peak_rss_bytes\":1073741824,\"predicted_peak_rss_bytes\":"
+                                       "900000000"));
+    free(json);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
 /* Threshold fields of each judged criterion, so each can be put exactly at its measurement. */
 static void thresholds(struct cfg *c, int k, double **go, double **no_go)
 {
@@ -522,14 +562,6 @@ START_TEST(rollback_checkpoint_choice)
     teardown_fixture();
 }
 END_TEST
-
-static char *slurp(const char *path)
-{
-    char *text = NULL;
-    size_t len;
-    ck_assert_int_eq(rz_read_file(path, &text, &len, NULL), RZ_OK);
-    return text;
-}
 
 static size_t count(const char *hay, const char *needle)
 {
@@ -1013,6 +1045,7 @@ static Suite *gate_suite(void)
     tcase_add_test(core, judge_boundaries_both_directions);
     tcase_add_test(core, fixture_measures_what_was_written);
     tcase_add_test(core, validation_loss_is_judged_when_present);
+    tcase_add_test(core, memory_plan_against_measured);
     tcase_add_test(core, each_criterion_at_its_boundaries);
     tcase_add_test(core, verdict_rules);
     tcase_add_test(core, fixture_verdicts_and_planned_actions);

@@ -113,6 +113,18 @@ expect "ryzen-ckpt info of a missing file" 65 "No such file" -- "$top/ryzen-ckpt
 expect "ryzen-ckpt list of a missing directory" 64 "not a directory" -- "$top/ryzen-ckpt" list "$tmp/no"
 expect "ryzen-ckpt list of /dev/null" 64 "not a directory" -- "$top/ryzen-ckpt" list /dev/null
 
+# --plan: the memory per rank without MPI (here from a task srun started without PMIx, which
+# any MPI start would refuse with 70), and whether it fits a limit
+expect "--plan prints the predicted peak" 0 "predicted peak RSS +[0-9.]+ MiB" -- \
+  env SLURM_STEP_ID=7 SLURM_PROCID=0 "$bin" --config "$src/configs/seed_benchmark.yaml" --plan
+expect "--plan --world 4 --mem-limit: the cheapest change that fits" 0 \
+  "fits +no; the cheapest change that fits: --set training.recompute=block --set training.batch_size=8" \
+  -- "$bin" --config "$src/configs/seed_benchmark.yaml" --plan --world 4 --mem-limit 140M
+expect "--world without --plan" 64 "--world and --mem-limit go with --plan" -- \
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --world 2
+expect "--mem-limit with a bad size" 64 "--mem-limit: size '12Q'" -- \
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --plan --mem-limit 12Q
+
 # docs/config.md is generated from the key table and must not drift
 "$bin" --config-reference >"$tmp/config.md"
 if cmp -s "$tmp/config.md" "$src/docs/config.md"; then

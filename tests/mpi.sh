@@ -357,5 +357,15 @@ expect "preflight of a wrong launch exits 70" 70 "preflight failed: launch" -- \
   --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-bad"
 check "... and says why in health.json" \
   grep -q '"name":"launch","ok":false,"detail":"launch check on rank 0' "$tmp/pf-bad/health.json"
+# the memory check uses the planner: over the job's limit it names the need, the limit and the
+# cheapest change that fits, and that change passes
+expect "preflight over --mem exits 70 with the cheapest change that fits" 70 \
+  "2 rank\(s\) need [0-9]+ MB of [0-9]+ MB \(the job's limit: --mem=300M\).*the cheapest change that fits: --set training\." -- \
+  env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-mem"
+change=$(sed -n 's/.*the cheapest change that fits: \(--set [^(]*\) (.*/\1/p' "$tmp/out" | head -n 1)
+expect "... and with it ($change) the preflight passes" 0 "preflight: memory +ok" -- \
+  env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  --config "$src/configs/seed_benchmark.yaml" $change --preflight --run-dir "$tmp/pf-mem2"
 
 finish

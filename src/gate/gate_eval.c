@@ -546,6 +546,23 @@ static void gate_failures_uptime(struct gate_result *res, const struct gate_inpu
         gate_note(ku, "capped at 1 (event times have 1 s resolution)");
 }
 
+/* The memory planner's prediction (summary.json) against the measured peak, for the rank that
+ * measured the most. */
+static void gate_memory_plan(struct gate_criterion *k, const struct gate_result *res,
+                             const struct gate_input *in)
+{
+    int top = 0;
+    for (int r = 1; r < in->world_size; r++)
+        if (res->rank_stats[r].peak_rss_bytes > res->rank_stats[top].peak_rss_bytes)
+            top = r;
+    double predicted = in->ranks[top].predicted_peak_rss;
+    double measured = (double)res->rank_stats[top].peak_rss_bytes;
+    if (predicted > 0 && measured > 0)
+        gate_note(k, "rank %d: peak RSS %.0f MB measured, %.0f MB predicted by the memory plan "
+                  "(%+.1f%%)", top, measured / 1e6, predicted / 1e6,
+                  100.0 * (measured - predicted) / predicted);
+}
+
 static void gate_memory(struct gate_result *res, const struct gate_input *in)
 {
     struct gate_criterion *k = &res->crit[GATE_MEMORY];
@@ -580,6 +597,7 @@ static void gate_memory(struct gate_result *res, const struct gate_input *in)
     }
     gate_measure(k, worst, in->world_size);
     gate_note(k, "worst node %s: sum of its ranks' peak RSS / its memory", worst_host);
+    gate_memory_plan(k, res, in);
 }
 
 static void gate_duration(struct gate_result *res, const struct gate_input *in,

@@ -510,9 +510,12 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     for (size_t i = 0; rr != NULL && rr->type == GJ_ARR && i < rr->n; i++) {
         int64_t rank;
         const char *host = gj_get_str(&rr->items[i], "host");
-        if (gj_get_int(&rr->items[i], "rank", &rank) && host != NULL && rank >= 0 &&
-            rank < in->world_size)
+        if (!gj_get_int(&rr->items[i], "rank", &rank) || rank < 0 || rank >= in->world_size)
+            continue;
+        if (host != NULL)
             rz_fmt(in->ranks[rank].host, sizeof in->ranks[rank].host, "%s", host);
+        (void)gj_get_num(&rr->items[i], "predicted_peak_rss_bytes",
+                         &in->ranks[rank].predicted_peak_rss);
     }
     gj_free(v);
     return RZ_OK;

@@ -172,6 +172,8 @@ static void gate_json_ranks(struct rz_json *j, const struct gate_input *in,
         rz_json_kv_double(j, "mean_step_s", rs->mean_step_s);
         rz_json_kv_double(j, "comm_share", rs->comm_share);
         rz_json_kv_uint(j, "peak_rss_bytes", rs->peak_rss_bytes);
+        if (in->ranks[r].predicted_peak_rss > 0)
+            rz_json_kv_double(j, "predicted_peak_rss_bytes", in->ranks[r].predicted_peak_rss);
         rz_json_key(j, "step_time_quartiles_s");
         rz_json_array_begin(j);
         for (int q = 0; q < 5; q++)

@@ -126,6 +126,10 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
     rz_json_kv_int(&j, "num_parameters", s->num_parameters);
     if (s->entropy_floor >= 0.0)
         rz_json_kv_double(&j, "entropy_floor", s->entropy_floor);
+    if (s->predicted_peak_rss_bytes > 0) {
+        rz_json_kv_uint(&j, "peak_rss_bytes", s->peak_rss_bytes);
+        rz_json_kv_uint(&j, "predicted_peak_rss_bytes", s->predicted_peak_rss_bytes);
+    }
     if (s->has_val) {
         char hex[64];
         snprintf(hex, sizeof hex, "%a", s->val_loss);
@@ -152,6 +156,7 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
         rz_json_kv_double(&j, "duration_sec", rr->duration_sec);
         rz_json_kv_uint(&j, "peak_rss_bytes", rr->peak_rss_bytes);
         rz_json_kv_uint(&j, "optimizer_rss_bytes", rr->optimizer_rss_bytes);
+        rz_json_kv_uint(&j, "predicted_peak_rss_bytes", rr->predicted_peak_rss_bytes);
         rz_json_object_end(&j);
     }
     rz_json_array_end(&j);

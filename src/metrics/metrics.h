@@ -61,6 +61,7 @@ struct metrics_rank_result {
     double duration_sec;
     uint64_t peak_rss_bytes;
     uint64_t optimizer_rss_bytes; /* RSS grown by the Adam moments (+ ZeRO's gradient shard) */
+    uint64_t predicted_peak_rss_bytes; /* the memory planner's figure (plan.h) */
 };
 
 struct metrics_summary {
@@ -80,6 +81,8 @@ struct metrics_summary {
     int64_t num_parameters;
     double entropy_floor;        /* < 0 when unknown */
     const char *config_path;
+    uint64_t peak_rss_bytes;     /* the largest of the ranks' peak RSS */
+    uint64_t predicted_peak_rss_bytes; /* the largest of the planner's figures for them */
     int has_val;                 /* a validation ran: the three below are set */
     int64_t val_step;            /* step of the last validation */
     double val_loss;

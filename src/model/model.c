@@ -402,6 +402,9 @@ void model_memory_plan(const struct model_dims *dims, struct model_memory *out)
         size_t big, small;
         segment_sizes(seg, dims->n_layers, dims->tie_embeddings, &big, &small);
         out->grads = dims->segment_grads ? big + 2 * small : out->params;
+        for (int64_t k = 0; k < dims->n_layers + 2; k++)
+            if (seg[k].hi - seg[k].lo > out->largest_segment)
+                out->largest_segment = seg[k].hi - seg[k].lo;
     }
     free(seg);
     free(t);

@@ -69,6 +69,7 @@ struct model_memory {
     size_t acts;          /* the activation buffer: what backward keeps plus the scratch */
     size_t acts_kept;     /* of it, what forward keeps for backward (the rest is scratch) */
     size_t largest_tensor;/* floats of the largest table entry */
+    size_t largest_segment;/* floats of the largest gradient segment (model_set_hooks) */
 };
 void model_memory_plan(const struct model_dims *dims, struct model_memory *out);
 

@@ -24,6 +24,7 @@
 #include "metrics/metrics.h"
 #include "model/model.h"
 #include "optim/optim.h"
+#include "plan/plan.h"
 
 /* The step's one small collective (step_collective): per rank, these doubles, then the rank's
  * live figures (struct metrics_rank_live). */
@@ -158,17 +159,8 @@ static void trainer_free(struct trainer *t)
 
 static struct model_dims dims_from_cfg(const struct cfg *c)
 {
-    struct model_dims d = {
-        .vocab = c->model.vocab_size, .d_model = c->model.d_model, .n_heads = c->model.n_heads,
-        .n_layers = c->model.n_layers, .d_ff = c->model.d_ff, .seq_len = c->model.seq_len,
-        .batch = c->training.batch_size, .ln_eps = (float)c->model.ln_eps,
-        .init_std = (float)c->model.init_std,
-        .tie_embeddings = strcmp(c->model.tie_embeddings, "true") == 0,
-        .dropout = (float)c->model.dropout,
-        .recompute = strcmp(c->training.recompute, "block") == 0 ? MODEL_RECOMPUTE_BLOCK
-                                                                 : MODEL_RECOMPUTE_NONE,
-        .segment_grads = c->training.zero_stage == 2};
-    return d;
+    struct plan_settings s = plan_settings_of(c);
+    return plan_model_dims(c, &s); /* the planner's mapping, so the plan is of this model */
 }
 
 static enum rz_status optim_opts_from_cfg(struct optim_opts *o, const struct cfg *c,
@@ -1119,6 +1111,19 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     return st;
 }
 
+/* The planner's peak RSS for this rank with the settings the run really has (an elastic resume
+ * may have changed the micro-batch); rank 0 also stages a tensor's moments at a ZeRO checkpoint. */
+static uint64_t predict_peak(const struct trainer *t)
+{
+    struct plan_settings s = plan_settings_of(t->cfg);
+    struct plan p;
+    s.batch = t->dims.batch;
+    s.accum = t->accum;
+    if (plan_compute(&p, t->cfg, t->world, &s, NULL) != RZ_OK)
+        return 0;
+    return t->rank == 0 ? p.peak_rank0 : p.peak;
+}
+
 /* ---- summary ------------------------------------------------------------------------------------ */
 
 static enum rz_status write_summary(struct trainer *t, const struct train_result *r,
@@ -1128,6 +1133,7 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
         .rank = t->rank, .steps = r->steps, .avg_loss = r->avg_loss, .final_loss = r->final_loss,
         .samples_per_sec = r->samples_per_sec / (double)t->world, .comm_share = r->comm_share,
         .duration_sec = r->duration_s, .peak_rss_bytes = r->peak_rss_bytes,
+        .predicted_peak_rss_bytes = r->predicted_peak_rss_bytes,
         .optimizer_rss_bytes = t->optim_rss};
     snprintf(mine.host, sizeof mine.host, "%s", comm_host(t->comm));
     struct metrics_rank_result *all = calloc((size_t)t->world, sizeof *all);
@@ -1146,6 +1152,13 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
             .config_path = t->cfg->source, .ranks = all, .has_val = r->val_step >= 0,
             .val_step = r->val_step,
             .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples};
+        for (int q = 0; q < t->world; q++) { /* the worst rank, measured and predicted */
+            s.peak_rss_bytes = all[q].peak_rss_bytes > s.peak_rss_bytes ? all[q].peak_rss_bytes
+                                                                        : s.peak_rss_bytes;
+            s.predicted_peak_rss_bytes =
+                all[q].predicted_peak_rss_bytes > s.predicted_peak_rss_bytes
+                    ? all[q].predicted_peak_rss_bytes : s.predicted_peak_rss_bytes;
+        }
         st = metrics_write_summary(t->opts->run_dir, &s, err);
     }
     free(all);
@@ -1193,6 +1206,7 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
     r->val_step = -1;
     enum rz_status st = prepare(&t, opts, r, err);
     if (st == RZ_OK) {
+        r->predicted_peak_rss_bytes = predict_peak(&t);
         r->num_parameters = (int64_t)model_num_params(t.model);
         r->entropy_floor = data_entropy_floor(t.data);
         r->peak_gflops = measure_peak(&t, opts->peak_seconds);

@@ -52,6 +52,7 @@ struct train_result {
     double comm_share;       /* exposed communication time / step time */
     double allreduce_latency_s; /* median small-allreduce latency at start-up */
     uint64_t peak_rss_bytes;
+    uint64_t predicted_peak_rss_bytes; /* the planner's figure for this rank (plan.h) */
     int64_t val_step;        /* step of the last validation (-1: none: no held-out split) */
     double val_loss;         /* mean loss over the fixed validation set at val_step */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
