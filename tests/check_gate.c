@@ -24,6 +24,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "gate/gate.h"
+#include "gate/gate_internal.h"
 #include "gate/gate_json.h"
 #include "testutil.h"
 
@@ -907,6 +908,104 @@ START_TEST(dashboard_is_a_grafana_model)
 }
 END_TEST
 
+/* ---- the ladder ------------------------------------------------------------------------------ */
+
+/* A report.json of phase PH, job JOB on W ranks: throughput X, small-collective p50 P50 ms. */
+static void ladder_report(const char *lineage, const char *job, int w, double x, double p50)
+{
+    char rel[256], text[1024];
+    snprintf(rel, sizeof rel, "%s/reports/%s/report.json", lineage, job);
+    snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"%.*s\",\"job\":\"%s\",\"time\":"
+             "\"2026-11-22T10:00:0%sZ\",\"world_size\":%d,\"throughput\":%.9g,\"allreduce_p50_ms\":"
+             "%.9g,\"steps\":40,\"skipped_steps\":0,\"ended\":null,\"criteria\":[{\"name\":"
+             "\"comm\",\"measured\":0.05},{\"name\":\"allreduce_p99_ms\",\"measured\":0.5}],"
+             "\"environment\":{\"global_batch\":%d,\"num_parameters\":1000000},\"per_rank\":[]}\n",
+             (int)strcspn(lineage, "/"), lineage, job, job, w, x, p50, 16 * w);
+    put(rel, "w", text);
+}
+
+/* The fit by hand: c = 1/100 s per sample (the 1-rank phase); alpha = (1*0.1 + 2*0.2) ms /
+ * (1 + 4) = 0.1 ms per log2 stage; M = 4e6 bytes; beta from the residual step times against
+ * 2(P-1)/P*M (4e6 bytes on 2 ranks, 6e6 on 4). */
+START_TEST(ladder_fit_predictions_and_flags)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+    ladder_report("base", "1", 1, 100, 0.01);
+    ladder_report("p2", "2", 2, 190, 0.1);
+    ladder_report("p4", "3", 4, 360, 0.2);
+    ladder_report("p2/rollback-3", "4", 2, 210, 0.1); /* 105% of the base per rank */
+    struct gate_ladder l;
+    struct rz_err err;
+    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert_uint_eq(l.n_att, 4);
+    ck_assert_int_eq(l.att[0].world, 1);
+    ck_assert_str_eq(l.att[l.base].job, "1");
+    ck_assert_str_eq(l.att[2].lineage, "p2/rollback-3");
+    ck_assert_double_eq_tol(l.att[2].efficiency, 1.05, 1e-12);
+    double c = 0.01, alpha = 1e-4, r2 = 32.0 / 190 - 0.16 - alpha, r4 = 64.0 / 360 - 0.16 - 2 * alpha;
+    double r2b = 32.0 / 210 - 0.16 - alpha;
+    double beta = (r2 * 4e6 + r2b * 4e6 + r4 * 6e6) / (2 * 16e12 + 36e12);
+    ck_assert(l.fit.ok);
+    ck_assert_int_eq(l.fit.points, 4);
+    ck_assert_double_eq_tol(l.fit.c_s, c, 1e-15);
+    ck_assert_double_eq_tol(l.fit.alpha_s, alpha, 1e-15);
+    ck_assert_double_eq_tol(l.fit.beta_s_per_byte, beta, 1e-20);
+    ck_assert_int_eq(l.n_pred, 5);
+    ck_assert_int_eq(l.pred[0].world, 8);
+    ck_assert_int_eq(l.pred[4].world, 64);
+    double t8 = 0.16 + 3 * alpha + beta * 7e6;
+    ck_assert_double_eq_tol(l.pred[0].throughput, 128 / t8, 1e-9);
+    ck_assert_double_eq_tol(l.pred[0].hi / l.pred[0].throughput - 1, l.fit.err_rel, 1e-12);
+    ck_assert_double_gt(l.fit.err_rel, 0);
+    /* fitted to the attempts below 4 ranks only: the phase report's prediction of the 4-rank */
+    struct gate_fit below;
+    gate_ladder_fit(&l, 4, &below);
+    ck_assert_int_eq(below.points, 3);
+    ck_assert_double_gt(below.err_rel, 0); /* 3 points, 2 fitted parameters */
+    /* the 1-rank phase alone: an exact fit, whose error is unknown rather than 0 */
+    gate_ladder_fit(&l, 2, &below);
+    ck_assert_int_eq(below.points, 1);
+    ck_assert(isnan(below.err_rel));
+    ck_assert_ptr_nonnull(strstr(below.note, "perfect scaling assumed"));
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    gate_ladder_write_md(f, &l);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(md, "## Efficiency above 100%\n\n- p2/rollback-3 job 4 on 2 "
+                                     "ranks: 105.0%."));
+    ck_assert_ptr_nonnull(strstr(md, "| 2 | p2/rollback-3 | 4 | GO | 210 |"));
+    free(md);
+    ck_assert_int_eq(gate_ladder_write(&l, &err), RZ_OK);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ladder.json", root);
+    char *json = slurp(path);
+    ck_assert_ptr_nonnull(strstr(json, "\"efficiency\":1.05,\"efficiency_above_100\":true"));
+    free(json);
+    snprintf(path, sizeof path, "%s/ladder.html", root);
+    char *html = slurp(path);
+    assert_balanced(html);
+    ck_assert_uint_eq(count(html, "<circle class=\"pt over\""), 1);
+    free(html);
+    gate_ladder_free(&l);
+    teardown_fixture();
+}
+END_TEST
+
+START_TEST(nice_steps_are_round)
+{
+    ck_assert_double_eq(gate_nice_step(10, 5), 2);
+    ck_assert_double_eq(gate_nice_step(1, 4), 0.5);
+    ck_assert_double_eq(gate_nice_step(0.07, 5), 0.02);
+    ck_assert_double_eq(gate_nice_step(9000, 5), 2000);
+    ck_assert_double_eq(gate_nice_step(26000, 5), 10000);
+    ck_assert_double_eq(gate_nice_step(0, 5), 1); /* degenerate: any round step */
+}
+END_TEST
+
 START_TEST(json_reader_escapes)
 {
     struct gj_value *v = NULL;
@@ -1056,6 +1155,8 @@ static Suite *gate_suite(void)
     tcase_add_test(core, reports_are_written_and_well_formed);
     tcase_add_test(core, json_reader_escapes);
     tcase_add_test(core, dashboard_is_a_grafana_model);
+    tcase_add_test(core, ladder_fit_predictions_and_flags);
+    tcase_add_test(core, nice_steps_are_round);
     tcase_add_test(core, requeues_by_reason_and_unknown_events);
     tcase_add_test(core, ended_report_from_whatever_exists);
     suite_add_tcase(s, core);

@@ -835,6 +835,40 @@ START_TEST(a_rollback_with_nothing_to_train_is_not_submitted)
 }
 END_TEST
 
+/* The loss guard stopped the run: a NO-GO report (ended diverged), then the NO-GO policy rolls
+ * back from the last good checkpoint; no requeue. */
+START_TEST(a_diverged_run_rolls_back)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    step(&w, preflight_ok);
+    struct fake_step s = ranks(70, 70, 0);
+    s.end_reason = "diverged";
+    s.message = "loss guard: 5 skipped steps in 50";
+    step(&w, s);
+    char path[700], ck[700], report[1024];
+    save_checkpoint(w.rd, 10);
+    snprintf(ck, sizeof ck, "%s/checkpoints/step-00000010.h5", w.rd);
+    snprintf(path, sizeof path, "%s/reports/100/report.json", w.rd);
+    snprintf(report, sizeof report, "{\"rollback_checkpoint\":{\"path\":\"%s\"}}\n", ck);
+    write_file(path, report);
+    rule(&w.f, "ryzen-gate", 1, "", 0);
+    rule(&w.f, "sbatch", 0, "102\n", 0);
+    ck_assert_int_eq(run(&w), 70);
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
+    const char *g = call(&w.f, "ryzen-gate");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_msg(has(g, "--ended diverged"), "%s", g);
+    const char *sb = call(&w.f, "sbatch");
+    ck_assert_ptr_nonnull(sb);
+    ck_assert_msg(has(sb, "/site/sbatch/p0.sh --lineage 100 --rollback-of 100 --resume-from "), "%s", sb);
+    char *ev = events_of(&w);
+    ck_assert(has(ev, "\"class\":\"diverged\"") && has(ev, "loss guard: 5 skipped"));
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
 /* A crash within the budget requeues; with the budget spent: a NO-GO report that says why. */
 START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
 {
@@ -1081,6 +1115,7 @@ static Suite *step_suite(void)
     tcase_add_test(core, go_promotes_with_the_jobs_flags);
     tcase_add_test(core, no_go_rolls_back_and_cancels_only_its_own_jobs);
     tcase_add_test(core, a_rollback_with_nothing_to_train_is_not_submitted);
+    tcase_add_test(core, a_diverged_run_rolls_back);
     tcase_add_test(core, crashes_spend_the_budget_then_give_up_with_a_report);
     tcase_add_test(core, scancel_is_never_requeued);
     tcase_add_test(core, time_limit_warning_requeues);

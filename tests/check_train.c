@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "core/util.h"
+#include "train/guard.h"
 #include "train/train.h"
 #include "testutil.h"
 
@@ -256,6 +257,97 @@ START_TEST(unwritable_run_dir_is_an_io_error)
 }
 END_TEST
 
+/* ---- the loss guard (guard.h) ---------------------------------------------------------------- */
+
+static const struct guard_opts guard3 = {.max_skipped = 3, .window = 10, .threshold = 6};
+
+/* n accepted steps from `first` of loss 3 +- 0.01 and gradient norm 1 +- 0.05 (alternating). */
+static void guard_feed(struct ckpt_guard *g, int64_t first, int n)
+{
+    char why[256];
+    for (int i = 0; i < n; i++) {
+        double s = (first + i) % 2 ? 1.0 : -1.0;
+        ck_assert_int_eq(guard_judge(g, &guard3, first + i, 3.0 + 0.01 * s, 1.0 + 0.05 * s, why,
+                                     sizeof why), GUARD_ACCEPT);
+    }
+}
+
+START_TEST(guard_skips_non_finite_and_outliers)
+{
+    struct ckpt_guard g;
+    char why[256];
+    memset(&g, 0, sizeof g);
+    /* non-finite values are skipped from the first step on */
+    ck_assert_int_eq(guard_judge(&g, &guard3, 1, NAN, 1, why, sizeof why), GUARD_SKIP);
+    ck_assert_str_eq(why, "non-finite loss (nan)");
+    ck_assert_int_eq(guard_judge(&g, &guard3, 2, 3, INFINITY, why, sizeof why), GUARD_SKIP);
+    ck_assert_str_eq(why, "non-finite gradient norm (inf)");
+    ck_assert_int_eq(g.seen, 0);
+    ck_assert_int_eq(g.skipped, 2);
+    /* warm-up: a spike is not judged before GUARD_WARMUP accepted steps */
+    memset(&g, 0, sizeof g);
+    guard_feed(&g, 1, GUARD_WARMUP - 1);
+    ck_assert_int_eq(guard_judge(&g, &guard3, 20, 3.0, 5.0, why, sizeof why), GUARD_ACCEPT);
+    memset(&g, 0, sizeof g);
+    guard_feed(&g, 1, 30);
+    ck_assert_double_eq_tol(g.loss_mean, 3.0, 1e-3);
+    ck_assert_double_eq_tol(sqrt(g.loss_var), 0.01, 1e-3);
+    /* 3.1 is 10 sd above 3.0 but only 3.3% above it: noise on a flat curve, accepted */
+    ck_assert_int_eq(guard_judge(&g, &guard3, 31, 3.1, 1.0, why, sizeof why), GUARD_ACCEPT);
+    memset(&g, 0, sizeof g);
+    guard_feed(&g, 1, 30);
+    struct ckpt_guard before = g;
+    ck_assert_int_eq(guard_judge(&g, &guard3, 31, 4.0, 1.0, why, sizeof why), GUARD_SKIP);
+    ck_assert_msg(strstr(why, "loss 4 is ") != NULL && strstr(why, "standard deviations above its "
+                  "running mean 3") != NULL, "%s", why);
+    /* a skipped step does not move the statistics it was judged by */
+    ck_assert_double_eq(g.loss_mean, before.loss_mean);
+    ck_assert_double_eq(g.loss_var, before.loss_var);
+    ck_assert_int_eq(g.seen, before.seen);
+    ck_assert_int_eq(guard_judge(&g, &guard3, 32, 3.0, 1.5, why, sizeof why), GUARD_SKIP);
+    ck_assert_ptr_nonnull(strstr(why, "gradient norm 1.5 is "));
+    /* a drop is no spike; within the band is fine */
+    ck_assert_int_eq(guard_judge(&g, &guard3, 33, 1.0, 0.5, why, sizeof why), GUARD_ACCEPT);
+    /* threshold 0: only non-finite steps are skipped */
+    struct guard_opts off = guard3;
+    off.threshold = 0;
+    ck_assert_int_eq(guard_judge(&g, &off, 34, 40.0, 100.0, why, sizeof why), GUARD_ACCEPT);
+}
+END_TEST
+
+START_TEST(guard_stops_after_max_skips_in_the_window)
+{
+    struct ckpt_guard g;
+    char why[256], list[128];
+    memset(&g, 0, sizeof g);
+    ck_assert_int_eq(guard_judge(&g, &guard3, 5, NAN, 1, why, sizeof why), GUARD_SKIP);
+    ck_assert_int_eq(guard_judge(&g, &guard3, 8, NAN, 1, why, sizeof why), GUARD_SKIP);
+    ck_assert_int_eq(guard_recent_list(&g, &guard3, 8, list, sizeof list), 2);
+    ck_assert_str_eq(list, "5, 8");
+    /* at 20 the window is 11..20: 5 and 8 have left it */
+    ck_assert_int_eq(guard_judge(&g, &guard3, 20, NAN, 1, why, sizeof why), GUARD_SKIP);
+    ck_assert_int_eq(guard_recent_list(&g, &guard3, 20, list, sizeof list), 1);
+    ck_assert_int_eq(guard_judge(&g, &guard3, 21, 3, 1, why, sizeof why), GUARD_ACCEPT);
+    ck_assert_int_eq(guard_judge(&g, &guard3, 22, NAN, 1, why, sizeof why), GUARD_SKIP);
+    ck_assert_int_eq(guard_judge(&g, &guard3, 29, NAN, 1, why, sizeof why), GUARD_STOP);
+    ck_assert_int_eq(guard_recent_list(&g, &guard3, 29, list, sizeof list), 3);
+    ck_assert_str_eq(list, "20, 22, 29");
+    ck_assert_int_eq(g.skipped, 5);
+}
+END_TEST
+
+START_TEST(guard_with_one_allowed_skip_stops_at_once)
+{
+    struct ckpt_guard g;
+    struct guard_opts one = guard3;
+    char why[256];
+    one.max_skipped = 1;
+    memset(&g, 0, sizeof g);
+    ck_assert_int_eq(guard_judge(&g, &one, 1, 3, NAN, why, sizeof why), GUARD_STOP);
+    ck_assert_str_eq(why, "non-finite gradient norm (nan)");
+}
+END_TEST
+
 static Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -268,12 +360,15 @@ static Suite *train_suite(void)
     tcase_add_test(core, metrics_and_summary_files);
     tcase_add_test(core, validation_on_schedule_leaves_training_alone);
     tcase_add_test(core, recompute_trains_the_same_bits);
+    tcase_add_test(core, guard_skips_non_finite_and_outliers);
+    tcase_add_test(core, guard_stops_after_max_skips_in_the_window);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);
     tcase_set_timeout(errors, 120);
     tcase_add_test(errors, missing_token_file_is_an_io_error);
     tcase_add_test(errors, unwritable_run_dir_is_an_io_error);
+    tcase_add_test(errors, guard_with_one_allowed_skip_stops_at_once);
     suite_add_tcase(s, errors);
     return s;
 }

@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
-# devcluster.sh: the one-machine Slurm cluster of tools/devcluster (docs/devcluster.md) comes up
-# and behaves like a real multi-node cluster:
-#   up         tools/devcluster up succeeds (or finds the cluster already up)
-#   nodes      sinfo shows n1..n4 idle
-#   srun       srun -N2 -n4 --mpi=pmix runs tasks on two different virtual nodes
-#   requeue    scontrol requeue of a running batch job: it runs again within seconds with
-#              SLURM_RESTART_COUNT=1 (bounded wait; the measured delay is printed)
+# devcluster.sh: the site profile of tools/devcluster (docs/devcluster.md) comes up and behaves
+# like a real site:
+#   up          tools/devcluster up succeeds (or finds the cluster already up); status agrees
+#   nodes       n1..n4 idle, 8 CPUs and 4096 MB each
+#   config      accounting enforced (associations,limits,qos), job_comment stored,
+#               JobFileAppend=0, partition_prio preemption, cgroup task/proctrack, CR_Core_Memory
+#   partitions  batch (default, PriorityTier 10, PreemptMode REQUEUE, GraceTime 30) and urgent
+#               (PriorityTier 30)
+#   accounts    rzuser in ml, rzother in other; rzuser's `-A other` is refused
+#   user        an rzuser batch job runs as rzuser, in account ml; sacct sees it COMPLETED
+#   mpi         srun -N2 --mpi=pmix of an Open MPI program as rzuser: an allreduce over 2 nodes
+#   memory      a task over its --mem is OOM-killed by the cgroup (OUT_OF_MEMORY in sacct);
+#               the same task with enough --mem runs
+#   cpus        cgroup cpusets as measured (docs/devcluster.md "CPU binding"): a 1-CPU job gets
+#               one real CPU; 2 tasks with --cpu-bind=cores get different CPUs; 4 tasks on one
+#               node without binding all get the node's 2 real CPUs
+#   preemption  an urgent job on a busy node: the batch job gets USR2 at once, keeps RUNNING
+#               with EndTime = PreemptTime + 30 s, is requeued by Slurm when GraceTime ends
+#               (PREEMPTED in sacct -D) and runs again; the urgent job runs
+#   requeue     scontrol requeue of a running batch job: it runs again within 30 s (not the
+#               120 s of Slurm's default cred_expire) with SLURM_RESTART_COUNT=1
+#   node down   a node set DOWN by an admin stays DOWN (ReturnToService=1) until state=resume
 # The cluster is LEFT RUNNING on purpose: the end-to-end tests that follow reuse it. Stop it with
-# `tools/devcluster down`. Needs root (slurmd does); skipped (exit 77) otherwise. About 15 s.
+# `tools/devcluster down`. Needs root (slurmd does); skipped (exit 77) otherwise. About 50 s
+# (the preemption's 30 s GraceTime runs while the other checks do).
+# shellcheck disable=SC2317  # functions called through check/wait_for and the EXIT trap
 set -u
 src=${top_srcdir:-.}
 devcluster=$src/tools/devcluster
 tmp=$(mktemp -d /tmp/rz-devcluster-XXXXXX)
-job=
-# shellcheck disable=SC2317  # called from the EXIT trap
+jobs_to_cancel=()
 cleanup() {
-  if [ -n "$job" ]; then scancel "$job" 2>/dev/null; fi
+  if [ ${#jobs_to_cancel[@]} -gt 0 ]; then scancel "${jobs_to_cancel[@]}" 2>/dev/null; fi
+  scontrol update nodename=n3 state=resume >/dev/null 2>&1
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -37,41 +54,176 @@ wait_for() {
   return 1
 }
 
+# as_user COMMAND...: run a client command as rzuser, from the scratch dir (which rzuser owns).
+as_user() { (cd "$tmp" && runuser -u rzuser -- "$@"); }
+
+# field TEXT KEY: the value of KEY=value in scontrol's one-line output.
+field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
+
+# sacct_row JOB FIELDS: the job's allocation line (-X), once slurmdbd has it.
+sacct_row() { sacct -n -X -P -j "$1" -o "$2" 2>/dev/null | tail -n 1; }
+
 t0=$(date +%s)
 expect "up" 0 "" -- "$devcluster" up
 echo "     | up took $(($(date +%s) - t0)) s: $(tail -n 1 "$tmp/out")"
 eval "$("$devcluster" env)"
+chown rzuser: "$tmp"
+expect "status" 0 "ml\|rzuser" -- "$devcluster" status
 
-# (1) four idle nodes
-sinfo -h -N -o '%N %T' 2>&1 | sort -u >"$tmp/sinfo"
-if [ "$(cat "$tmp/sinfo")" = "$(printf 'n%s idle\n' 1 2 3 4)" ]; then
-  ok "sinfo: n1..n4 idle"
-else
-  bad "sinfo: n1..n4 idle"; show "$tmp/sinfo"
+# ---- preemption, started first: its 30 s GraceTime runs while the other checks do --------
+cat >"$tmp/victim.sh" <<'EOF'
+#!/bin/bash
+# Records the USR2 of a preemption (no command substitution in the trap: bash 5.2 can abort
+# when a signal comes while it parses one); never exits by itself on the first run, so Slurm
+# must requeue it when GraceTime ends.
+trap 'echo usr2' USR2
+echo "run restart=${SLURM_RESTART_COUNT:-0}"
+[ "${SLURM_RESTART_COUNT:-0}" -gt 0 ] && exit 0
+while :; do sleep 1 & wait $!; done
+EOF
+victim=$(as_user sbatch --parsable -A ml -p batch -w n4 -c 8 -t 5 --requeue --open-mode=append \
+  --signal=B:USR2@120 -J rz-victim -o "$tmp/victim.out" "$tmp/victim.sh" 2>"$tmp/victim.err")
+urgent=
+if [ -n "$victim" ]; then
+  jobs_to_cancel+=("$victim")
+  if wait_for 20 grep -qs 'restart=0' "$tmp/victim.out"; then
+    urgent=$(runuser -u rzother -- sbatch --parsable -A other -p urgent -w n4 -c 8 -t 2 \
+      -J rz-urgent -o /dev/null -D /tmp --wrap 'sleep 5' 2>"$tmp/urgent.err")
+    [ -n "$urgent" ] && jobs_to_cancel+=("$urgent")
+  fi
+fi
+# The job's state during GraceTime, as soon as the USR2 came (checked below).
+grace=
+if [ -n "$urgent" ] && wait_for 10 grep -qsx usr2 "$tmp/victim.out"; then
+  grace=$(scontrol show job -o "$victim" 2>&1)
 fi
 
-# (2) one step over two virtual nodes, with PMIx
-expect "srun -N2 -n4 --mpi=pmix" 0 "n[1-4]" -- \
-  timeout 60 srun -N2 -n4 --mpi=pmix printenv SLURMD_NODENAME
-nodes=$(sort -u "$tmp/out" | grep -c '^n[1-4]$')
-check "srun spans 2 nodes (got $nodes)" [ "$nodes" -eq 2 ]
+# ---- nodes, partitions, configuration -----------------------------------------------------
+sinfo -h -N -p batch -o '%N %T %c %m' 2>&1 | sort -u >"$tmp/sinfo"
+if [ "$(awk '$1 != "n4" {print}' "$tmp/sinfo")" = "$(printf 'n%s idle 8 4096\n' 1 2 3)" ] &&
+  grep -qx 'n4 [a-z]* 8 4096' "$tmp/sinfo"; then
+  ok "sinfo: n1..n4, 8 CPUs and 4096 MB each, n1..n3 idle"
+else
+  bad "sinfo: n1..n4, 8 CPUs and 4096 MB each, n1..n3 idle"; show "$tmp/sinfo"
+fi
 
-# (5) requeue of a running batch job restarts it within seconds
+batch=$(scontrol show partition -o batch 2>&1)
+urgentp=$(scontrol show partition -o urgent 2>&1)
+check "partition batch is the default, PriorityTier=10, PreemptMode=REQUEUE, GraceTime=30" \
+  [ "$(field "$batch" Default)/$(field "$batch" PriorityTier)/$(field "$batch" PreemptMode)/$(field "$batch" GraceTime)" = "YES/10/REQUEUE/30" ]
+check "partition urgent: not default, PriorityTier=30" \
+  [ "$(field "$urgentp" Default)/$(field "$urgentp" PriorityTier)" = "NO/30" ]
+
+scontrol show config >"$tmp/config" 2>&1
+conf() { sed -n "s/^$1 *= *//p" "$tmp/config"; }
+check "AccountingStorageEnforce = associations,limits,qos" \
+  [ "$(conf AccountingStorageEnforce)" = "associations,limits,qos" ]
+check "AccountingStoreFlags = job_comment" [ "$(conf AccountingStoreFlags)" = "job_comment" ]
+check "JobFileAppend = 0" [ "$(conf JobFileAppend)" = "0" ]
+check "PreemptType = preempt/partition_prio, send_user_signal" \
+  [ "$(conf PreemptType)/$(conf SlurmctldParameters)" = "preempt/partition_prio/preempt_send_user_signal" ]
+check "ProctrackType = proctrack/cgroup, TaskPlugin = task/cgroup,task/affinity" \
+  [ "$(conf ProctrackType)/$(conf TaskPlugin)" = "proctrack/cgroup/task/cgroup,task/affinity" ]
+check "SelectTypeParameters = CR_CORE_MEMORY" [ "$(conf SelectTypeParameters)" = "CR_CORE_MEMORY" ]
+
+# ---- accounts and users -------------------------------------------------------------------
+sacctmgr -n -P list associations cluster=ryzendev format=account,user >"$tmp/assoc" 2>&1
+check "associations: rzuser in ml, rzother in other" \
+  grep -qx -e 'ml|rzuser' "$tmp/assoc" -e 'other|rzother' "$tmp/assoc"
+check "associations: rzuser only in ml" [ "$(grep -c '|rzuser$' "$tmp/assoc")" -eq 1 ]
+expect "rzuser: sbatch -A other is refused" 1 "Invalid account" -- \
+  as_user sbatch -A other -p batch -t 1 -o /dev/null --wrap true
+
+cat >"$tmp/whoami.sh" <<'EOF'
+#!/bin/bash
+echo "user=$(id -un) account=$SLURM_JOB_ACCOUNT partition=$SLURM_JOB_PARTITION"
+EOF
+whoami=$(as_user sbatch --parsable -A ml -t 1 -x n4 -o "$tmp/whoami.out" "$tmp/whoami.sh" 2>&1)
+[[ "$whoami" =~ ^[0-9]+$ ]] && jobs_to_cancel+=("$whoami")
+if wait_for 30 grep -qs 'user=' "$tmp/whoami.out"; then
+  check "an rzuser job runs as rzuser in account ml, default partition batch" \
+    grep -qx 'user=rzuser account=ml partition=batch' "$tmp/whoami.out"
+else
+  bad "an rzuser job runs within 30 s"; echo "$whoami" >"$tmp/sq"; show "$tmp/sq"
+fi
+sacct_done() { [ "$(sacct_row "$whoami" State,User,Account)" = "COMPLETED|rzuser|ml" ]; }
+if wait_for 20 sacct_done; then
+  ok "sacct: the job is COMPLETED, user rzuser, account ml"
+else
+  bad "sacct: the job is COMPLETED, user rzuser, account ml (got '$(sacct_row "$whoami" State,User,Account)')"
+fi
+
+# ---- a 2-node PMIx step and an Open MPI program as rzuser ---------------------------------
+expect "srun -N2 -n4 --mpi=pmix as rzuser" 0 "n[1-3]" -- \
+  as_user timeout 60 srun -A ml -x n4 -N2 -n4 --mpi=pmix printenv SLURMD_NODENAME
+nodes=$(sort -u "$tmp/out" | grep -c '^n[1-3]$')
+check "the step spans 2 nodes (got $nodes)" [ "$nodes" -eq 2 ]
+if command -v mpicc >/dev/null 2>&1; then
+  cat >"$tmp/allreduce.c" <<'EOF'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  int rank, size, sum = 0;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("size %d sum %d\n", size, sum);
+  MPI_Finalize();
+  return 0;
+}
+EOF
+  mpicc -o "$tmp/allreduce" "$tmp/allreduce.c" && chown rzuser: "$tmp/allreduce"
+  expect "Open MPI allreduce, 4 ranks on 2 nodes, as rzuser" 0 "^size 4 sum 6$" -- \
+    as_user timeout 60 srun -A ml -x n4 -N2 --ntasks-per-node=2 --mpi=pmix "$tmp/allreduce"
+else
+  bad "mpicc not found (Debian package libopenmpi-dev, tools/install-deps)"
+fi
+
+# ---- cgroup memory limit ------------------------------------------------------------------
+# perl (Debian's perl-base is always there) builds a 200 MB string: ~400 MB at its peak.
+# shellcheck disable=SC2016  # expanded by the task's shell
+hog='echo job=$SLURM_JOB_ID; exec perl -e "\$x = \"x\" x (200 * 1024 * 1024); print \"survived\n\""'
+expect "a 400 MB task with --mem=1G runs" 0 "survived" -- \
+  as_user timeout 60 srun -A ml -x n4 --mem=1G sh -c "$hog"
+expect "a 400 MB task with --mem=100M is OOM-killed" 1 "Out Of Memory" -- \
+  as_user timeout 60 srun -A ml -x n4 --mem=100M sh -c "$hog"
+check "... before it printed 'survived'" [ "$(grep -c survived "$tmp/out")" -eq 0 ]
+oom=$(sed -n 's/^job=//p' "$tmp/out")
+oom_state() { [ -n "$oom" ] && [ "$(sacct_row "$oom" State)" = OUT_OF_MEMORY ]; }
+check "sacct: the killed job is OUT_OF_MEMORY" wait_for 10 oom_state
+
+# ---- CPU binding: what a 2-core machine with 8 configured CPUs per node gives -------------
+cpus='grep Cpus_allowed_list /proc/self/status | cut -f2'
+allowed() { grep -E '^[0-9,-]+$' "$tmp/out" | sort | paste -sd' '; } # srun may add its notes
+expect "1 task, 1 CPU: confined to one real CPU" 0 "^[01]$" -- \
+  as_user timeout 60 srun -A ml -x n4 -n1 sh -c "$cpus"
+expect "2 tasks, --cpu-bind=cores: one CPU each" 0 "" -- \
+  as_user timeout 60 srun -A ml -x n4 -N1 -n2 --cpu-bind=cores sh -c "$cpus"
+check "2 tasks, --cpu-bind=cores: CPUs 0 and 1 (got $(allowed))" [ "$(allowed)" = "0 1" ]
+expect "4 tasks on one node, no binding" 0 "" -- \
+  as_user timeout 60 srun -A ml -x n4 -N1 -n4 sh -c "$cpus"
+check "4 tasks on one node, no binding: each allowed 0-1 (got $(allowed))" \
+  [ "$(allowed)" = "0-1 0-1 0-1 0-1" ]
+
+# ---- requeue restarts within seconds ------------------------------------------------------
 cat >"$tmp/job.sh" <<'EOF'
 #!/bin/bash
 echo "run restart=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME"
 sleep 120
 EOF
-job=$(sbatch --parsable --requeue --open-mode=append -t 3 -J rz-devcluster-test \
-  -D "$tmp" -o "$tmp/job.out" "$tmp/job.sh" 2>"$tmp/sbatch.err")
+job=$(as_user sbatch --parsable -A ml --requeue --open-mode=append -t 3 -x n4 -J rz-devcluster-test \
+  -o "$tmp/job.out" "$tmp/job.sh" 2>"$tmp/sbatch.err")
 if [ -z "$job" ]; then
   bad "sbatch"; show "$tmp/sbatch.err"
 elif ! wait_for 30 grep -qs 'restart=0' "$tmp/job.out"; then
+  jobs_to_cancel+=("$job")
   bad "batch job starts within 30 s"; squeue -j "$job" >"$tmp/sq" 2>&1; show "$tmp/sq"
 else
+  jobs_to_cancel+=("$job")
   ok "batch job starts"
   t0=$(date +%s%N)
-  expect "scontrol requeue" 0 "" -- scontrol requeue "$job"
+  expect "rzuser: scontrol requeue" 0 "" -- as_user scontrol requeue "$job"
   if wait_for 30 grep -qs 'restart=1' "$tmp/job.out"; then
     ms=$((($(date +%s%N) - t0) / 1000000))
     ok "requeued job runs again with SLURM_RESTART_COUNT=1 after ${ms} ms"
@@ -79,6 +231,42 @@ else
     bad "requeued job runs again within 30 s"
     scontrol show job "$job" >"$tmp/sq" 2>&1; show "$tmp/sq"; show "$tmp/job.out"
   fi
+  scancel "$job"
+fi
+
+# ---- preemption: collect ------------------------------------------------------------------
+if [ -z "$victim" ] || [ -z "$urgent" ]; then
+  bad "preemption: submit the batch and the urgent job"; cat "$tmp"/victim.err "$tmp"/urgent.err \
+    "$tmp/victim.out" >"$tmp/sq" 2>&1; show "$tmp/sq"
+else
+  check "preemption: the batch job got USR2 at once" [ -n "$grace" ]
+  # During GraceTime the job still runs, with PreemptTime set and EndTime = PreemptTime + 30 s.
+  pt=$(date -d "$(field "$grace" PreemptTime)" +%s 2>/dev/null)
+  et=$(date -d "$(field "$grace" EndTime)" +%s 2>/dev/null)
+  in_grace() { [ "$(field "$grace" JobState)" = RUNNING ] && [ -n "$pt" ] && [ -n "$et" ] && [ $((et - pt)) -eq 30 ]; }
+  check "preemption: in GraceTime RUNNING, EndTime = PreemptTime + 30 s (got $(field "$grace" JobState) $(field "$grace" PreemptTime) $(field "$grace" EndTime))" in_grace
+  # GraceTime (30 s) plus Slurm's periodic check, then the requeue and a restart.
+  if wait_for 75 grep -qs 'restart=1' "$tmp/victim.out"; then
+    ok "preemption: the batch job was requeued and ran again"
+  else
+    bad "preemption: the batch job was requeued and ran again"; show "$tmp/victim.out"
+  fi
+  sacct -n -D -X -P -j "$victim" -o State >"$tmp/attempts" 2>&1
+  check "preemption: sacct -D shows the PREEMPTED attempt" grep -qx PREEMPTED "$tmp/attempts"
+  urgent_done() { [ "$(sacct_row "$urgent" State)" = COMPLETED ]; }
+  check "preemption: the urgent job ran" wait_for 20 urgent_done
+fi
+
+# ---- a node set DOWN stays down until resumed (the node-loss tests rely on it) ------------
+if scontrol update nodename=n3 state=down reason=rz-devcluster-test 2>"$tmp/err"; then
+  sleep 3
+  check "node DOWN by an admin stays down (ReturnToService=1)" \
+    [ "$(sinfo -h -n n3 -o %T)" = down ]
+  scontrol update nodename=n3 state=resume
+  n3_idle() { [ "$(sinfo -h -n n3 -o %T)" = idle ]; }
+  check "state=resume returns it to service within 5 s" wait_for 5 n3_idle
+else
+  bad "scontrol update nodename=n3 state=down"; show "$tmp/err"
 fi
 
 finish

@@ -3,6 +3,8 @@
 #   expect NAME CODE PATTERN -- CMD...   run CMD; exit status CODE and PATTERN (grep -E) in its
 #                                        output, which stays in $tmp/out
 #   finish                      print "N passed, N failed" and exit accordingly
+#   mpi_setup                   Open MPI as the multi-rank suites run it (root allowed, one
+#                               thread per rank, oversubscribed on 2 cores); sets $mpirun
 # Every test script sets up $tmp (a scratch directory it removes on exit) before sourcing.
 pass=0
 fail=0
@@ -38,3 +40,109 @@ finish() {
   [ "$fail" -eq 0 ]
   exit $?
 }
+
+# Open MPI for the multi-rank suites (mpi.sh, ops.sh, ladder.sh).
+mpi_setup() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+  mpirun=${MPIRUN:-mpirun}
+}
+
+# ---- the dev cluster (slurm.sh, faults.sh, chain.sh) ----------------------------------------
+# site_setup: start the site profile, install ryzen-llm into $tmp/prefix as a site would, and
+# make $tmp/sub a submit directory owned by rzuser outside the source tree.  Sets prefix, T (the
+# installed templates), sub, and exports the cluster's environment.  Needs $src, $build, $tmp.
+site_setup() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: the dev cluster's slurmd must run as root"
+    exit 77
+  fi
+  if ! "$src/tools/devcluster" up >"$tmp/up.log" 2>&1; then
+    cat "$tmp/up.log"
+    echo "FAIL: tools/devcluster up"
+    exit 1
+  fi
+  eval "$("$src/tools/devcluster" env)"
+  chmod 755 "$tmp"
+  prefix=$tmp/prefix
+  make -C "$build" install prefix="$prefix" >"$tmp/install.log" 2>&1 ||
+    { tail -n 20 "$tmp/install.log"; echo "FAIL: make install"; exit 1; }
+  T=$prefix/share/ryzen-llm/sbatch
+  sub=$tmp/sub
+  mkdir -p "$sub"
+  chown rzuser: "$sub"
+  cd "$sub" || exit 1
+}
+
+# as USER CMD...: run CMD as a non-root user of the site, with the cluster's environment.
+as() {
+  u=$1
+  shift
+  runuser -u "$u" -- env PATH="$PATH" SLURM_CONF="$SLURM_CONF" "$@"
+}
+
+# submit USER SBATCH-ARGS...: sbatch --parsable as USER; prints the job id.
+submit_as() {
+  u=$1
+  shift
+  as "$u" sbatch --parsable "$@" | cut -d';' -f1
+}
+
+# job_field ID FIELD: a field of `scontrol show job` (empty once the job is gone).
+job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+
+# acct ID FIELD: a field of the job's allocation in accounting (sacct), newest record.
+acct() { sacct -n -P -X -j "$1" -o "$2" 2>/dev/null | tail -n 1; }
+
+# wait_done ID SECONDS: wait until the job has ended for good; prints its state.
+wait_done() {
+  i=0
+  while [ $i -lt $(($2 * 2)) ]; do
+    state=$(job_field "$1" JobState)
+    case $state in
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|DEADLINE) echo "$state"; return 0 ;;
+    esac
+    sleep 0.5
+    i=$((i + 1))
+  done
+  echo "TIMEOUT_WAITING($(job_field "$1" JobState))"
+  return 1
+}
+
+# wait_for SECONDS CMD...: until CMD succeeds (polled every 0.2 s).
+wait_for() {
+  n=$(($1 * 5))
+  shift
+  i=0
+  until "$@" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -ge $n ] && return 1
+    sleep 0.2
+  done
+}
+
+# has_event RUN JOB EVENT [PATTERN]: JOB's EVENT in RUN/events.jsonl (matching PATTERN).
+has_event() {
+  grep "\"job\":\"$2\"" "$1/events.jsonl" 2>/dev/null | grep "\"event\":\"$3\"" |
+    grep -q -- "${4:-.}"
+}
+
+# event_field RUN JOB EVENT KEY: KEY of JOB's last EVENT.
+event_field() {
+  grep "\"job\":\"$2\"" "$1/events.jsonl" 2>/dev/null | grep "\"event\":\"$3\"" | tail -n 1 |
+    sed -n "s/.*\"$4\":\"\{0,1\}\([^,\"]*\).*/\1/p"
+}
+
+# step_reached RUN JOB N: rank 0's metrics of JOB reached step N.
+step_reached() {
+  last=$(tail -n 1 "$1/metrics/$2/rank-00000.jsonl" 2>/dev/null | sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
+  [ -n "$last" ] && [ "$last" -ge "$3" ]
+}
+
+# ckpt_info FILE KEY: a field of `ryzen-ckpt info`.
+ckpt_info() { "$prefix/bin/ryzen-ckpt" info "$1" 2>/dev/null | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
+newest_ckpt() { ls "$1"/checkpoints/step-*.h5 2>/dev/null | sort | tail -n 1; }
+
+# show_job ID: the end of its output, for a failed check.
+show_job() { for f in "$sub"/*-"$1".out; do [ -f "$f" ] && grep -v '^step ' "$f" | tail -n 25 | sed 's/^/     | /'; done; }

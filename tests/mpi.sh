@@ -23,10 +23,7 @@ tmp=$(mktemp -d /tmp/rz-mpi-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/lib.sh"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
-export OMPI_MCA_rmaps_base_oversubscribe=1
-mpirun=${MPIRUN:-mpirun}
+mpi_setup
 
 # A small model on Markov data: quick steps, a loss that moves.
 small="--config $src/configs/seed_benchmark.yaml --quiet --set model.vocab_size=128

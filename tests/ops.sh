@@ -5,6 +5,10 @@
 #                  JSONL, and `promtool check metrics` on it and on the gate's gate.prom
 #   straggler      one rank slowed by a test hook (RYZEN_TEST_SLOW_RANK/_MS): the gate report and
 #                  the live textfile name that rank
+#   loss guard     a non-finite gradient and a gradient-norm spike injected by a test hook
+#                  (RYZEN_TEST_BAD_GRAD) are skipped on every rank; a resume after them is
+#                  bit-exact; max_skipped_steps skips stop the run (exit 70) and the ended report
+#                  rolls back to the last good checkpoint
 #   monitoring/    promtool check rules and test rules (which alerts fire and which do not), the
 #                  dashboard's queries through promtool's parser, and every ryzen_* name the
 #                  rules and the dashboard use written by the real run above
@@ -18,10 +22,7 @@ tmp=$(mktemp -d /tmp/rz-ops-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/lib.sh"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
-export OMPI_MCA_rmaps_base_oversubscribe=1
-mpirun=${MPIRUN:-mpirun}
+mpi_setup
 promtool=${PROMTOOL:-promtool}
 if ! command -v "$promtool" >/dev/null 2>&1; then
   echo "FAIL promtool not found: apt-get install prometheus (tools/install-deps)"
@@ -79,6 +80,63 @@ g=$(sample "$run/reports/301/gate.prom" 'ryzen_gate_straggler_ratio{slurm_job_id
 j=$(crit "$run/reports/301/report.json" straggler_ratio | sed -n 's/^"measured":\([^,]*\),.*/\1/p')
 check "... whose straggler series is the report's ($g = $j, above 2)" \
   awk -v g="$g" -v j="$j" 'BEGIN { exit !(g != "" && g == j && g + 0 > 2) }'
+
+echo "# the loss guard: a non-finite gradient at step 15, a gradient-norm spike at step 32 (2 ranks)"
+guard="--set training.steps=40 --set checkpoint.interval=0"
+export RYZEN_TEST_BAD_GRAD=15,32:1000
+RYZEN_RUN_ID=g1 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
+  --run-dir "$tmp/g-full" >"$tmp/g-full.out" 2>&1
+check "the run went through both bad steps (exit $?)" test -s "$tmp/g-full/summary.json"
+m=$tmp/g-full/metrics/g1/rank-00000.jsonl
+check "... step 15 skipped: non-finite gradient norm" \
+  grep -q '^{"step":15,.*"skipped":true,"skip_reason":"non-finite gradient norm (nan)","skipped_total":1,' "$m"
+check "... step 32 skipped: a gradient-norm outlier" \
+  grep -q '^{"step":32,.*"skipped":true,"skip_reason":"gradient norm [0-9.e+]* is [0-9.]* standard deviations above its running mean [0-9.]*","skipped_total":2,' "$m"
+check "... and no other step" test "$(grep -c '"skipped":true' "$m")" -eq 2
+check "... rank 1 skipped the same steps" \
+  test "$(grep -c '"skipped":true' "$tmp/g-full/metrics/g1/rank-00001.jsonl")" -eq 2
+check "... the job output says so" grep -q "loss guard: skipped step 32: gradient norm" "$tmp/g-full.out"
+RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
+  --run-dir "$tmp/g-seg" --stop-at-step 20 >/dev/null 2>&1
+RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
+  --run-dir "$tmp/g-seg" >"$tmp/g-seg.out" 2>&1
+hexes() { sed -n 's/^{"step":\([0-9]*\),.*"loss_hex":"\([^"]*\)".*/\1 \2/p' "$1" | awk '$1 > 20'; }
+hexes "$m" >"$tmp/a.txt"
+hexes "$tmp/g-seg/metrics/g2/rank-00000.jsonl" >"$tmp/b.txt"
+check "resumed at 20 after a skip: losses of steps 21..40 identical to the bit" \
+  sh -c "test \$(wc -l <'$tmp/a.txt') -eq 20 && cmp -s '$tmp/a.txt' '$tmp/b.txt'"
+check "... the spike at 32 was skipped after the resume too (the guard's state was saved)" \
+  grep -q '^{"step":32,.*"skipped":true' "$tmp/g-seg/metrics/g2/rank-00000.jsonl"
+info() { "$build/ryzen-ckpt" info "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
+a=$(info "$tmp/g-full/checkpoints/step-00000040.h5" params_sha256)
+b=$(info "$tmp/g-seg/checkpoints/step-00000040.h5" params_sha256)
+check "... final parameters identical: $a" test -n "$a" -a "$a" = "$b"
+a=$(info "$tmp/g-full/checkpoints/step-00000040.h5" adam_sha256)
+b=$(info "$tmp/g-seg/checkpoints/step-00000040.h5" adam_sha256)
+check "... and the Adam state" test -n "$a" -a "$a" = "$b"
+"$gate" --config "$cfg" $small $loose --run-dir "$tmp/g-full" --job g1 >/dev/null 2>&1
+check "the gate report counts the skipped steps" \
+  grep -q '"skipped_steps":2,"skipped":\[15,32\]' "$tmp/g-full/reports/g1/report.json"
+
+echo "# the loss guard stops the run: non-finite gradients from step 15 on"
+export RYZEN_TEST_BAD_GRAD=15-30
+expect "5 skips within 100 steps: exit 70, 'loss guard:'" 70 \
+  "loss guard: 5 steps skipped within 100 steps \(steps 15, 16, 17, 18, 19; the last: non-finite gradient norm" -- \
+  env RYZEN_RUN_ID=g3 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small \
+  --set training.steps=40 --set checkpoint.interval=10 --set metrics.prom_interval=5 \
+  --run-dir "$tmp/g-stop"
+unset RYZEN_TEST_BAD_GRAD
+check "... without a checkpoint after the last good one (step 10)" \
+  test "$(ls "$tmp/g-stop/checkpoints" | grep '^step-' | tr '\n' ' ')" = "step-00000010.h5 "
+gp=$(ls "$tmp"/g-stop/prom/*.prom)
+check "... the live file counts 5 skipped steps and says the run stopped" \
+  sh -c "grep -q '^ryzen_train_skipped_steps_total{.*rank=\"1\".*} 5$' '$gp' && grep -q '^ryzen_train_running{.*} 0$' '$gp'"
+expect "... ryzen-gate --ended diverged: NO-GO" 1 "verdict NO-GO for phase1_4proc job g3; planned action: rollback baseline_1proc" -- \
+  "$gate" --config "$cfg" $small $loose --run-dir "$tmp/g-stop" --job g3 --ended diverged \
+  --why "loss guard" --status 70
+check "... rolling back from step 10, the last good checkpoint" \
+  grep -q '"skipped_steps":5,"skipped":\[15,16,17,18,19\],"ended":"diverged",.*"last_good_checkpoint":{"path":"[^"]*step-00000010.h5","step":10}' \
+  "$tmp/g-stop/reports/g3/report.json"
 
 echo "# monitoring/: alert rules, their unit tests, and the dashboard against real files"
 mon=$src/monitoring

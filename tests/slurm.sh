@@ -1,42 +1,35 @@
 #!/bin/sh
-# slurm.sh: the Slurm suite end to end on the real dev cluster (tools/devcluster: slurmctld and
-# four slurmd on this machine).  It submits the real sbatch templates; nothing is stubbed.
-#   phase1 (4 ranks, 1 node) completes; phase2a (8 ranks) ran on two nodes;
-#   scontrol requeue mid-run resumes and ends with the same parameters as an uninterrupted run;
-#   a warning signal (scancel --signal=USR2 --batch) checkpoints, requeues and finishes, losing
-#   at most one step; kill -9 of a rank fails the step fast, is requeued and finishes;
-#   a bad config ends at once with 64, not requeued; a wrong launch (--mpi=none) is caught by the
-#   preflight (70).
-# Needs root (slurmd); leaves the cluster up for the next test (tools/devcluster down stops it).
+# slurm.sh: the job step end to end on the dev cluster's site profile (tools/devcluster: slurmdbd
+# accounting, accounts, partitions with preemption, cgroups), as a site's user runs it: ryzen-llm
+# installed into a prefix, the installed templates submitted as rzuser with -A/-p/--time/--mem
+# from a directory outside the source tree.  Nothing is stubbed.  Jobs of independent scenarios
+# run at the same time; each is then checked:
+#   a phase completes, its verdict in sacct's Comment        -c 2 reaches srun, CPUs recorded
+#   srun without -c under OMP_NUM_THREADS=2: the preflight    --mem too small: 70 naming need
+#     refuses                                                   and limit, not requeued
+#   health.stop_signal USR1 with --signal=B:USR1 end to end   a --signal that disagrees: 64
+#   scancel stops the job (CANCELLED, no requeue)             a USR2 at the very start kills
+#   --time shorter than the signal lead: warned, then held      nothing
+#   two jobs, one run directory: the second refuses           a dead owner is taken over
+#   disk full during a checkpoint: 74, NO-GO report           a missing data file: 64 before srun
+#   scontrol requeue: same final parameters                   kill -9 of a rank: requeued
+#   a hung rank: reported as a hang naming it                 the budget spent: NO-GO report, 76
+#   a wrong launch (--mpi=none): 70
+# Needs root (slurmd); leaves the cluster up for the next suite.
 set -u
 src=${top_srcdir:-.}
 build=${top_builddir:-.}
 case $src in /*) ;; *) src=$(cd "$src" && pwd) ;; esac
 case $build in /*) ;; *) build=$(cd "$build" && pwd) ;; esac
 tmp=$(mktemp -d /tmp/rz-slurm-XXXXXX)
-trap 'if [ "$fail" -eq 0 ]; then rm -rf "$tmp"; else echo "kept $tmp for inspection"; fi' EXIT
+fail=0
+trap 'if mountpoint -q "$tmp/full" 2>/dev/null; then umount "$tmp/full"; fi
+      if [ "$fail" -eq 0 ]; then rm -rf "$tmp"; else echo "kept $tmp for inspection"; fi' EXIT
 . "$src/tests/lib.sh"
+site_setup
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: the dev cluster's slurmd must run as root"
-  exit 77
-fi
-if ! "$src/tools/devcluster" up >"$tmp/up.log" 2>&1; then
-  cat "$tmp/up.log"
-  echo "FAIL: tools/devcluster up"
-  exit 1
-fi
-eval "$("$src/tools/devcluster" env)"
-PATH=$build:$PATH
-export PATH
-
-# The submit directory: what a user's checkout looks like.
-sub=$tmp/sub
-mkdir -p "$sub"
-ln -s "$src/configs" "$sub/configs"
-ln -s "$src/sbatch" "$sub/sbatch"
-cd "$sub" || exit 1
-
+# What a user of account ml asks for.
+site="-A ml -p batch --time=00:15:00 --mem=2000M"
 # Gates that pass and no promotion: these tests are about the job step, not the verdict (the
 # chain test is).  Two cores cannot reach the roadmap's throughput, and short runs are mostly
 # start-up, so the performance and stability gates are opened here.
@@ -46,6 +39,7 @@ lenient="--set phase.on_go=stop --set phase.on_hold=stop --set phase.on_no_go=st
   --set gates.allreduce_p99_ms_no_go=1e9 --set gates.memory_go=1 --set gates.memory_no_go=1
   --set gates.uptime_go=0 --set gates.uptime_no_go=0 --set gates.failures_go=10
   --set gates.failures_no_go=10 --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100
+  --set gates.straggler_ratio_go=100 --set gates.straggler_ratio_no_go=100
   --set gates.min_duration_h=0 --set health.sync_check_interval=5"
 # Control-flow runs: a small model on Markov data with frequent checkpoints.
 small="$lenient --set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2
@@ -53,155 +47,236 @@ small="$lenient --set model.vocab_size=128 --set model.d_model=64 --set model.n_
   --set data.kind=markov --set data.markov_branching=4 --set optimizer.lr=2e-3
   --set checkpoint.interval=5"
 
-submit() { sbatch --parsable "$@" | cut -d';' -f1; }
+# run NAME USER [SBATCH-FLAGS...] -- TEMPLATE [ARGS...]: submit with the run root runs/NAME under
+# the submit directory; prints the job id.
+run() {
+  name=$1 u=$2
+  shift 2
+  mkdir -p "$sub/runs/$name"
+  chown "$u": "$sub/runs/$name"
+  RYZEN_RUN_ROOT=$sub/runs/$name submit_as "$u" "$@"
+}
+R() { echo "$sub/runs/$1/$2"; } # R NAME PHASE: a scenario's run directory
 
-# job_field ID FIELD: a field of `scontrol show job` (empty once the job is gone).
-job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
-
-# ended NAME ID STATE [EXIT]: the job ended in STATE (with exit code EXIT); else show its output.
+# ended NAME ID STATE EXIT: the job ended in STATE with ExitCode EXIT (sacct); else its output.
 ended() {
-  want_exit=${4:-}
-  got_exit=$(job_field "$2" ExitCode)
-  if [ "$3" = "$st" ] && { [ -z "$want_exit" ] || [ "$got_exit" = "$want_exit" ]; }; then
-    ok "$1 (job $2: $st, exit $got_exit)"
+  got=$(acct "$2" State)
+  code=$(acct "$2" ExitCode)
+  if [ "$got" = "$3" ] && [ "$code" = "$4" ]; then
+    ok "$1 (job $2: $got $code)"
   else
-    bad "$1 (job $2: $st, exit $got_exit)"
-    for f in *-"$2".out; do [ -f "$f" ] && grep -v '^step ' "$f" | tail -n 25 | sed 's/^/     | /'; done
+    bad "$1 (job $2: $got $code, expected $3 $4)"
+    show_job "$2"
   fi
 }
 
-# wait_done ID SECONDS: wait until the job has ended for good; prints its state.
-wait_done() {
-  i=0
-  while [ $i -lt $(($2 * 2)) ]; do
-    st=$(job_field "$1" JobState)
-    case $st in
-      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) echo "$st"; return 0 ;;
-    esac
-    sleep 0.5
-    i=$((i + 1))
-  done
-  echo "TIMEOUT_WAITING($(job_field "$1" JobState))"
-  return 1
-}
+# ---- submissions (independent scenarios run side by side) -------------------------------------
+P1=$T/phase1_4proc.sh
+echo "# submitting"
+j_ok=$(submit_as rzuser $site "$P1" $lenient --set training.steps=12 --set checkpoint.interval=6)
+j_c2=$(run c2 rzuser $site -c 2 "$P1" $small --set training.steps=10)
+j_mem=$(run mem rzuser -A ml -p batch --time=00:10:00 --mem=300M "$P1" $lenient --set training.steps=5)
+j_u1=$(run usr1 rzuser $site --signal=B:USR1@60 "$P1" $small --set training.steps=60 \
+  --set health.stop_signal=USR1)
+j_mis=$(run mismatch rzuser $site --signal=B:USR1@60 "$P1" $small --set training.steps=5)
+j_cancel=$(run cancel rzuser $site "$P1" $small --set training.steps=400)
+j_input=$(run input rzuser $site "$P1" $small --set data.kind=tokens --set data.path=/nonexistent/corpus.bin)
+j_wrong=$(RYZEN_SRUN_MPI=none run wrong rzuser $site "$P1" $small --set training.steps=5)
 
-# wait_step RUN JOB N: wait (120 s at most) until rank 0's metrics of the job reach step N.
-wait_step() {
-  i=0
-  while [ $i -lt 1200 ]; do
-    last=$(tail -n 1 "$1/metrics/$2/rank-00000.jsonl" 2>/dev/null | sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
-    [ -n "$last" ] && [ "$last" -ge "$3" ] && return 0
-    sleep 0.1
-    i=$((i + 1))
-  done
-  return 1
-}
+# a run directory that another live job owns, and one whose owner is dead
+j_busy1=$(run busy rzuser $site "$P1" $small --set training.steps=200)
+wait_for 60 test -s "$(R busy phase1_4proc)/owner"
+j_busy2=$(run busy rzuser $site "$P1" $small --set training.steps=5)
+mkdir -p "$(R dead phase1_4proc)"
+echo 999999 >"$(R dead phase1_4proc)/owner"
+chown -R rzuser: "$sub/runs/dead"
+j_dead=$(run dead rzuser $site "$P1" $small --set training.steps=5)
 
-events() { grep "\"job\":\"$2\"" "$1/events.jsonl" 2>/dev/null; }
-has_event() { events "$1" "$2" | grep -q "\"event\":\"$3\""; }
-info() { ryzen-ckpt info "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
-newest_ckpt() { ls "$1"/checkpoints/step-*.h5 2>/dev/null | sort | tail -n 1; }
+# ---- a phase completes, as rzuser, from the installed templates ------------------------------
+echo "# phase1 as rzuser from the installed prefix (runs/ under the submit directory)"
+st=$(wait_done "$j_ok" 400)
+r=$sub/runs/phase1_4proc
+ended "phase1 completes" "$j_ok" COMPLETED 0:0
+check "... accounted as rzuser in ml on batch" \
+  test "$(acct "$j_ok" User)/$(acct "$j_ok" Account)/$(acct "$j_ok" Partition)" = "rzuser/ml/batch"
+check "... sacct's Comment carries phase and verdict: $(acct "$j_ok" Comment)" \
+  sh -c "sacct -n -P -X -j $j_ok -o Comment | grep -q '^phase1_4proc: GO'"
+check "... metrics from all 4 ranks" test -s "$r/metrics/$j_ok/rank-00003.jsonl"
+check "... final checkpoint step 12 verifies" "$prefix/bin/ryzen-ckpt" verify "$r/checkpoints/step-00000012.h5"
+check "... health.json records each rank's CPUs" grep -q '"cpus":"[0-9]' "$r/health.json"
+check "... the report" test -s "$r/reports/$j_ok/report.md"
+check "... the job output names the run" grep -q "ryzen-step: start: job $j_ok" "ryzen-phase1_4proc-$j_ok.out"
+check "... the run directory is free again" test ! -e "$r/owner"
 
-# run NAME TEMPLATE ARGS...: submit with its own run root $tmp/NAME; prints the job id.
-run() {
-  name=$1
-  shift
-  mkdir -p "$tmp/$name"
-  RYZEN_RUN_ROOT=$tmp/$name submit "$@"
-}
+echo "# sbatch -c 2: srun gets --cpus-per-task and a binding; each rank may use 2 CPUs"
+st=$(wait_done "$j_c2" 400)
+r=$(R c2 phase1_4proc)
+ended "-c 2 completes" "$j_c2" COMPLETED 0:0
+check "... srun --cpus-per-task=2 --cpu-bind=cores" \
+  has_event "$r" "$j_c2" train_start "--cpus-per-task=2 --cpu-bind=cores"
+check "... OMP_NUM_THREADS=2 on every rank" test "$(grep -o '"omp_threads":2' "$r/health.json" | wc -l)" -eq 4
+check "... each rank allowed 2 CPUs" test "$(grep -o '"n_cpus":2,' "$r/health.json" | wc -l)" -eq 4
 
-echo "# phase1: 1 node x 4 ranks, the seed workload"
-id=$(run p1 sbatch/phase1_4proc.sh $lenient --set training.steps=12 --set checkpoint.interval=6)
-st=$(wait_done "$id" 300)
-r=$tmp/p1/phase1_4proc
-ended "phase1 completes" "$id" COMPLETED 0:0
-check "... metrics from all 4 ranks" test -s "$r/metrics/$id/rank-00003.jsonl"
-check "... summary.json with 4 processes" grep -q '"num_processes":4,' "$r/summary.json"
-check "... events: start, preflight, resume, train_exit 0, finished, verdict" \
-  sh -c "for e in start preflight resume train_exit finished verdict; do grep -q \"\\\"event\\\":\\\"\$e\\\"\" '$r/events.jsonl' || exit 1; done"
-check "... final checkpoint step 12 verifies" ryzen-ckpt verify "$r/checkpoints/step-00000012.h5"
-check "... health.json from the preflight" grep -q '^{"ok":true' "$r/health.json"
-check "... the report" test -s "$r/reports/$id/report.md"
-check "... job output names the run" grep -q "ryzen-step: start: job $id" "ryzen-phase1_4proc-$id.out"
+echo "# --mem too small for the model: the preflight refuses with need and limit, 70, no requeue"
+st=$(wait_done "$j_mem" 300)
+r=$(R mem phase1_4proc)
+ended "--mem=300M" "$j_mem" FAILED 70:0
+check "... the memory check names the need and the job's limit" \
+  grep -q '"name":"memory","ok":false,"detail":"n[0-9]: 4 rank(s) need [0-9]* MB of [0-9]* MB (the job.s limit: ' "$r/health.json"
+check "... and says what to raise" grep -q 'raise --mem to at least' "$r/health.json"
+check "... not requeued" test "$(acct "$j_mem" Restarts 2>/dev/null || job_field "$j_mem" Restarts)" = 0 -o "$(job_field "$j_mem" Restarts)" = 0
+check "... a NO-GO (health) report" grep -q '"ended":"health"' "$r/reports/$j_mem/report.json"
 
-echo "# phase2a: 2 nodes x 4 ranks"
-id=$(run p2a sbatch/phase2a_8proc.sh $small --set training.steps=10)
-st=$(wait_done "$id" 300)
-r=$tmp/p2a/phase2a_8proc
-ended "phase2a completes" "$id" COMPLETED 0:0
-check "... 8 ranks" grep -q '"num_processes":8,' "$r/summary.json"
-nodes=$(grep -o '"host":"[^"]*"' "$r/summary.json" | sort -u | tr '\n' ' ')
-check "... on two nodes: $nodes" test "$(grep -o '"host":"[^"]*"' "$r/summary.json" | sort -u | wc -l)" -eq 2
-check "... the preflight saw both nodes too" \
-  sh -c "grep -q '\"host\":\"n1\"' '$r/health.json' && grep -q '\"host\":\"n2\"' '$r/health.json'"
+echo "# a --signal that disagrees with health.stop_signal: a clear error at start"
+st=$(wait_done "$j_mis" 200)
+r=$(R mismatch phase1_4proc)
+ended "--signal=B:USR1 with stop_signal USR2" "$j_mis" FAILED 64:0
+check "... it says which signal and how to fix it" \
+  grep -q "sends SIGUSR1, but health.stop_signal is USR2" "ryzen-phase1_4proc-$j_mis.out"
+check "... before any srun" sh -c "! grep -q '\"event\":\"preflight_start\"' '$r/events.jsonl'"
 
-echo "# scontrol requeue mid-run: resumes, same final parameters as an uninterrupted run"
-ref=$(run ref sbatch/phase1_4proc.sh $small --set training.steps=40)
-id=$(run rq sbatch/phase1_4proc.sh $small --set training.steps=40)
-r=$tmp/rq/phase1_4proc
-wait_step "$r" "$id" 17
-scontrol requeue "$id"
-st=$(wait_done "$id" 300)
-ended "the requeued job completes" "$id" COMPLETED 0:0
-check "... after $(job_field "$id" Restarts) restart(s)" test "$(job_field "$id" Restarts)" -ge 1
-check "... it resumed from a checkpoint" \
-  sh -c "grep '\"job\":\"$id\"' '$r/events.jsonl' | grep '\"event\":\"resume\"' | grep -q 'resuming from'"
-st=$(wait_done "$ref" 300)
-ended "the uninterrupted reference completes" "$ref" COMPLETED 0:0
-a=$(info "$r/checkpoints/step-00000040.h5" params_sha256)
-b=$(info "$tmp/ref/phase1_4proc/checkpoints/step-00000040.h5" params_sha256)
-check "... final params_sha256 identical: $a" test -n "$a" -a "$a" = "$b"
+echo "# health.stop_signal USR1 end to end: forwarded, checkpointed, requeued, resumed"
+r=$(R usr1 phase1_4proc)
+wait_for 200 step_reached "$r" "$j_u1" 22
+as rzuser scancel --signal=USR1 --batch "$j_u1"
+st=$(wait_done "$j_u1" 400)
+ended "the USR1 job completes" "$j_u1" COMPLETED 0:0
+check "... the wrapper forwarded SIGUSR1" grep -q "forwarded User defined signal 1" "ryzen-phase1_4proc-$j_u1.out"
+check "... requeued after a signal checkpoint" has_event "$r" "$j_u1" requeue '"reason":"signal"'
+check "... resumed from it" has_event "$r" "$j_u1" resume "resuming from"
 
-echo "# warning signal (scancel --signal=USR2 --batch): checkpoint, requeue, resume, finish"
-id=$(run sig sbatch/phase1_4proc.sh $small --set training.steps=60)
-r=$tmp/sig/phase1_4proc
-wait_step "$r" "$id" 22
-scancel --signal=USR2 --batch "$id"
-st=$(wait_done "$id" 300)
-ended "the signalled job completes" "$id" COMPLETED 0:0
-check "... it requeued itself after a signal checkpoint" \
-  sh -c "grep '\"event\":\"requeue\"' '$r/events.jsonl' | grep -q '\"reason\":\"signal\"'"
-redone=$(sed -n 's/^{"step":\([0-9]*\),.*/\1/p' "$r/metrics/$id/rank-00000.jsonl" | sort -n | uniq -d | wc -l)
-check "... losing at most one step of work ($redone step(s) redone)" test "$redone" -le 1
-check "... all 60 steps done" test -f "$r/checkpoints/step-00000060.h5"
+echo "# scancel: the job ends CANCELLED, is not requeued; its last checkpoint verifies"
+r=$(R cancel phase1_4proc)
+wait_for 200 step_reached "$r" "$j_cancel" 12
+as rzuser scancel "$j_cancel"
+sleep 15
+check "... still gone 15 s later (state $(job_field "$j_cancel" JobState), restarts $(job_field "$j_cancel" Restarts))" \
+  test "$(job_field "$j_cancel" Restarts)" = 0 -a "$(job_field "$j_cancel" JobState)" = CANCELLED
+check "... sacct says CANCELLED" sh -c "sacct -n -P -X -j $j_cancel -o State | grep -q '^CANCELLED'"
+ck=$(newest_ckpt "$r")
+check "... its newest checkpoint $(basename "$ck") verifies" "$prefix/bin/ryzen-ckpt" verify "$ck"
+check "... no requeue event" sh -c "! grep -q '\"event\":\"requeue\"' '$r/events.jsonl'"
 
-echo "# kill -9 of one rank: the step fails fast, the wrapper requeues, the job finishes"
-id=$(run k9 sbatch/phase1_4proc.sh $small --set training.steps=60)
-r=$tmp/k9/phase1_4proc
-wait_step "$r" "$id" 22
-victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$r/health/rank-00002.hb")
-t0=$(date +%s)
-kill -9 "$victim"
-i=0
-until grep -q '"event":"train_exit"' "$r/events.jsonl" 2>/dev/null || [ $i -ge 600 ]; do
-  sleep 0.1; i=$((i + 1))
-done
-down=$(($(date +%s) - t0))
-check "... the step went down ${down} s after the kill (< 30 s)" test "$down" -lt 30
-st=$(wait_done "$id" 300)
-ended "the job with a killed rank completes" "$id" COMPLETED 0:0
-check "... after a failure requeue" \
-  sh -c "grep '\"event\":\"requeue\"' '$r/events.jsonl' | grep -q '\"reason\":\"failure\"'"
-check "... resumed from a checkpoint" \
-  sh -c "grep '\"event\":\"resume\"' '$r/events.jsonl' | grep -q 'resuming from'"
-
-echo "# a bad config ends at once with 64 and is not requeued"
-id=$(run bad sbatch/phase1_4proc.sh --set model.d_model=250)
-st=$(wait_done "$id" 120)
-ended "bad config" "$id" FAILED 64:0
-check "... not requeued" test "$(job_field "$id" Restarts)" -eq 0
-check "... the message is in the job output" \
-  grep -q "model.d_model = 250" "ryzen-phase1_4proc-$id.out"
+echo "# a missing data file: exit 64 before srun, not requeued"
+st=$(wait_done "$j_input" 120)
+r=$(R input phase1_4proc)
+ended "missing data.path" "$j_input" FAILED 64:0
+check "... the message names the path and the cause" \
+  grep -q "data.path '/nonexistent/corpus.bin' (data.kind tokens): No such file" "ryzen-phase1_4proc-$j_input.out"
+check "... no srun was started" sh -c "! grep -q 'preflight_start\|train_start' '$r/events.jsonl'"
 
 echo "# a wrong launch (srun --mpi=none) is caught by the preflight (70)"
-id=$(RYZEN_SRUN_MPI=none run wrong sbatch/phase1_4proc.sh $small --set training.steps=5)
-st=$(wait_done "$id" 120)
-r=$tmp/wrong/phase1_4proc
-ended "wrong launch" "$id" FAILED 70:0
-check "... a NO-GO (health) report" grep -q '"verdict":"NO-GO","reason":"health"' "$r/reports/$id/report.json"
+st=$(wait_done "$j_wrong" 200)
+r=$(R wrong phase1_4proc)
+ended "wrong launch" "$j_wrong" FAILED 70:0
 check "... health.json says srun started it with --mpi=none" \
-  grep -q '"name":"launch","ok":false,"detail":"launch check on task 0 of step [0-9]*: srun started it with --mpi=none' \
-  "$r/health.json"
-check "... not requeued" test "$(job_field "$id" Restarts)" -eq 0
+  grep -q 'srun started it with --mpi=none' "$r/health.json"
+check "... a NO-GO (health) report" grep -q '"ended":"health"' "$r/reports/$j_wrong/report.json"
+
+echo "# two jobs, one run directory: the second refuses, naming the owner"
+st=$(wait_done "$j_busy2" 200)
+r=$(R busy phase1_4proc)
+ended "the second job" "$j_busy2" FAILED 64:0
+check "... it names the owner job $j_busy1" grep -q "belongs to job $j_busy1" "ryzen-phase1_4proc-$j_busy2.out"
+check "... and did not train" sh -c "! grep '\"job\":\"$j_busy2\"' '$r/events.jsonl' | grep -q train_start"
+as rzuser scancel "$j_busy1"
+st=$(wait_done "$j_dead" 300)
+ended "a dead owner is taken over" "$j_dead" COMPLETED 0:0
+check "... the events record it" has_event "$(R dead phase1_4proc)" "$j_dead" owner_takeover '"previous_owner":"999999"'
+
+# ---- faults that need the cluster to themselves (one at a time) ---------------------------------
+echo "# disk full during a checkpoint: exit 74, not requeued, a NO-GO report, the last checkpoint kept"
+mkdir -p "$tmp/full"
+mount -t tmpfs -o size=40m,mode=0755 tmpfs "$tmp/full"
+mkdir "$tmp/full/runs"
+chown rzuser: "$tmp/full/runs"
+# the seed model: a checkpoint is 26 MB, so the first fits and the second cannot
+j=$(RYZEN_RUN_ROOT=$tmp/full/runs submit_as rzuser $site "$P1" $lenient \
+  --set training.steps=8 --set checkpoint.interval=2)
+st=$(wait_done "$j" 400)
+r=$tmp/full/runs/phase1_4proc
+ended "disk full" "$j" FAILED 74:0
+check "... the message says the disk is full" grep -q "disk full (ENOSPC)" "ryzen-phase1_4proc-$j.out"
+check "... not requeued" test "$(job_field "$j" Restarts)" = 0
+check "... a NO-GO report that says why" grep -q '"ended":"io"' "$r/reports/$j/report.json"
+check "... the preflight warned: room for less than two checkpoints" grep -q 'less than two checkpoints' "$r/health.json"
+check "... step 2's checkpoint verifies" "$prefix/bin/ryzen-ckpt" verify "$r/checkpoints/step-00000002.h5"
+check "... no temporary file is left" sh -c "! ls '$r/checkpoints' | grep -q tmp"
+umount "$tmp/full"
+
+echo "# a USR2 sent at the very start never kills the job"
+j=$(run early rzuser $site "$P1" $small --set training.steps=10)
+wait_for 60 test "$(job_field "$j" JobState)" = RUNNING
+as rzuser scancel --signal=USR2 --batch "$j"
+st=$(wait_done "$j" 300)
+ended "the early-signalled job completes" "$j" COMPLETED 0:0
+check "... never ended by the signal" sh -c "! sacct -n -P -D -j $j -o ExitCode | grep -q ':12'"
+
+echo "# --time shorter than the signal lead: said at start, then held after two attempts"
+j=$(run lead rzuser -A ml -p batch --time=1 --mem=2000M "$P1" $small --set training.steps=400)
+r=$(R lead phase1_4proc)
+wait_for 200 has_event "$r" "$j" no_progress
+check "... the job said --time is shorter than the lead" has_event "$r" "$j" signal_lead
+check "... it is held, not looping (state $(job_field "$j" JobState), $(job_field "$j" Reason))" \
+  sh -c "scontrol show job $j | grep -q 'JobState=PENDING.*Reason=.*Held\|Reason=JobHeldUser\|Reason=job_requeued_in_held_state'"
+check "... after $(job_field "$j" Restarts) restart(s)" test "$(job_field "$j" Restarts)" -le 3
+wait_for 30 test -s "$r/reports/$j/report.json"
+check "... a NO-GO report says why" grep -q '"ended":"no_progress"' "$r/reports/$j/report.json"
+scancel "$j"
+
+echo "# scontrol requeue mid-run: resumes; same final parameters as an uninterrupted run"
+ref=$(run ref rzuser $site "$P1" $small --set training.steps=40)
+j=$(run rq rzuser $site "$P1" $small --set training.steps=40)
+r=$(R rq phase1_4proc)
+wait_for 200 step_reached "$r" "$j" 17
+as rzuser scontrol requeue "$j"
+st=$(wait_done "$j" 400)
+ended "the requeued job completes" "$j" COMPLETED 0:0
+check "... Slurm requeued it; no requeue_failed" sh -c "! grep -q requeue_failed '$r/events.jsonl'"
+check "... it resumed from a checkpoint" has_event "$r" "$j" resume "resuming from"
+st=$(wait_done "$ref" 400)
+a=$(ckpt_info "$r/checkpoints/step-00000040.h5" params_sha256)
+b=$(ckpt_info "$(R ref phase1_4proc)/checkpoints/step-00000040.h5" params_sha256)
+check "... final params_sha256 identical: $a" test -n "$a" -a "$a" = "$b"
+
+echo "# a hung rank (SIGSTOP): the watchdog's 76 reaches the report as a hang naming the rank"
+j=$(run hang rzuser $site "$P1" $small --set training.steps=60 --set health.watchdog_floor_s=4)
+r=$(R hang phase1_4proc)
+wait_for 200 step_reached "$r" "$j" 12
+victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$r/health/rank-00002.hb")
+kill -STOP "$victim"
+wait_for 120 has_event "$r" "$j" attempt_end
+check "... the attempt is classified a hang" has_event "$r" "$j" attempt_end '"class":"hang"'
+check "... naming rank 2" has_event "$r" "$j" attempt_end 'rank.s. behind: 2\|behind: 2 '
+kill -CONT "$victim" 2>/dev/null
+st=$(wait_done "$j" 400)
+ended "... then it completes" "$j" COMPLETED 0:0
+check "... after a failure requeue" has_event "$r" "$j" requeue '"reason":"failure"'
+
+echo "# kill -9 of a rank with the budget spent: a NO-GO report that says why, exit 76"
+j=$(run k9 rzuser $site "$P1" $small --set training.steps=400 --set restart.max_restarts=0)
+r=$(R k9 phase1_4proc)
+wait_for 200 step_reached "$r" "$j" 12
+victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$r/health/rank-00001.hb")
+kill -9 "$victim"
+st=$(wait_done "$j" 200)
+ended "the budget-spent job" "$j" FAILED 76:0
+check "... a give_up event" has_event "$r" "$j" give_up "restart budget is spent"
+check "... a NO-GO report: ended give_up" grep -q '"ended":"give_up"' "$r/reports/$j/report.json"
+check "... naming the last good checkpoint" grep -q 'step-000000[0-9]*.h5' "$r/reports/$j/report.md"
+
+echo "# srun without -c under -c 2 (Slurm >= 22.05 does not pass it on): the preflight refuses"
+cat >"$sub/nocpus.sh" <<EOF
+#!/bin/bash
+export OMP_NUM_THREADS=2
+srun --mpi=pmix $prefix/bin/ryzen-train --config $prefix/share/ryzen-llm/configs/phase1_4proc.yaml \
+  --run-dir $sub/runs/nocpus --preflight
+EOF
+chmod 755 "$sub/nocpus.sh"
+j=$(submit_as rzuser $site -N 1 -n 4 -c 2 -o "$sub/nocpus-%j.out" "$sub/nocpus.sh")
+st=$(wait_done "$j" 200)
+check "the preflight failed (exit $(acct "$j" ExitCode))" test "$(acct "$j" ExitCode)" = 70:0
+check "... saying OMP_NUM_THREADS exceeds the rank's CPUs and what to give srun" \
+  grep -q 'but OMP_NUM_THREADS is 2: give srun --cpus-per-task=2' "$sub/runs/nocpus/health.json"
 
 finish

@@ -92,12 +92,14 @@ static const struct {
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
-static enum rz_status write_attr(const struct ckpt_io *io, hid_t obj, const char *name,
-                                 hid_t file_type, hid_t mem_type, const void *value)
+/* A numeric attribute: a scalar, or a 1-D array of `count` values. */
+static enum rz_status write_attr_n(const struct ckpt_io *io, hid_t obj, const char *name,
+                                   hid_t file_type, hid_t mem_type, const void *value, int count)
 {
     enum rz_status st = RZ_OK;
     hid_t space = -1, attr = -1;
-    CKPT_H5(space = H5Screate(H5S_SCALAR));
+    hsize_t n = (hsize_t)count;
+    CKPT_H5(space = count == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, NULL));
     CKPT_H5(attr = H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT));
     CKPT_H5(H5Awrite(attr, mem_type, value));
 cleanup:
@@ -106,6 +108,12 @@ cleanup:
     if (space >= 0)
         H5Sclose(space);
     return st;
+}
+
+static enum rz_status write_attr(const struct ckpt_io *io, hid_t obj, const char *name,
+                                 hid_t file_type, hid_t mem_type, const void *value)
+{
+    return write_attr_n(io, obj, name, file_type, mem_type, value, 1);
 }
 
 static enum rz_status write_str_attr(const struct ckpt_io *io, hid_t obj, const char *name,
@@ -354,8 +362,8 @@ static enum rz_status write_fields(const struct ckpt_io *io, hid_t file,
     for (size_t i = 0; i < ckpt_n_fields && st == RZ_OK; i++) {
         const struct ckpt_field *f = &ckpt_fields[i];
         CKPT_H5(obj = H5Oopen(file, f->group, H5P_DEFAULT));
-        st = write_attr(io, obj, f->name, ckpt_field_file_type(f->type),
-                        ckpt_field_mem_type(f->type), (const char *)meta + f->offset);
+        st = write_attr_n(io, obj, f->name, ckpt_field_file_type(f->type),
+                          ckpt_field_mem_type(f->type), (const char *)meta + f->offset, f->count);
         H5Oclose(obj);
         obj = -1;
     }

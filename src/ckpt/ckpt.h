@@ -20,6 +20,17 @@
 #include "model/model.h"
 
 #define CKPT_FORMAT_VERSION 1
+#define CKPT_GUARD_RECENT 64  /* most recent skipped steps kept (training.max_skipped_steps max) */
+
+/* The loss guard's state (train/guard.h), carried so a resumed run judges as an uninterrupted
+ * one would.  Optional attributes: files written before the guard read as zeros (a fresh
+ * guard). */
+struct ckpt_guard {
+    double loss_mean, loss_var, gnorm_mean, gnorm_var; /* running statistics, accepted steps */
+    int64_t seen;             /* accepted steps observed */
+    int64_t skipped;          /* steps skipped so far */
+    int64_t recent[CKPT_GUARD_RECENT]; /* the latest skipped steps, oldest first; 0 = unused */
+};
 
 struct ckpt_meta {
     int64_t step;             /* optimizer steps completed */
@@ -33,6 +44,7 @@ struct ckpt_meta {
     double loss_sum;          /* sum of per-step losses so far */
     double train_time_s;      /* training time so far (excludes restarts) */
     int64_t restarts;         /* resumes so far */
+    struct ckpt_guard guard;  /* the loss guard's state */
     /* model shape (refused on mismatch) */
     struct model_dims dims;
     char config_sha256[65];

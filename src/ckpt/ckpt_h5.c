@@ -24,7 +24,8 @@ const char *const ckpt_tensor_groups[3] = {"/params", "/adam_m", "/adam_v"};
 
 /* ---- metadata table: one entry per numeric attribute of /train and /model ------------------- */
 
-#define FIELD(g, n, t, m) {g, n, t, offsetof(struct ckpt_meta, m)}
+#define FIELD(g, n, t, m) {g, n, t, offsetof(struct ckpt_meta, m), 1, false}
+#define FIELD_OPT(g, n, t, m, c) {g, n, t, offsetof(struct ckpt_meta, m), c, true}
 const struct ckpt_field ckpt_fields[] = {
     FIELD("/train", "step", CKPT_I64, step),
     FIELD("/train", "samples_seen", CKPT_I64, samples_seen),
@@ -37,6 +38,13 @@ const struct ckpt_field ckpt_fields[] = {
     FIELD("/train", "loss_sum", CKPT_F64, loss_sum),
     FIELD("/train", "train_time_s", CKPT_F64, train_time_s),
     FIELD("/train", "restarts", CKPT_I64, restarts),
+    FIELD_OPT("/train", "guard_loss_mean", CKPT_F64, guard.loss_mean, 1),
+    FIELD_OPT("/train", "guard_loss_var", CKPT_F64, guard.loss_var, 1),
+    FIELD_OPT("/train", "guard_gnorm_mean", CKPT_F64, guard.gnorm_mean, 1),
+    FIELD_OPT("/train", "guard_gnorm_var", CKPT_F64, guard.gnorm_var, 1),
+    FIELD_OPT("/train", "guard_seen", CKPT_I64, guard.seen, 1),
+    FIELD_OPT("/train", "skipped_steps", CKPT_I64, guard.skipped, 1),
+    FIELD_OPT("/train", "guard_recent_skips", CKPT_I64, guard.recent, CKPT_GUARD_RECENT),
     FIELD("/model", "vocab", CKPT_I64, dims.vocab),
     FIELD("/model", "d_model", CKPT_I64, dims.d_model),
     FIELD("/model", "n_heads", CKPT_I64, dims.n_heads),
@@ -48,6 +56,7 @@ const struct ckpt_field ckpt_fields[] = {
     FIELD("/model", "init_std", CKPT_F32, dims.init_std),
 };
 #undef FIELD
+#undef FIELD_OPT
 const size_t ckpt_n_fields = RZ_ARRAY_LEN(ckpt_fields);
 
 hid_t ckpt_field_file_type(enum ckpt_field_type t)

@@ -9,6 +9,7 @@
 #define RZ_CKPT_CKPT_INTERNAL_H
 
 #include <hdf5.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,12 +24,16 @@
 /* "/params", "/adam_m", "/adam_v": one dataset per model table entry in each. */
 extern const char *const ckpt_tensor_groups[3];
 
-/* The numeric attributes of /train and /model, one per struct ckpt_meta field. */
+/* The numeric attributes of /train and /model, one per struct ckpt_meta field.  An optional
+ * one (added after format version 1 was first written) may be missing: it then reads as
+ * zeros. */
 enum ckpt_field_type { CKPT_I64, CKPT_U64, CKPT_F64, CKPT_F32 };
 struct ckpt_field {
     const char *group, *name;
     enum ckpt_field_type type;
     size_t offset; /* in struct ckpt_meta */
+    int count;     /* values: 1 is a scalar attribute, more a 1-D array */
+    bool optional;
 };
 extern const struct ckpt_field ckpt_fields[];
 extern const size_t ckpt_n_fields;

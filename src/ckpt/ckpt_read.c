@@ -298,6 +298,47 @@ cleanup:
     return st;
 }
 
+/* An attribute must hold as many values as its field (an array attribute of the wrong length
+ * would be read past its end). */
+static enum rz_status check_attr_count(const struct ckpt_io *io, hid_t obj,
+                                       const struct ckpt_field *f)
+{
+    enum rz_status st = RZ_OK;
+    hid_t attr = -1, space = -1;
+    hssize_t n = 0;
+    CKPT_H5(attr = H5Aopen(obj, f->name, H5P_DEFAULT));
+    CKPT_H5(space = H5Aget_space(attr));
+    CKPT_H5(n = H5Sget_simple_extent_npoints(space));
+    if (n != f->count)
+        st = ckpt_io_fail(io, "attribute '%s' on %s has %lld value(s), expected %d", f->name,
+                          f->group, (long long)n, f->count);
+cleanup:
+    if (space >= 0)
+        H5Sclose(space);
+    if (attr >= 0)
+        H5Aclose(attr);
+    return st;
+}
+
+static enum rz_status read_field(const struct ckpt_io *io, hid_t obj,
+                                 const struct ckpt_field *f, struct ckpt_meta *meta)
+{
+    enum rz_status st = RZ_OK;
+    htri_t exists = 1;
+    if (f->optional)
+        CKPT_H5(exists = H5Aexists(obj, f->name));
+    if (!exists)
+        return RZ_OK; /* written before the field existed: zeros (meta is cleared) */
+    st = require_attr(io, obj, f->group, f->name);
+    if (st == RZ_OK)
+        st = check_attr_count(io, obj, f);
+    if (st == RZ_OK)
+        st = read_attr(io, obj, f->group, f->name, ckpt_field_mem_type(f->type),
+                       (char *)meta + f->offset);
+cleanup:
+    return st;
+}
+
 static enum rz_status read_fields(const struct ckpt_io *io, hid_t file, struct ckpt_meta *meta)
 {
     enum rz_status st = RZ_OK;
@@ -308,8 +349,7 @@ static enum rz_status read_fields(const struct ckpt_io *io, hid_t file, struct c
         if (st != RZ_OK)
             break;
         CKPT_H5(obj = H5Oopen(file, f->group, H5P_DEFAULT));
-        st = read_attr(io, obj, f->group, f->name, ckpt_field_mem_type(f->type),
-                       (char *)meta + f->offset);
+        st = read_field(io, obj, f, meta);
         H5Oclose(obj);
         obj = -1;
     }

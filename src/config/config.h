@@ -57,6 +57,9 @@ struct cfg_training {
     int64_t zero_stage;   /* 0 | 1 (shard Adam moments) | 2 (and gradients) */
     int64_t eval_interval;/* validation loss every N steps (0: only at the end) */
     int64_t eval_samples; /* size of the fixed validation set */
+    int64_t max_skipped_steps; /* loss guard: skips within skip_window that stop the run */
+    int64_t skip_window;  /* loss guard: steps */
+    double spike_threshold; /* loss guard: standard deviations; 0 = non-finite steps only */
 };
 
 struct cfg_optimizer {

@@ -87,6 +87,14 @@ const struct cfg_key cfg_keys[] = {
     KEY_INT("training.eval_samples", training.eval_samples, 1, 1048576, "64",
             "Size of the fixed validation set: held-out samples 0..N-1, the same at any world "
             "size."),
+    KEY_INT("training.max_skipped_steps", training.max_skipped_steps, 1, 64, "5",
+            "Loss guard: this many skipped steps within training.skip_window stop the run "
+            "(exit 70, end reason diverged)."),
+    KEY_INT("training.skip_window", training.skip_window, 1, BIG, "100",
+            "Loss guard: the window, in steps, in which skipped steps are counted."),
+    KEY_FLOAT("training.spike_threshold", training.spike_threshold, 0.0, 1e6, 0u, "6",
+              "Loss guard: skip a step whose loss or gradient norm exceeds its running mean by "
+              "this many standard deviations (and by 10%); 0: skip non-finite steps only."),
 
     KEY_ENUM("optimizer.name", optimizer.name, "adam|adamw", "adam",
              "adam: L2 weight decay in the gradient; adamw: decoupled weight decay."),

@@ -5,6 +5,7 @@
 #include "core/hooks.h"
 
 #ifdef RZ_TEST_HOOKS
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,22 @@ static double env_double(const char *name, double fallback)
     return v != NULL && v[0] != '\0' ? atof(v) : fallback;
 }
 
+/* "FIRST[-LAST][:FACTOR][,...]" (RYZEN_TEST_BAD_GRAD); FACTOR defaults to nan. */
+static void bad_grad(const char *v)
+{
+    for (size_t i = 0; v != NULL && *v != '\0' && i < 4; i++) {
+        struct rz_hook_bad_grad *b = &rz_hooks.bad_grad[i];
+        char *end = NULL;
+        b->factor = NAN;
+        b->first = b->last = strtoll(v, &end, 10);
+        if (*end == '-')
+            b->last = strtoll(end + 1, &end, 10);
+        if (*end == ':')
+            b->factor = strtod(end + 1, &end);
+        v = *end == ',' ? end + 1 : "";
+    }
+}
+
 void rz_hooks_load(void)
 {
     copy_env(rz_hooks.crash_at, sizeof rz_hooks.crash_at, "RYZEN_TEST_CRASH_AT");
@@ -34,6 +51,7 @@ void rz_hooks_load(void)
              "RYZEN_TEST_PREFLIGHT_FAIL_HOST");
     rz_hooks.slow_rank = (int)env_double("RYZEN_TEST_SLOW_RANK", -1.0);
     rz_hooks.slow_ms = env_double("RYZEN_TEST_SLOW_MS", 0.0);
+    bad_grad(getenv("RYZEN_TEST_BAD_GRAD"));
 }
 
 void rz_hook_crash_point(const char *tag, const char *stage)

@@ -13,6 +13,9 @@
  *   RYZEN_TEST_PREFLIGHT_FAIL_HOST=H the preflight's memory probe fails on host H
  *   RYZEN_TEST_SLOW_RANK=R, RYZEN_TEST_SLOW_MS=N   rank R computes N ms longer every step (a
  *                                   straggler)
+ *   RYZEN_TEST_BAD_GRAD=FIRST[-LAST][:FACTOR][,...]   on steps FIRST..LAST rank 0 scales its
+ *                                   loss gradient by FACTOR (default nan: a non-finite gradient;
+ *                                   a large number: a gradient-norm spike); up to 4 ranges
  * Ownership: the struct is a process-wide value written once by main. */
 #ifndef RZ_CORE_HOOKS_H
 #define RZ_CORE_HOOKS_H
@@ -27,6 +30,10 @@ struct rz_hooks {
     char preflight_fail_host[64];
     int slow_rank;               /* -1: off */
     double slow_ms;
+    struct rz_hook_bad_grad {
+        long long first, last;   /* 0: unused */
+        double factor;
+    } bad_grad[4];
 };
 
 #ifdef RZ_TEST_HOOKS

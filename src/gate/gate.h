@@ -73,6 +73,20 @@ enum gate_requeue {
 };
 const char *gate_requeue_name(enum gate_requeue r);   /* "failure", ..., "other" */
 
+/* The ladder's scaling model (gate_ladder.c; docs/gates.md, "Ladder report"), fitted to
+ * measured phases:  T(P, b) = c*b + alpha*ceil(log2 P) + beta*2(P-1)/P*M  seconds per step,
+ * throughput P*b/T, for P ranks of b samples each and M gradient bytes (4 per parameter). */
+struct gate_fit {
+    bool ok;
+    int points;                 /* measured attempts the fit rests on */
+    double c_s;                 /* seconds per sample of compute (from the 1-rank phase) */
+    double alpha_s;             /* latency per log2 stage (from the small collective's p50) */
+    double beta_s_per_byte;     /* effective exposed seconds per byte of the gradient allreduce */
+    double bytes;               /* M (NaN: unknown, beta unused) */
+    double err_rel;             /* RMS relative error of the modelled throughputs (in-sample) */
+    char note[GATE_NOTE_MAX];   /* what the fit used, and what it lacked */
+};
+
 /* What the caller knows besides the run directory.  main fills it from the command line and the
  * environment; nothing below main reads the environment. */
 struct gate_opts {
@@ -92,6 +106,7 @@ struct gate_row {
     double compute_time_s;      /* NaN in metrics written before it existed */
     uint64_t rss_bytes;
     bool has_sync, sync_ok;
+    bool skipped;               /* the loss guard skipped the step (loss may be NaN) */
     double gnorm_post_spread;
     double val_loss;            /* NaN on steps without a validation */
 };
@@ -109,7 +124,8 @@ struct gate_rank {
 struct gate_step {
     int64_t step, run_step, samples_seen;
     double global_batch;        /* samples of this step (all ranks) */
-    double loss;                /* rank 0's (the loss is already the global mean) */
+    double loss;                /* rank 0's (the global mean); NaN for a skipped non-finite one */
+    bool skipped;               /* the loss guard skipped it (no update) */
     double val_loss;            /* rank 0's validation loss; NaN on steps without one */
     double step_time_s;         /* slowest rank */
     int sync_ranks, sync_ok_ranks; /* ranks that ran / passed a sync check at this step */
@@ -174,6 +190,7 @@ struct gate_input {
     char cpus_per_rank[32];     /* "unknown" when not given */
     char warnings[4 * GATE_NOTE_MAX]; /* inputs an ended report could not read ("" if none) */
     bool has_summary;
+    double num_parameters;      /* summary.json's; NaN when unknown (the ladder's message size) */
     double entropy_floor;       /* NaN when unknown */
     int64_t summary_restarts;
     bool has_health;
@@ -185,6 +202,8 @@ struct gate_input {
     size_t n_ckpts;
     struct gate_baseline baseline;
     char config_sha256[65];
+    struct gate_fit ladder_fit; /* the model fitted to the phases with fewer ranks under RUNROOT
+                                 * (not ok when there are none): this phase's prediction */
 };
 
 struct gate_criterion {
@@ -222,6 +241,7 @@ struct gate_result {
     size_t n_windows;
     int64_t *restart_steps;     /* steps at which a resumed run started */
     size_t n_restarts;
+    int64_t skipped_steps;      /* steps the loss guard skipped (of the merged steps) */
     double *loss_curve;         /* n_loss (samples_seen, loss) pairs, <= GATE_MAX_POINTS */
     int64_t *loss_steps;        /* the step of each loss point */
     size_t n_loss;
@@ -238,6 +258,9 @@ struct gate_result {
     /* the newest checkpoint that verifies and the one before it (NULL when none): an ended
      * phase's last good state; they point into the input's ckpts */
     const struct gate_ckpt *last_good, *prev_good;
+    /* the ladder model's throughput for this phase (NaN when no predecessor was measured) and
+     * its band (+- the fit's error) */
+    double predicted, predicted_lo, predicted_hi;
 };
 
 /* The report as one document: what every writer prints, computed once. */
@@ -287,6 +310,67 @@ void gate_write_prom(FILE *f, const struct gate_doc *d);
  * not an error: its message goes to warn ("" when none). */
 enum rz_status gate_write_reports(const struct gate_doc *d, char *dir_out, size_t dir_len,
                                   char *warn, size_t warn_len, struct rz_err *err);
+
+/* ---- the ladder report (ryzen-gate --ladder RUN_ROOT) ------------------------------------- */
+
+/* One phase report under RUN_ROOT (an attempt of a phase: its first run or a rollback). */
+struct gate_attempt {
+    char phase[GATE_NAME_MAX], job[64];
+    char lineage[GATE_NAME_MAX * 2]; /* "<phase>" or "<phase>/rollback-<job>" */
+    char report[4096];
+    char verdict[16], ended[32], action[16], action_phase[GATE_NAME_MAX];
+    char time[32];
+    int world;
+    double throughput, efficiency_prev;   /* the report's own efficiency (vs its baseline) */
+    double efficiency;          /* against the ladder's base attempt (gate_ladder_read) */
+    double comm, p50_ms, p99_ms, straggler;
+    double per_rank_batch;      /* global batch / world */
+    double compute_s;           /* median over ranks of the mean compute time per step */
+    double params;              /* number of parameters (NaN unknown) */
+    int64_t steps, skipped;
+    char from_ckpt[4096];       /* the checkpoint its run started from ("" fresh / unknown) */
+    char rollback_ckpt[4096];   /* the report's rollback checkpoint ("" none) */
+    char handed_to[128];        /* "job J (phase)" its checkpoint was handed to by a rollback */
+    int64_t requeues[GATE_N_RQ];
+};
+
+#define GATE_LADDER_RUNGS 5     /* predictions at 8, 12, 16, 32 and 64 ranks */
+
+struct gate_prediction {
+    int world;
+    double throughput, lo, hi, efficiency;
+};
+
+struct gate_ladder {
+    char root[4096];
+    char time[32];
+    struct gate_attempt *att;   /* by world size, then time */
+    size_t n_att;
+    struct gate_event *events;  /* every lineage's events.jsonl, by time */
+    size_t n_events;
+    char (*ev_lineage)[GATE_NAME_MAX * 2]; /* n_events: the lineage each event came from */
+    size_t *timeline, n_timeline; /* the verdict timeline: indexes into events, by time */
+    int base;                   /* the attempt efficiencies are measured against (-1: none) */
+    struct gate_fit fit;
+    struct gate_prediction pred[GATE_LADDER_RUNGS];
+    int n_pred;                 /* rungs not measured yet */
+};
+
+/* Read every RUN_ROOT/<phase>[/rollback-<job>]/reports/<job>/report.json and events.jsonl,
+ * the efficiencies against the base (the 1-rank attempt, else the smallest), the fit and the
+ * predictions.  Malformed reports are RZ_EDATA naming the file. */
+enum rz_status gate_ladder_read(struct gate_ladder *l, const char *root, struct rz_err *err);
+/* Fit the model to the attempts with fewer than `below_world` ranks (0: all). */
+void gate_ladder_fit(const struct gate_ladder *l, int below_world, struct gate_fit *fit);
+/* The model's throughput at `world` ranks of `per_rank_batch` samples; NaN if !fit->ok. */
+double gate_ladder_model(const struct gate_fit *fit, int world, double per_rank_batch);
+void gate_ladder_free(struct gate_ladder *l);
+
+void gate_ladder_write_json(FILE *f, const struct gate_ladder *l);
+void gate_ladder_write_md(FILE *f, const struct gate_ladder *l);
+void gate_ladder_write_html(FILE *f, const struct gate_ladder *l);
+/* RUN_ROOT/ladder.json, ladder.md, ladder.html (core/durable.h). */
+enum rz_status gate_ladder_write(const struct gate_ladder *l, struct rz_err *err);
 
 /* Shared formatting helper: "%.6g" or "n/a" for NaN, into buf. */
 const char *gate_fmt_num(char *buf, size_t len, double v);

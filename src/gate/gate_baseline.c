@@ -102,6 +102,24 @@ static void gate_newest_report(char *out, size_t len, const char *dir)
     closedir(d);
 }
 
+void gate_run_root(const char *run_dir, char *root, size_t len)
+{
+    rz_fmt(root, len, "%s", run_dir);
+    /* RUNROOT/<phase>, or RUNROOT/<phase>/rollback-<job> for a rollback lineage (ryzen-step) */
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(root, '/');
+        bool rollback = slash != NULL && strncmp(slash + 1, "rollback-", 9) == 0;
+        if (slash == root)
+            slash[1] = '\0';
+        else if (slash != NULL)
+            *slash = '\0';
+        else
+            rz_fmt(root, len, ".");
+        if (!rollback)
+            break;
+    }
+}
+
 enum rz_status gate_find_baseline(struct gate_input *in, const struct cfg *c, const char *path,
                                   struct rz_err *err)
 {
@@ -114,20 +132,7 @@ enum rz_status gate_find_baseline(struct gate_input *in, const struct cfg *c, co
     if (path != NULL)
         return gate_read_baseline(b, path, err);
     char root[4096], dir[8200], found[8300];
-    rz_fmt(root, sizeof root, "%s", in->run_dir);
-    /* RUNROOT/<phase>, or RUNROOT/<phase>/rollback-<job> for a rollback lineage (ryzen-step) */
-    for (int up = 0; up < 2; up++) {
-        char *slash = strrchr(root, '/');
-        bool rollback = slash != NULL && strncmp(slash + 1, "rollback-", 9) == 0;
-        if (slash == root)
-            slash[1] = '\0';
-        else if (slash != NULL)
-            *slash = '\0';
-        else
-            rz_fmt(root, sizeof root, ".");
-        if (!rollback)
-            break;
-    }
+    gate_run_root(in->run_dir, root, sizeof root);
     rz_fmt(dir, sizeof dir, "%s/%s/reports", root, c->phase.previous);
     gate_newest_report(found, sizeof found, dir);
     if (found[0] == '\0') {

@@ -654,14 +654,17 @@ static enum rz_status gate_curves(struct gate_result *res, const struct gate_inp
         return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
     for (size_t i = 0; i < m; i++) {
         size_t j = m > 1 ? (size_t)llround((double)i * (double)(n - 1) / (double)(m - 1)) : 0;
-        res->loss_curve[2 * i] = (double)in->steps[j].samples_seen;
-        res->loss_curve[2 * i + 1] = in->steps[j].loss;
-        res->loss_steps[i] = in->steps[j].step;
+        if (isnan(in->steps[j].loss))
+            continue; /* skipped for a non-finite loss: no point */
+        res->loss_curve[2 * res->n_loss] = (double)in->steps[j].samples_seen;
+        res->loss_curve[2 * res->n_loss + 1] = in->steps[j].loss;
+        res->loss_steps[res->n_loss++] = in->steps[j].step;
     }
-    res->n_loss = m;
     for (size_t i = 1; i < n; i++)
         if (in->steps[i].run_step == 1)
             res->restart_steps[res->n_restarts++] = in->steps[i].step;
+    for (size_t i = 0; i < n; i++)
+        res->skipped_steps += in->steps[i].skipped;
     return gate_val_curve(res, in, err);
 }
 
@@ -696,6 +699,16 @@ static void gate_rollback(struct gate_result *res, const struct gate_input *in)
             return;
         }
     }
+}
+
+/* The ladder model's throughput for this phase's world and per-rank batch, +- its error. */
+static void gate_prediction(struct gate_result *res, const struct gate_input *in,
+                            const struct cfg *c)
+{
+    double b = (double)(c->training.batch_size * c->training.grad_accum);
+    res->predicted = gate_ladder_model(&in->ladder_fit, in->world_size, b);
+    res->predicted_lo = res->predicted * (1.0 - in->ladder_fit.err_rel);
+    res->predicted_hi = res->predicted * (1.0 + in->ladder_fit.err_rel);
 }
 
 const char *gate_end_name(enum gate_end e)
@@ -781,6 +794,7 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
     gate_failures_uptime(res, in);
     gate_memory(res, in);
     gate_duration(res, in, c);
+    gate_prediction(res, in, c);
     res->verdict = gate_ended_verdict(in, gate_verdict_of(res->crit, GATE_N_CRIT));
     gate_last_good(res, in);
     gate_rollback(res, in);

@@ -20,114 +20,12 @@
 #include "core/util.h"
 #include "gate/gate_internal.h"
 
-#define GATE_W 540.0
-#define GATE_H 300.0
-#define GATE_L 64.0            /* plot area margins */
-#define GATE_R 16.0
-#define GATE_T 30.0
-#define GATE_B 42.0
-
-struct gate_axes {
-    double x0, x1, y0, y1;
-};
-
-static void gate_html_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
-static double gate_px(const struct gate_axes *a, double x)
-{
-    return GATE_L + (x - a->x0) / (a->x1 - a->x0) * (GATE_W - GATE_L - GATE_R);
-}
-
-static double gate_py(const struct gate_axes *a, double y)
-{
-    return GATE_H - GATE_B - (y - a->y0) / (a->y1 - a->y0) * (GATE_H - GATE_T - GATE_B);
-}
-
-/* Widen a degenerate or unset range and pad it by 5% (`pad`). */
-static void gate_range(double *lo, double *hi, bool pad)
-{
-    if (!isfinite(*lo) || !isfinite(*hi)) {
-        *lo = 0;
-        *hi = 1;
-    }
-    if (*hi - *lo < 1e-12 * fmax(1.0, fabs(*hi))) {
-        double d = fabs(*hi) > 0 ? fabs(*hi) * 0.05 : 1;
-        *lo -= d;
-        *hi += d;
-    }
-    double d = pad ? (*hi - *lo) * 0.05 : 0;
-    *lo -= d;
-    *hi += d;
-}
-
-static void gate_svg_begin(FILE *f, const char *id, const char *title, const char *xl,
-                           const char *yl, const struct gate_axes *a)
-{
-    fprintf(f, "<figure><svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\"><title>%s</title>\n",
-            id, GATE_W, GATE_H, GATE_W, GATE_H, title);
-    fprintf(f, "<text class=\"t\" x=\"%.1f\" y=\"18\">%s</text>\n", GATE_L, title);
-    fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
-            GATE_L, GATE_T, GATE_W - GATE_L - GATE_R, GATE_H - GATE_T - GATE_B);
-    for (int i = 0; i <= 4; i++) {
-        double y = a->y0 + (a->y1 - a->y0) * i / 4.0;
-        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
-                GATE_L - 4, gate_py(a, y) + 4, y);
-    }
-    /* x ticks: quarters, or one per rank on the per-rank charts (x0 == -0.5) */
-    bool ranks = a->x0 == -0.5;
-    int nx = ranks ? (int)(a->x1 + 0.5) : 5, every = nx > 16 ? nx / 16 + 1 : 1;
-    for (int i = 0; i < nx; i += every) {
-        double x = ranks ? (double)i : a->x0 + (a->x1 - a->x0) * i / 4.0;
-        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n",
-                gate_px(a, x), GATE_H - GATE_B + 14, x);
-    }
-    fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
-               "<text class=\"lab\" x=\"12\" y=\"%.1f\" text-anchor=\"middle\" "
-               "transform=\"rotate(-90 12 %.1f)\">%s</text>\n",
-            (GATE_L + GATE_W - GATE_R) / 2, GATE_H - 6, xl, GATE_H / 2, GATE_H / 2, yl);
-}
-
-static void gate_svg_end(FILE *f)
-{
-    fputs("</svg></figure>\n", f);
-}
-
-static void gate_svg_empty(FILE *f, const char *why)
-{
-    fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-            GATE_W / 2, GATE_H / 2, why);
-}
-
-static void gate_hline(FILE *f, const struct gate_axes *a, double y, const char *cls,
-                       const char *label)
-{
-    if (isnan(y) || y < a->y0 || y > a->y1)
-        return;
-    fprintf(f, "<line class=\"%s\" data-value=\"%.9g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.2f\" "
-               "y2=\"%.2f\"/>\n<text class=\"tick\" x=\"%.1f\" y=\"%.2f\" "
-               "text-anchor=\"end\">%s</text>\n",
-            cls, y, GATE_L, GATE_W - GATE_R, gate_py(a, y), gate_py(a, y), GATE_W - GATE_R - 2,
-            gate_py(a, y) - 3, label);
-}
-
 /* ---- the four charts ------------------------------------------------------------------------- */
 
 static void gate_chart_loss(FILE *f, const struct gate_input *in, const struct gate_result *res)
 {
     const struct gate_baseline *b = &in->baseline;
-    struct gate_axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+    struct gate_axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY, GATE_X_LINEAR, 0};
     for (size_t i = 0; i < res->n_loss; i++) {
         a.x0 = fmin(a.x0, res->loss_curve[2 * i]);
         a.x1 = fmax(a.x1, res->loss_curve[2 * i]);
@@ -174,7 +72,7 @@ static void gate_chart_throughput(FILE *f, const struct gate_input *in,
                                   const struct gate_result *res)
 {
     const struct gate_criterion *k = &res->crit[GATE_THROUGHPUT];
-    struct gate_axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+    struct gate_axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY, GATE_X_LINEAR, 0};
     if (in->n_steps > 0) {
         a.x0 = (double)in->steps[0].step;
         a.x1 = (double)in->steps[in->n_steps - 1].step;
@@ -221,7 +119,7 @@ static void gate_chart_steptime(FILE *f, const struct gate_input *in,
                                 const struct gate_result *res)
 {
     struct gate_axes a = {-0.5, (in->world_size > 0 ? in->world_size : 1) - 0.5, INFINITY,
-                          -INFINITY};
+                          -INFINITY, GATE_X_RANKS, 0};
     for (int r = 0; r < in->world_size; r++) {
         if (isnan(res->rank_stats[r].q[0]))
             continue;
@@ -254,7 +152,8 @@ static void gate_chart_comm(FILE *f, const struct gate_doc *d)
 {
     const struct gate_input *in = d->in;
     const struct gate_result *res = d->res;
-    struct gate_axes a = {-0.5, (in->world_size > 0 ? in->world_size : 1) - 0.5, 0, d->comm_go};
+    struct gate_axes a = {-0.5, (in->world_size > 0 ? in->world_size : 1) - 0.5, 0, d->comm_go,
+                          GATE_X_RANKS, 0};
     for (int r = 0; r < in->world_size; r++)
         if (!isnan(res->rank_stats[r].comm_share))
             a.y1 = fmax(a.y1, res->rank_stats[r].comm_share);
@@ -276,26 +175,6 @@ static void gate_chart_comm(FILE *f, const struct gate_doc *d)
 }
 
 /* ---- the page -------------------------------------------------------------------------------- */
-
-static const char gate_css[] =
-    "body{font-family:sans-serif;margin:16px;color:#222;max-width:1160px}"
-    "h1{margin:0 0 8px}h2{margin:18px 0 6px;font-size:18px}"
-    ".v{display:inline-block;padding:4px 14px;border-radius:4px;color:#fff;font-weight:bold}"
-    ".GO{background:#2e7d32}.NO-GO{background:#c62828}.HOLD{background:#ef8f00}"
-    "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
-    "text-align:left;vertical-align:top}"
-    ".s-go{background:#d7f0d8}.s-no_go{background:#f8d0d0}.s-hold{background:#ffe9c2}"
-    ".s-not_judged{background:#e4e4e4}.s-na{color:#888}"
-    ".charts{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #ddd}"
-    "svg .frame{fill:none;stroke:#999}svg .t{font-size:14px;font-weight:bold}"
-    "svg .tick{font-size:10px;fill:#555}svg .lab{font-size:11px;fill:#333}"
-    "svg .line{fill:none;stroke:#1565c0;stroke-width:1.5}svg .pt{fill:#1565c0}"
-    "svg .base{fill:none;stroke:#888;stroke-width:1.5;stroke-dasharray:5 3}"
-    "svg .floor{stroke:#6a1b9a;stroke-dasharray:2 2}svg .restart{stroke:#c62828;stroke-width:1.5}"
-    "svg .thr-go{stroke:#2e7d32;stroke-dasharray:4 3}svg .thr-nogo{stroke:#c62828;"
-    "stroke-dasharray:4 3}svg .box rect{fill:#bbdefb;stroke:#1565c0}svg .box line{stroke:#1565c0}"
-    "svg .box .med{stroke:#0d47a1;stroke-width:2}svg .bar{fill:#64b5f6}"
-    ".ev{font-family:monospace;font-size:11px;white-space:pre-wrap;word-break:break-all}";
 
 static void gate_html_criteria(FILE *f, const struct gate_result *res)
 {
@@ -443,13 +322,24 @@ void gate_write_html(FILE *f, const struct gate_doc *d)
     gate_html_text(f, in->phase);
     fprintf(f, " &middot; job ");
     gate_html_text(f, in->job);
-    fprintf(f, "</h1>\n<p>%d rank(s), %zu steps. Planned action: <b>%s</b> ", in->world_size,
-            in->n_steps, res->action);
+    fprintf(f, "</h1>\n<p>%d rank(s), %zu steps, <span id=\"skipped\">%lld</span> skipped by "
+               "the loss guard. Planned action: <b>%s</b> ", in->world_size, in->n_steps,
+            (long long)res->skipped_steps, res->action);
     gate_html_text(f, res->action_phase);
     fputs(" (", f);
     gate_html_text(f, res->action_note);
     fputs(").</p>\n", f);
     gate_html_ended(f, d);
+    if (!isnan(res->predicted)) {
+        char range[96];
+        gate_predicted_range(range, sizeof range, res);
+        fprintf(f, "<p id=\"prediction\" data-predicted=\"%.9g\" data-measured=\"%.9g\">"
+                   "Predicted by the ladder model from the phases with fewer ranks: %.6g samples/s "
+                   "(%s); measured %.6g (%.0f%% of the prediction).</p>\n",
+                res->predicted, res->crit[GATE_THROUGHPUT].measured, res->predicted, range,
+                res->crit[GATE_THROUGHPUT].measured,
+                100 * res->crit[GATE_THROUGHPUT].measured / res->predicted);
+    }
     if (res->suspect[0] != '\0') {
         fputs("<h2>Suspect measurements</h2>\n<p id=\"suspect\">", f);
         gate_html_text(f, res->suspect);

@@ -29,5 +29,56 @@ double gate_quantile(double *v, size_t n, double q);
 
 /* promote, rollback and rollback_start events (any job) form the phase chain. */
 bool gate_is_chain_event(const struct gate_event *e);
+/* start, requeue, attempt_end, verdict, promote, rollback, ...: the verdict timeline. */
+bool gate_is_verdict_event(const struct gate_event *e);
+
+/* Append the events of an events.jsonl file to *ev (n of them); a missing file adds none. */
+enum rz_status gate_read_events_file(const char *path, struct gate_event **ev, size_t *n,
+                                     struct rz_err *err);
+
+/* RUNROOT of a run directory: RUNROOT/<phase>, or RUNROOT/<phase>/rollback-<job> for a rollback
+ * lineage (ryzen-step's layout). */
+void gate_run_root(const char *run_dir, char *root, size_t len);
+
+/* "lo .. hi" of a phase's predicted throughput, or why there is no range. */
+void gate_predicted_range(char *buf, size_t len, const struct gate_result *res);
+
+/* ---- SVG charts (gate_svg.c): shared by report.html and ladder.html ------------------------- */
+
+#define GATE_W 540.0
+#define GATE_H 300.0
+#define GATE_L 64.0            /* plot area margins */
+#define GATE_R 16.0
+#define GATE_T 30.0
+#define GATE_B 42.0
+
+enum gate_xaxis {
+    GATE_X_LINEAR,             /* round ticks */
+    GATE_X_RANKS,              /* x0 = -0.5 .. x1 = n - 0.5: whole ranks */
+    GATE_X_LOG2                /* x is log2(value): ticks at powers of two */
+};
+
+struct gate_axes {
+    double x0, x1, y0, y1;
+    enum gate_xaxis xkind;
+    double xstep;              /* set by gate_svg_begin for linear axes */
+};
+
+extern const char gate_css[];
+void gate_html_text(FILE *f, const char *s);
+double gate_px(const struct gate_axes *a, double x);
+double gate_py(const struct gate_axes *a, double y);
+/* Widen a degenerate or unset range and pad it by 5% (`pad`). */
+void gate_range(double *lo, double *hi, bool pad);
+/* A round step (1, 2 or 5 times a power of ten) that cuts `range` into about `ticks` parts. */
+double gate_nice_step(double range, int ticks);
+/* The frame, title, axis labels and round ticks; snaps a's ends to the ticks first. */
+void gate_svg_begin(FILE *f, const char *id, const char *title, const char *xl, const char *yl,
+                    struct gate_axes *a);
+void gate_svg_end(FILE *f);
+void gate_svg_empty(FILE *f, const char *why);
+/* A horizontal threshold line at y with a label (nothing when y is off the axes). */
+void gate_hline(FILE *f, const struct gate_axes *a, double y, const char *cls,
+                const char *label);
 
 #endif

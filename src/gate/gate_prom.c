@@ -116,4 +116,6 @@ void gate_write_prom(FILE *f, const struct gate_doc *d)
     gate_prom_one(f, in, "ryzen_gate_restarts", "Resumed runs within the judged job's metrics.",
                   (double)res->n_restarts);
     gate_prom_one(f, in, "ryzen_gate_world_size", "Ranks of the judged job.", in->world_size);
+    gate_prom_one(f, in, "ryzen_gate_skipped_steps", "Steps the loss guard skipped.",
+                  (double)res->skipped_steps);
 }

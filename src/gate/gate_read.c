@@ -118,9 +118,13 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
         st = gate_field_int(o, "samples_seen", &r->samples_seen, 0, path, line, err);
     if (st == RZ_OK)
         st = gate_field_int(o, "world_size", world, 1, path, line, err);
+    r->skipped = false;
+    (void)gj_get_bool(o, "skipped", &r->skipped);
     const char *keys[] = {"loss", "step_time_s", "comm_time_s", "allreduce_s", "rss_bytes"};
     double *dst[] = {&r->loss, &r->step_time_s, &r->comm_time_s, &r->allreduce_s, &rss};
-    for (size_t i = 0; st == RZ_OK && i < RZ_ARRAY_LEN(keys); i++)
+    r->loss = NAN; /* a step the loss guard skipped may have a non-finite (null) loss */
+    bool null_loss = r->skipped && gj_get(o, "loss") != NULL && gj_get(o, "loss")->type == GJ_NULL;
+    for (size_t i = null_loss ? 1 : 0; st == RZ_OK && i < RZ_ARRAY_LEN(keys); i++)
         st = gate_field_num(o, keys[i], dst[i], path, line, err);
     if (st == RZ_OK && (r->step_time_s <= 0 || r->comm_time_s < 0 || r->allreduce_s < 0 ||
                         rss < 0))
@@ -266,7 +270,7 @@ static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *
         const struct gate_row *r0 = &in->ranks[0].rows[i];
         struct gate_step s = {.step = r0->step, .run_step = r0->run_step,
                               .samples_seen = r0->samples_seen, .loss = r0->loss,
-                              .val_loss = r0->val_loss};
+                              .skipped = r0->skipped, .val_loss = r0->val_loss};
         bool all = true;
         for (int k = 0; k < in->world_size && all; k++) {
             const struct gate_rank *rk = &in->ranks[k];
@@ -377,24 +381,24 @@ static void gate_event_summary(struct gate_event *e, const struct gj_value *v)
         strcat(e->summary, ")");
 }
 
-static enum rz_status gate_event_line(void *ctx, const struct gj_value *v, const char *path,
-                                      long line, const char *text, struct rz_err *err)
+static enum rz_status gate_event_line(struct gate_event **events, size_t *n_events,
+                                      const struct gj_value *v, const char *path, long line,
+                                      const char *text, struct rz_err *err)
 {
-    struct gate_input *in = ctx;
     const char *job = gj_get_str(v, "job"), *event = gj_get_str(v, "event");
     double t;
     if (job == NULL || event == NULL || !gj_get_num(v, "t", &t))
         return rz_fail(err, RZ_EDATA, "%s:%ld: an event needs string 'job', string 'event' and "
                        "number 't'", path, line);
-    struct gate_event *ne = realloc(in->events, (in->n_events + 1) * sizeof *ne);
+    struct gate_event *ne = realloc(*events, (*n_events + 1) * sizeof *ne);
     if (ne == NULL)
         return rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
-    in->events = ne;
-    struct gate_event *e = &ne[in->n_events];
+    *events = ne;
+    struct gate_event *e = &ne[*n_events];
     memset(e, 0, sizeof *e);
     if ((e->json = strdup(text)) == NULL)
         return rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
-    in->n_events++;
+    (*n_events)++;
     e->t = t;
     const char *phase = gj_get_str(v, "phase"), *reason = gj_get_str(v, "reason");
     rz_fmt(e->job, sizeof e->job, "%s", job);
@@ -433,7 +437,7 @@ bool gate_is_chain_event(const struct gate_event *e)
 
 /* The verdict timeline: how each attempt of every job of this run directory started, ended and
  * was decided.  Other events (and unknown ones) stay in the job's own timeline only. */
-static bool gate_is_verdict_event(const struct gate_event *e)
+bool gate_is_verdict_event(const struct gate_event *e)
 {
     static const char *const names[] = {
         "start", "preflight_failed", "resume", "rollback_start", "attempt_end", "requeue",
@@ -475,15 +479,34 @@ static enum rz_status gate_classify_events(struct gate_input *in, struct rz_err 
     return RZ_OK;
 }
 
+struct gate_events {
+    struct gate_event **ev;
+    size_t *n;
+};
+
+static enum rz_status gate_event_cb(void *ctx, const struct gj_value *v, const char *path,
+                                    long line, const char *text, struct rz_err *err)
+{
+    struct gate_events *e = ctx;
+    return gate_event_line(e->ev, e->n, v, path, line, text, err);
+}
+
+enum rz_status gate_read_events_file(const char *path, struct gate_event **ev, size_t *n,
+                                     struct rz_err *err)
+{
+    struct stat sb;
+    struct gate_events ctx = {ev, n};
+    if (stat(path, &sb) != 0)
+        return RZ_OK; /* a hand-run trainer has no wrapper events: the criteria say so */
+    return gate_read_jsonl(path, gate_event_cb, &ctx, err);
+}
+
 static enum rz_status gate_read_events(struct gate_input *in, struct rz_err *err)
 {
     char path[4200];
-    struct stat sb;
     rz_fmt(path, sizeof path, "%s/events.jsonl", in->run_dir);
-    enum rz_status st = RZ_OK;
-    /* a hand-run trainer has no wrapper events: the criteria say so */
-    if (stat(path, &sb) == 0)
-        st = gate_tolerate(in, gate_read_jsonl(path, gate_event_line, in, err), err);
+    enum rz_status st = gate_read_events_file(path, &in->events, &in->n_events, err);
+    st = gate_tolerate(in, st, err);
     return st == RZ_OK ? gate_classify_events(in, err) : st;
 }
 
@@ -505,6 +528,7 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     }
     in->has_summary = true;
     (void)gj_get_num(agg, "entropy_floor", &in->entropy_floor);
+    (void)gj_get_num(agg, "num_parameters", &in->num_parameters);
     (void)gj_get_int(agg, "restarts", &in->summary_restarts);
     const struct gj_value *rr = gj_get(v, "rank_results");
     for (size_t i = 0; rr != NULL && rr->type == GJ_ARR && i < rr->n; i++) {
@@ -658,6 +682,25 @@ static enum rz_status gate_pick_job(struct gate_input *in, const struct gate_opt
     return RZ_OK;
 }
 
+/* The ladder model fitted to the phases with fewer ranks under RUNROOT: this phase's prediction.
+ * Best effort: a run root that cannot be read (a malformed report of another phase) leaves the
+ * fit not ok with the reason in its note, and never fails this phase's report. */
+static void gate_read_ladder_fit(struct gate_input *in)
+{
+    char root[4096];
+    struct gate_ladder l;
+    struct rz_err err;
+    memset(&in->ladder_fit, 0, sizeof in->ladder_fit);
+    if (in->world_size < 1)
+        return;
+    gate_run_root(in->run_dir, root, sizeof root);
+    if (gate_ladder_read(&l, root, &err) == RZ_OK)
+        gate_ladder_fit(&l, in->world_size, &in->ladder_fit);
+    else
+        rz_fmt(in->ladder_fit.note, sizeof in->ladder_fit.note, "%s", err.msg);
+    gate_ladder_free(&l);
+}
+
 /* What the caller passed along (struct gate_opts), kept in the input the report is built from. */
 static void gate_take_opts(struct gate_input *in, const struct gate_opts *o)
 {
@@ -673,7 +716,7 @@ enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char 
                          const struct gate_opts *opts, struct rz_err *err)
 {
     memset(in, 0, sizeof *in);
-    in->entropy_floor = NAN;
+    in->entropy_floor = in->num_parameters = NAN;
     in->baseline.throughput = NAN;
     gate_take_opts(in, opts);
     size_t n = strlen(run_dir);
@@ -699,6 +742,8 @@ enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char 
         st = gate_config_hash(in, c, err);
     if (st == RZ_OK)
         st = gate_tolerate(in, gate_find_baseline(in, c, opts->baseline, err), err);
+    if (st == RZ_OK)
+        gate_read_ladder_fit(in);
     return st;
 }
 

@@ -122,6 +122,7 @@ static void gate_json_env(struct rz_json *j, const struct gate_doc *d)
     rz_json_kv_string(j, "config", d->config_source);
     rz_json_kv_string(j, "data_kind", d->data_kind);
     rz_json_kv_int(j, "global_batch", d->global_batch);
+    rz_json_kv_double(j, "num_parameters", in->num_parameters);
     rz_json_object_end(j);
 }
 
@@ -171,6 +172,7 @@ static void gate_json_ranks(struct rz_json *j, const struct gate_input *in,
         rz_json_kv_int(j, "steps", rs->steps);
         rz_json_kv_double(j, "mean_step_s", rs->mean_step_s);
         rz_json_kv_double(j, "comm_share", rs->comm_share);
+        rz_json_kv_double(j, "mean_compute_s", rs->mean_compute_s);
         rz_json_kv_uint(j, "peak_rss_bytes", rs->peak_rss_bytes);
         if (in->ranks[r].predicted_peak_rss > 0)
             rz_json_kv_double(j, "predicted_peak_rss_bytes", in->ranks[r].predicted_peak_rss);
@@ -217,6 +219,48 @@ static void gate_json_ckpt(struct rz_json *j, const char *key, const struct gate
     rz_json_kv_string(j, "path", k->path);
     rz_json_kv_int(j, "step", k->step);
     rz_json_object_end(j);
+}
+
+/* The ladder model's throughput for this phase, fitted to the phases with fewer ranks under
+ * RUNROOT (null before any was measured). */
+static void gate_json_prediction(struct rz_json *j, const struct gate_input *in,
+                                 const struct gate_result *res)
+{
+    rz_json_key(j, "prediction");
+    if (isnan(res->predicted)) {
+        rz_json_null(j);
+        return;
+    }
+    rz_json_object_begin(j);
+    rz_json_kv_double(j, "throughput", res->predicted);
+    rz_json_kv_double(j, "throughput_lo", res->predicted_lo);
+    rz_json_kv_double(j, "throughput_hi", res->predicted_hi);
+    rz_json_kv_double(j, "measured_vs_predicted", res->crit[GATE_THROUGHPUT].measured /
+                                                      res->predicted);
+    rz_json_kv_int(j, "points", in->ladder_fit.points);
+    rz_json_kv_string(j, "note", in->ladder_fit.note);
+    rz_json_object_end(j);
+}
+
+void gate_predicted_range(char *buf, size_t len, const struct gate_result *res)
+{
+    if (isnan(res->predicted_lo))
+        rz_fmt(buf, len, "error unknown: the fit is exact on the phases below");
+    else
+        rz_fmt(buf, len, "%.6g .. %.6g", res->predicted_lo, res->predicted_hi);
+}
+
+/* The steps the loss guard skipped: how many, and which. */
+static void gate_json_skipped(struct rz_json *j, const struct gate_input *in,
+                              const struct gate_result *res)
+{
+    rz_json_kv_int(j, "skipped_steps", res->skipped_steps);
+    rz_json_key(j, "skipped");
+    rz_json_array_begin(j);
+    for (size_t i = 0; i < in->n_steps; i++)
+        if (in->steps[i].skipped)
+            rz_json_int(j, in->steps[i].step);
+    rz_json_array_end(j);
 }
 
 /* How the phase ended: null for an ordinary report; the reason, why, the last status, the last
@@ -294,8 +338,11 @@ void gate_write_json(FILE *f, const struct gate_doc *d)
     rz_json_kv_string(&j, "run_dir", in->run_dir);
     rz_json_kv_double(&j, "throughput", res->crit[GATE_THROUGHPUT].measured);
     rz_json_kv_double(&j, "throughput_p10", res->throughput_p10);
+    rz_json_kv_double(&j, "allreduce_p50_ms", res->allreduce_p50_ms);
+    gate_json_prediction(&j, in, res);
     rz_json_kv_int(&j, "world_size", in->world_size);
     rz_json_kv_int(&j, "steps", (int64_t)in->n_steps);
+    gate_json_skipped(&j, in, res);
     gate_json_ended(&j, d);
     gate_json_criteria(&j, res);
     gate_json_plan(&j, res);
@@ -385,9 +432,10 @@ static void gate_md_ended(FILE *f, const struct gate_doc *d)
 
 static void gate_md_head(FILE *f, const struct gate_input *in, const struct gate_result *res)
 {
-    fprintf(f, "# Verdict: %s\n\nPhase `%s`, job `%s`, %d rank(s), %zu steps. Planned action: "
-               "**%s**%s%s (%s).\n\n", gate_verdict_name(res->verdict), in->phase, in->job,
-            in->world_size, in->n_steps, res->action, res->action_phase[0] ? " to " : "",
+    fprintf(f, "# Verdict: %s\n\nPhase `%s`, job `%s`, %d rank(s), %zu steps, %lld skipped by "
+               "the loss guard. Planned action: **%s**%s%s (%s).\n\n",
+            gate_verdict_name(res->verdict), in->phase, in->job, in->world_size, in->n_steps,
+            (long long)res->skipped_steps, res->action, res->action_phase[0] ? " to " : "",
             res->action_phase, res->action_note);
     bool any = false;
     for (int i = 0; i < GATE_N_CRIT; i++) {
@@ -405,6 +453,14 @@ static void gate_md_head(FILE *f, const struct gate_input *in, const struct gate
     }
     if (any)
         fputc('\n', f);
+    if (!isnan(res->predicted)) {
+        char range[96];
+        gate_predicted_range(range, sizeof range, res);
+        fprintf(f, "Predicted by the ladder model from the phases with fewer ranks: %.6g samples/s "
+                   "(%s); measured %.6g (%.0f%% of the prediction).\n\n", res->predicted, range,
+                res->crit[GATE_THROUGHPUT].measured,
+                100 * res->crit[GATE_THROUGHPUT].measured / res->predicted);
+    }
     if (res->suspect[0] != '\0')
         fprintf(f, "## Suspect measurements\n\n- %s\n\n", res->suspect);
     if (res->has_rollback)

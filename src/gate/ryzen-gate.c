@@ -8,6 +8,8 @@
  *   ryzen-gate --config FILE [--set k=v]... --run-dir DIR [--baseline REPORT.json] [--job ID]
  *   ryzen-gate --config FILE [--set k=v]... --run-dir DIR --job ID --ended REASON --why TEXT
  *              [--status N]          a phase that ended without finishing training
+ *   ryzen-gate --ladder RUN_ROOT     every phase and attempt under RUN_ROOT, the scaling model and
+ *                                    its predictions: RUN_ROOT/ladder.{json,md,html}
  *
  * Exit codes (docs/exit-codes.md, docs/gates.md): 0 GO, 1 NO-GO, 2 HOLD, 64 bad usage, config or
  * malformed input, 74 I/O error.  It never submits or cancels jobs: ryzen-step acts on the
@@ -34,6 +36,7 @@ struct gate_args {
     int n_sets;
     struct gate_opts opts;
     const char *ended;
+    const char *ladder;
 };
 
 static void usage(FILE *f)
@@ -42,6 +45,7 @@ static void usage(FILE *f)
           "                  [--baseline REPORT.json] [--job ID]\n"
           "       ryzen-gate --config FILE [--set key=value]... --run-dir DIR --job ID\n"
           "                  --ended REASON --why TEXT [--status N]\n"
+          "       ryzen-gate --ladder RUN_ROOT\n"
           "       ryzen-gate --help | --version\n"
           "Judges job ID (default $SLURM_JOB_ID, else the newest DIR/metrics/<id>/) against the\n"
           "config's gates and the baseline (default: the newest report of phase.previous beside\n"
@@ -51,6 +55,8 @@ static void usage(FILE *f)
           "no_progress (two attempts without a checkpoint), diverged (the loss guard stopped the\n"
           "run) or nothing_to_train (a rollback already at training.steps); the verdict is NO-GO,\n"
           "HOLD for nothing_to_train.  --status is the last exit status.\n"
+          "--ladder reads every phase report and event under RUN_ROOT, fits a scaling model and\n"
+          "predicts the rungs not run yet: RUN_ROOT/ladder.{json,md,html} (exit 0).\n"
           "Exit codes: 0 GO, 1 NO-GO, 2 HOLD, 64 bad usage, config or input, 74 I/O error.\n",
           f);
 }
@@ -80,6 +86,10 @@ static int parse_status(struct gate_args *a, const char *s)
 /* The mode's own requirements, after every option is known. */
 static int check_args(struct gate_args *a)
 {
+    if (a->ladder != NULL)
+        return a->config != NULL || a->run_dir != NULL || a->ended != NULL
+                   ? usage_error("%s", "--ladder RUN_ROOT stands alone")
+                   : -1;
     if (a->config == NULL || a->run_dir == NULL)
         return usage_error("%s", "--config and --run-dir are required");
     if (a->ended == NULL)
@@ -98,13 +108,14 @@ static int check_args(struct gate_args *a)
 static int parse_args(struct gate_args *a, int argc, char **argv)
 {
     enum { O_CONFIG = 256, O_SET, O_RUN_DIR, O_BASELINE, O_JOB, O_ENDED, O_WHY, O_STATUS,
-           O_VERSION };
+           O_VERSION, O_LADDER };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, O_CONFIG}, {"set", required_argument, NULL, O_SET},
         {"run-dir", required_argument, NULL, O_RUN_DIR},
         {"baseline", required_argument, NULL, O_BASELINE},
         {"job", required_argument, NULL, O_JOB}, {"ended", required_argument, NULL, O_ENDED},
         {"why", required_argument, NULL, O_WHY}, {"status", required_argument, NULL, O_STATUS},
+        {"ladder", required_argument, NULL, O_LADDER},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0}};
     a->opts.status = -1;
@@ -118,6 +129,7 @@ static int parse_args(struct gate_args *a, int argc, char **argv)
         case O_JOB: a->opts.job = optarg; break;
         case O_ENDED: a->ended = optarg; break;
         case O_WHY: a->opts.why = optarg; break;
+        case O_LADDER: a->ladder = optarg; break;
         case O_STATUS: rc = parse_status(a, optarg); break;
         case O_SET:
             if (a->n_sets == MAX_SETS)
@@ -157,6 +169,34 @@ static void print_result(const struct gate_input *in, const struct gate_result *
            res->action_phase[0] ? " " : "", res->action_phase, res->action_note, dir);
 }
 
+/* ryzen-gate --ladder RUN_ROOT: 0, or 64/74 with the reason. */
+static int ladder(const char *root)
+{
+    static struct gate_ladder l;
+    struct rz_err err;
+    rz_err_clear(&err);
+    enum rz_status st = gate_ladder_read(&l, root, &err);
+    if (st == RZ_OK)
+        st = gate_ladder_write(&l, &err);
+    if (st != RZ_OK) {
+        fprintf(stderr, "ryzen-gate: %s\n", err.msg);
+        gate_ladder_free(&l);
+        return rz_exit_code(st);
+    }
+    for (size_t i = 0; i < l.n_att; i++)
+        printf("ryzen-gate: ladder: %-3d rank(s) %-28s job %-10s %-6s %10.6g samples/s, "
+               "efficiency %.3g%s\n", l.att[i].world, l.att[i].lineage, l.att[i].job,
+               l.att[i].verdict, l.att[i].throughput, l.att[i].efficiency,
+               l.att[i].efficiency > 1.0 ? " (above 100%: suspect)" : "");
+    for (int i = 0; i < l.n_pred; i++)
+        printf("ryzen-gate: ladder: %-3d rank(s) predicted %.6g samples/s (%.6g .. %.6g)\n",
+               l.pred[i].world, l.pred[i].throughput, l.pred[i].lo, l.pred[i].hi);
+    printf("ryzen-gate: ladder: model error %.1f%% over %d attempt(s); %s/ladder.{json,md,html}"
+           "\n", 100 * l.fit.err_rel, l.fit.points, root);
+    gate_ladder_free(&l);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     rz_hooks_load();
@@ -164,6 +204,8 @@ int main(int argc, char **argv)
     int rc = parse_args(&a, argc, argv);
     if (rc >= 0)
         return rc;
+    if (a.ladder != NULL)
+        return ladder(a.ladder);
     a.opts.env_job_id = getenv("SLURM_JOB_ID");
     a.opts.cpus_per_rank = getenv("SLURM_CPUS_PER_TASK");
     static struct cfg c;

@@ -72,6 +72,12 @@ enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step 
     rz_json_kv_uint(&j, "rss_bytes", s->rss_bytes);
     rz_json_kv_double(&j, "allreduce_s", s->allreduce_s);
     rz_json_kv_double(&j, "compute_time_s", s->compute_time_s);
+    if (s->skipped) {
+        rz_json_kv_bool(&j, "skipped", true);
+        rz_json_kv_string(&j, "skip_reason", s->skip_reason != NULL ? s->skip_reason : "");
+    }
+    if (s->skipped_total > 0)
+        rz_json_kv_int(&j, "skipped_total", s->skipped_total);
     rz_json_kv_int(&j, "world_size", s->world_size);
     if (s->has_val) {
         rz_json_kv_double(&j, "val_loss", s->val_loss);

@@ -30,6 +30,9 @@ struct metrics_step {
     double allreduce_s;      /* latency of this step's small collective (loss, stop flag,
                               * gradient norm and live figures of every rank) */
     double compute_time_s;   /* forward + backward, not blocked in communication */
+    int skipped;             /* the loss guard skipped this step (no update) */
+    const char *skip_reason; /* why (skipped steps only) */
+    int64_t skipped_total;   /* steps skipped so far in the run, this one included */
     int world_size;
     /* validation, on the steps that ran one (has_val) */
     int has_val;

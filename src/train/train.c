@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "optim/optim.h"
 #include "plan/plan.h"
+#include "train/guard.h"
 
 /* The step's one small collective (step_collective): per rank, these doubles, then the rank's
  * live figures (struct metrics_rank_live). */
@@ -45,7 +46,6 @@ struct train_live {
     char dir[4096], phase[256];
     double memory_limit_bytes, last_ckpt_unix;
     int64_t written_step;      /* the step of the last textfile (-1: none) */
-    int64_t skipped_steps;     /* steps the loss guard skipped (carried in the checkpoint) */
     bool warned;               /* a failed write was reported once */
 };
 
@@ -85,6 +85,7 @@ struct trainer {
     double *val_losses;        /* (eval_samples) per-sample losses, gathered by sample index */
     int64_t val_step;          /* step of the last validation in this process (-1: none) */
     double val_loss;
+    struct ckpt_guard guard;   /* the loss guard's state, carried through checkpoints */
 };
 
 /* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
@@ -442,6 +443,7 @@ static enum rz_status load_checkpoint(struct trainer *t, const char *path, struc
         t->loss_sum = meta.loss_sum;
         t->train_time = meta.train_time_s;
         t->restarts = meta.restarts + 1;
+        t->guard = meta.guard;
         t->saved_step = meta.step;
         r->start_step = meta.step;
         snprintf(r->resumed_from, sizeof r->resumed_from, "%s", path);
@@ -505,8 +507,8 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
             .global_batch = t->global_batch, .world_size = t->world, .adam_t = t->optim->t,
             .lr = t->last_lr, .init_seed = (uint64_t)t->cfg->training.seed,
             .data_seed = (uint64_t)t->cfg->data.seed, .loss_sum = t->loss_sum,
-            .train_time_s = t->train_time, .restarts = t->restarts, .dims = t->dims,
-            .config_yaml = t->config_yaml};
+            .train_time_s = t->train_time, .restarts = t->restarts, .guard = t->guard,
+            .dims = t->dims, .config_yaml = t->config_yaml};
         snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
         struct ckpt_tensors x = tensors_of(t);
         if (t->zero > 0) {
@@ -593,6 +595,8 @@ struct step_out {
     double loss, grad_norm, local_gnorm, comm_s, allreduce_s;
     double compute_s;          /* forward + backward, until the wait for the allreduce */
     int stop;                  /* some rank got a stop signal */
+    enum guard_verdict guard;  /* the loss guard's decision: accept, skip or stop */
+    char guard_why[256];       /* why a step was skipped */
 };
 
 /* The model's hooks for micro-step `micro`: gradients go to comm when this micro-step reduces
@@ -625,6 +629,42 @@ static enum rz_status update(struct trainer *t, double lr, double norm, struct r
     optim_clip(g, n, norm, t->cfg->optimizer.grad_clip);
     optim_step(t->optim, model_params(t->model), g, lr);
     return RZ_OK;
+}
+
+/* Test-hook build only (RYZEN_TEST_BAD_GRAD=FIRST[-LAST][:FACTOR],..., core/hooks.h): on those
+ * steps rank 0 scales its loss gradient by FACTOR (nan by default), so the guard must skip them. */
+static float test_bad_grad(const struct trainer *t, float scale)
+{
+#if RZ_HOOKS_ENABLED
+    long long step = (long long)t->step + 1;
+    for (int i = 0; i < 4 && t->rank == 0; i++) {
+        const struct rz_hook_bad_grad *b = &rz_hooks.bad_grad[i];
+        if (b->first > 0 && step >= b->first && step <= b->last)
+            return scale * (float)b->factor;
+    }
+#else
+    (void)t;
+#endif
+    return scale;
+}
+
+/* The loss guard (guard.h) judges the step by the gathered figures, identical on every rank:
+ * the summed loss and the largest gradient norm any rank computed (non-finite wins). */
+static void guard_step(struct trainer *t, struct step_out *o)
+{
+    const struct cfg_training *c = &t->cfg->training;
+    const struct guard_opts g = {.max_skipped = c->max_skipped_steps, .window = c->skip_window,
+                                 .threshold = c->spike_threshold};
+    double gnorm = 0.0;
+    for (int r = 0; r < t->world; r++) {
+        double v = t->live.gathered[(size_t)r * STEP_DOUBLES + STEP_GNORM];
+        if (!isfinite(v) || !(v <= gnorm))
+            gnorm = v;
+        if (!isfinite(v))
+            break;
+    }
+    o->guard = guard_judge(&t->guard, &g, t->step + 1, o->loss, gnorm, o->guard_why,
+                           sizeof o->guard_why);
 }
 
 /* Test-hook build only (RYZEN_TEST_SLOW_RANK=r, RYZEN_TEST_SLOW_MS=n, core/hooks.h): rank r
@@ -695,7 +735,7 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
                           first);
         loss += (double)model_forward(t->model, t->inputs, t->targets);
         /* 1/(accum*W): the reduction's sum is then the mean over the global batch */
-        model_backward(t->model, 1.0f / (float)(t->accum * W));
+        model_backward(t->model, test_bad_grad(t, 1.0f / (float)(t->accum * W)));
         if (st == RZ_OK && t->zero == 2) {
             st = comm_grads_finish(t->comm, &part_s, &part_sq, err);
             o->comm_s += part_s;
@@ -718,9 +758,12 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     st = grad_norm(t, &o->grad_norm, err);
     if (st == RZ_OK)
         st = step_collective(t, loss / (double)t->accum, o, err);
-    if (st == RZ_OK)
-        st = update(t, lr, o->grad_norm, err);
-    return st;
+    if (st != RZ_OK)
+        return st;
+    guard_step(t, o);
+    if (o->guard != GUARD_ACCEPT)
+        return RZ_OK; /* skipped: no update; the data position advances with the step */
+    return update(t, lr, o->grad_norm, err);
 }
 
 /* Test-hook build only (RYZEN_TEST_DESYNC_RANK=r, core/hooks.h): perturb one parameter on rank r
@@ -902,6 +945,32 @@ struct loop_stats {
     int64_t steady_steps;
 };
 
+/* Say what the loss guard did; after max_skipped_steps skips in the window, stop the run:
+ * RZ_EHEALTH with end_reason "diverged", so the wrapper rolls back to the last good checkpoint.
+ * The parameters are not damaged (skipped steps changed nothing), but the run no longer learns. */
+static enum rz_status guard_after_step(struct trainer *t, const struct step_out *o,
+                                       struct train_result *r, struct rz_err *err)
+{
+    r->skipped_steps = t->guard.skipped;
+    if (o->guard == GUARD_ACCEPT)
+        return RZ_OK;
+    const struct cfg_training *c = &t->cfg->training;
+    const struct guard_opts g = {.max_skipped = c->max_skipped_steps, .window = c->skip_window};
+    char steps[256];
+    int n = guard_recent_list(&t->guard, &g, t->step, steps, sizeof steps);
+    say(t, "loss guard: skipped step %lld: %s (%d skipped in the last %lld steps, %lld stop the "
+        "run)", (long long)t->step, o->guard_why, n, (long long)c->skip_window,
+        (long long)c->max_skipped_steps);
+    if (o->guard != GUARD_STOP)
+        return RZ_OK;
+    snprintf(r->end_reason, sizeof r->end_reason, "diverged");
+    return rz_fail(err, RZ_EHEALTH, "loss guard: %d steps skipped within %lld steps (steps %s; "
+                   "the last: %s); stopping without a checkpoint so the run can roll back to "
+                   "the last good one (lower optimizer.lr, set optimizer.grad_clip, or raise "
+                   "training.max_skipped_steps)", n, (long long)c->skip_window, steps,
+                   o->guard_why);
+}
+
 static enum rz_status after_step(struct trainer *t, const struct step_out *o, double dt,
                                  struct loop_stats *ls, struct train_result *r,
                                  struct rz_err *err)
@@ -916,7 +985,8 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         .mfu = r->peak_gflops > 0 ? flops * (double)t->global_batch / (double)t->world / dt /
                                         (r->peak_gflops * 1e9) : 0.0,
         .rss_bytes = rz_rss_bytes(), .allreduce_s = o->allreduce_s, .world_size = t->world,
-        .compute_time_s = o->compute_s};
+        .compute_time_s = o->compute_s, .skipped = o->guard != GUARD_ACCEPT,
+        .skip_reason = o->guard_why, .skipped_total = t->guard.skipped};
     metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s);
     enum rz_status st = sync_check(t, o, &s, err);
     st = agree(t, st, err);
@@ -936,7 +1006,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         r->first_loss = o->loss;
     r->final_loss = o->loss;
     t->last_loss = o->loss;
-    t->loss_sum += o->loss;
+    t->loss_sum += isfinite(o->loss) ? o->loss : 0.0; /* a skipped non-finite step adds nothing */
     ls->comm_total += o->comm_s;
     ls->step_total += dt;
     int64_t steps = t->cfg->training.steps, done = t->step - r->start_step;
@@ -944,12 +1014,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         t->step == steps || s.has_val)
         print_progress(t, &s, (rz_now() - ls->t_start) / (double)done *
                        (double)(steps - t->step), ls->comm_total / ls->step_total);
-    if (!isfinite(o->loss)) {
-        snprintf(r->end_reason, sizeof r->end_reason, "diverged");
-        return rz_fail(err, RZ_EHEALTH, "training diverged: loss is %g at step %lld (lower "
-                       "optimizer.lr or set optimizer.grad_clip)", o->loss, (long long)t->step);
-    }
-    return RZ_OK;
+    return guard_after_step(t, o, r, err);
 }
 
 /* ---- live metrics (metrics/live.h, docs/monitoring.md) ---------------------------------------- */
@@ -1015,7 +1080,7 @@ static void live_write(struct trainer *t, bool running)
         .samples_seen = t->step * t->global_batch, .loss = t->last_loss, .lr = t->last_lr,
         .has_val = t->val_step >= 0, .val_loss = t->val_loss,
         .rank_samples_per_step = (double)(t->dims.batch * t->accum),
-        .restarts = t->restarts, .skipped_steps = l->skipped_steps,
+        .restarts = t->restarts, .skipped_steps = t->guard.skipped,
         .last_ckpt_unix = l->last_ckpt_unix, .ckpt_interval_steps = c->checkpoint.interval,
         .update_interval_steps = c->metrics.prom_interval,
         .memory_limit_bytes = l->memory_limit_bytes,

@@ -12,7 +12,10 @@
  * figure at any world size (validate, train.c).
  *
  * Stops: a stop signal (health/) is agreed on by all ranks at the next step boundary; they
- * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  Ownership: train_run owns
+ * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  The loss guard (guard.h)
+ * skips steps with a non-finite or outlier loss or gradient norm; when it has skipped
+ * training.max_skipped_steps within training.skip_window steps, train_run returns RZ_EHEALTH
+ * ("loss guard: ...", end_reason "diverged") without a new checkpoint.  Ownership: train_run owns
  * everything it creates and frees it before returning; it borrows opts->comm. */
 #ifndef RZ_TRAIN_TRAIN_H
 #define RZ_TRAIN_TRAIN_H
@@ -55,10 +58,11 @@ struct train_result {
     uint64_t predicted_peak_rss_bytes; /* the planner's figure for this rank (plan.h) */
     int64_t val_step;        /* step of the last validation (-1: none: no held-out split) */
     double val_loss;         /* mean loss over the fixed validation set at val_step */
+    int64_t skipped_steps;   /* steps the loss guard skipped (in total, across resumes) */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
     char end_reason[32];     /* why the run ended when the status alone does not say it:
-                              * "diverged" (non-finite or guarded loss); "" otherwise */
+                              * "diverged" (the loss guard stopped it, RZ_EHEALTH); "" otherwise */
 };
 
 enum rz_status train_run(const struct train_opts *opts, struct train_result *res,

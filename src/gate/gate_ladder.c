@@ -1,0 +1,445 @@
+#include "config.h"
+
+/* gate_ladder.c: the ladder report's data: every phase report and event under a run root (the
+ * chain's RUN_ROOT), the efficiencies against the base attempt, and a simple scaling model
+ * fitted to the measured phases, with predictions for the rungs not run yet.
+ *
+ * The model, per optimizer step of P ranks with b samples each (weak scaling):
+ *   T(P, b) = c*b + alpha*ceil(log2 P) + beta * 2(P-1)/P * M
+ *   c      seconds of compute per sample: 1 / throughput of the 1-rank attempts (median); without
+ *          one, the median rank's mean compute time per sample of the smallest attempt
+ *   alpha  the latency of one log2 stage of a tree or recursive-doubling collective: least
+ *          squares (through 0) of the measured small-collective p50 against ceil(log2 P)
+ *   beta   the effective seconds per byte of the gradient allreduce that is not hidden behind
+ *          backward: least squares (through 0, clamped at 0) of what remains of the measured step
+ *          time against the bytes a ring allreduce moves per rank, 2(P-1)/P * M, with M = 4 bytes
+ *          per parameter
+ * This is the alpha-beta (Hockney) cost of a ring allreduce with a latency term per stage; it
+ * ignores contention between nodes and assumes weak scaling.  Its error is the RMS relative
+ * error of the modelled throughputs of the attempts it was fitted to (in-sample), shown as the
+ * band around each prediction.
+ * Deliberately not here: rendering (gate_ladder_write.c). */
+
+#include "gate/gate.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "core/util.h"
+#include "gate/gate_internal.h"
+
+static const int gate_rungs[GATE_LADDER_RUNGS] = {8, 12, 16, 32, 64};
+
+/* ---- one report.json -------------------------------------------------------------------------- */
+
+static double gate_crit_measured(const struct gj_value *report, const char *name)
+{
+    const struct gj_value *crit = gj_get(report, "criteria");
+    double v = NAN;
+    for (size_t i = 0; crit != NULL && crit->type == GJ_ARR && i < crit->n; i++) {
+        const char *n = gj_get_str(&crit->items[i], "name");
+        if (n != NULL && strcmp(n, name) == 0)
+            (void)gj_get_num(&crit->items[i], "measured", &v);
+    }
+    return v;
+}
+
+static int gate_dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median over ranks of per_rank[].mean_compute_s (NaN if any rank lacks it). */
+static double gate_median_compute(const struct gj_value *report)
+{
+    const struct gj_value *pr = gj_get(report, "per_rank");
+    if (pr == NULL || pr->type != GJ_ARR || pr->n == 0)
+        return NAN;
+    double *v = calloc(pr->n, sizeof *v), m = NAN;
+    size_t n = 0;
+    for (size_t i = 0; v != NULL && i < pr->n; i++)
+        if (gj_get_num(&pr->items[i], "mean_compute_s", &v[n]))
+            n++;
+    if (v != NULL && n == pr->n) {
+        qsort(v, n, sizeof *v, gate_dbl_cmp);
+        m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    }
+    free(v);
+    return m;
+}
+
+static void gate_copy_str(char *out, size_t len, const struct gj_value *o, const char *key)
+{
+    const char *s = gj_get_str(o, key);
+    rz_fmt(out, len, "%s", s != NULL ? s : "");
+}
+
+static enum rz_status gate_attempt_parse(struct gate_attempt *a, const struct gj_value *r,
+                                         const char *path, struct rz_err *err)
+{
+    int64_t world = 0;
+    if (gj_get_str(r, "phase") == NULL || gj_get_str(r, "job") == NULL ||
+        !gj_get_int(r, "world_size", &world) || world < 1)
+        return rz_fail(err, RZ_EDATA, "%s: not a ryzen-gate report (needs 'phase', 'job' and "
+                       "'world_size' >= 1)", path);
+    a->world = (int)world;
+    gate_copy_str(a->phase, sizeof a->phase, r, "phase");
+    gate_copy_str(a->job, sizeof a->job, r, "job");
+    gate_copy_str(a->verdict, sizeof a->verdict, r, "verdict");
+    gate_copy_str(a->ended, sizeof a->ended, r, "ended");
+    gate_copy_str(a->time, sizeof a->time, r, "time");
+    gate_copy_str(a->action, sizeof a->action, gj_get(r, "planned_action"), "action");
+    gate_copy_str(a->action_phase, sizeof a->action_phase, gj_get(r, "planned_action"), "phase");
+    gate_copy_str(a->rollback_ckpt, sizeof a->rollback_ckpt, gj_get(r, "rollback_checkpoint"),
+                  "path");
+    a->throughput = a->p50_ms = NAN;
+    (void)gj_get_num(r, "throughput", &a->throughput);
+    (void)gj_get_num(r, "allreduce_p50_ms", &a->p50_ms);
+    (void)gj_get_int(r, "steps", &a->steps);
+    (void)gj_get_int(r, "skipped_steps", &a->skipped);
+    a->efficiency_prev = gate_crit_measured(r, "efficiency");
+    a->comm = gate_crit_measured(r, "comm");
+    a->p99_ms = gate_crit_measured(r, "allreduce_p99_ms");
+    a->straggler = gate_crit_measured(r, "straggler_ratio");
+    a->compute_s = gate_median_compute(r);
+    double global = NAN;
+    a->params = NAN;
+    (void)gj_get_num(gj_get(r, "environment"), "global_batch", &global);
+    (void)gj_get_num(gj_get(r, "environment"), "num_parameters", &a->params);
+    a->per_rank_batch = global / a->world;
+    a->efficiency = NAN;
+    return RZ_OK;
+}
+
+static enum rz_status gate_add_attempt(struct gate_ladder *l, const char *path,
+                                       const char *lineage, struct rz_err *err)
+{
+    struct gj_value *r = NULL;
+    enum rz_status st = gate_read_json_file(path, &r, err);
+    if (st != RZ_OK)
+        return st;
+    struct gate_attempt *na = realloc(l->att, (l->n_att + 1) * sizeof *na);
+    if (na == NULL) {
+        gj_free(r);
+        return rz_fail(err, RZ_ENOMEM, "ladder: out of memory");
+    }
+    l->att = na;
+    struct gate_attempt *a = &na[l->n_att];
+    memset(a, 0, sizeof *a);
+    st = gate_attempt_parse(a, r, path, err);
+    gj_free(r);
+    if (st == RZ_OK) {
+        rz_fmt(a->report, sizeof a->report, "%s", path);
+        rz_fmt(a->lineage, sizeof a->lineage, "%s", lineage);
+        l->n_att++;
+    }
+    return st;
+}
+
+/* ---- the directory tree ---------------------------------------------------------------------- */
+
+/* Every DIR/reports/<job>/report.json and DIR/events.jsonl of one lineage. */
+static enum rz_status gate_read_lineage(struct gate_ladder *l, const char *dir,
+                                        const char *lineage, struct rz_err *err)
+{
+    char path[8400];
+    rz_fmt(path, sizeof path, "%s/events.jsonl", dir);
+    size_t first = l->n_events;
+    enum rz_status st = gate_read_events_file(path, &l->events, &l->n_events, err);
+    if (st != RZ_OK)
+        return st;
+    void *nl = realloc(l->ev_lineage, (l->n_events + 1) * sizeof *l->ev_lineage);
+    if (nl == NULL)
+        return rz_fail(err, RZ_ENOMEM, "ladder: out of memory");
+    l->ev_lineage = nl;
+    for (size_t i = first; i < l->n_events; i++)
+        rz_fmt(l->ev_lineage[i], sizeof l->ev_lineage[i], "%s", lineage);
+    rz_fmt(path, sizeof path, "%s/reports", dir);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (st == RZ_OK && d != NULL && (e = readdir(d)) != NULL) {
+        char rep[8700];
+        struct stat sb;
+        if (e->d_name[0] == '.')
+            continue;
+        rz_fmt(rep, sizeof rep, "%s/%s/report.json", path, e->d_name);
+        if (stat(rep, &sb) == 0 && S_ISREG(sb.st_mode))
+            st = gate_add_attempt(l, rep, lineage, err);
+    }
+    if (d != NULL)
+        closedir(d);
+    return st;
+}
+
+/* RUN_ROOT/<phase> and RUN_ROOT/<phase>/rollback-<job>. */
+static enum rz_status gate_read_phase(struct gate_ladder *l, const char *phase,
+                                      struct rz_err *err)
+{
+    char dir[4400];
+    rz_fmt(dir, sizeof dir, "%s/%s", l->root, phase);
+    enum rz_status st = gate_read_lineage(l, dir, phase, err);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (st == RZ_OK && d != NULL && (e = readdir(d)) != NULL) {
+        char sub[8400], lineage[GATE_NAME_MAX * 2];
+        struct stat sb;
+        if (strncmp(e->d_name, "rollback-", 9) != 0)
+            continue;
+        rz_fmt(sub, sizeof sub, "%s/%s", dir, e->d_name);
+        rz_fmt(lineage, sizeof lineage, "%s/%s", phase, e->d_name);
+        if (stat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+            st = gate_read_lineage(l, sub, lineage, err);
+    }
+    if (d != NULL)
+        closedir(d);
+    return st;
+}
+
+static int gate_attempt_cmp(const void *a, const void *b)
+{
+    const struct gate_attempt *x = a, *y = b;
+    if (x->world != y->world)
+        return (x->world > y->world) - (x->world < y->world);
+    return strcmp(x->time, y->time);
+}
+
+/* Events by time, keeping each event's lineage beside it (a stable insertion sort: a run root
+ * has hundreds of events, not millions). */
+static void gate_sort_events(struct gate_ladder *l)
+{
+    for (size_t i = 1; i < l->n_events; i++) {
+        struct gate_event e = l->events[i];
+        char lin[GATE_NAME_MAX * 2];
+        memcpy(lin, l->ev_lineage[i], sizeof lin);
+        size_t j = i;
+        for (; j > 0 && l->events[j - 1].t > e.t; j--) {
+            l->events[j] = l->events[j - 1];
+            memcpy(l->ev_lineage[j], l->ev_lineage[j - 1], sizeof lin);
+        }
+        l->events[j] = e;
+        memcpy(l->ev_lineage[j], lin, sizeof lin);
+    }
+}
+
+/* What the events say about each attempt: where its run started (rollback_start, else the
+ * first resume with a checkpoint), where a rollback handed its checkpoint, its requeues. */
+static void gate_attempt_events(struct gate_ladder *l, struct gate_attempt *a)
+{
+    for (size_t i = 0; i < l->n_events; i++) {
+        const struct gate_event *e = &l->events[i];
+        if (strcmp(e->job, a->job) != 0 || strcmp(l->ev_lineage[i], a->lineage) != 0)
+            continue;
+        struct gj_value *v = NULL;
+        if (gj_parse(&v, e->json, strlen(e->json), "event", 1, NULL) != RZ_OK)
+            continue;
+        const char *ck = gj_get_str(v, "checkpoint");
+        bool start = strcmp(e->event, "rollback_start") == 0 ||
+                     (strcmp(e->event, "resume") == 0 && a->from_ckpt[0] == '\0');
+        if (start && ck != NULL)
+            rz_fmt(a->from_ckpt, sizeof a->from_ckpt, "%s", ck);
+        if (strcmp(e->event, "rollback") == 0 && gj_get_str(v, "new_job") != NULL)
+            rz_fmt(a->handed_to, sizeof a->handed_to, "job %s (%s)", gj_get_str(v, "new_job"),
+                   gj_get_str(v, "to_phase") != NULL ? gj_get_str(v, "to_phase") : "?");
+        if (strcmp(e->event, "requeue") == 0) {
+            int r = 0;
+            while (r < GATE_RQ_OTHER && strcmp(e->reason, gate_requeue_name(r)) != 0)
+                r++;
+            a->requeues[r]++;
+        }
+        gj_free(v);
+    }
+}
+
+/* ---- the model ------------------------------------------------------------------------------- */
+
+static double gate_log2_stages(int world)
+{
+    return world > 1 ? ceil(log2((double)world)) : 0.0;
+}
+
+static double gate_ring_bytes(int world, double bytes)
+{
+    return world > 1 && !isnan(bytes) ? 2.0 * (world - 1) / world * bytes : 0.0;
+}
+
+double gate_ladder_model(const struct gate_fit *fit, int world, double per_rank_batch)
+{
+    if (!fit->ok || !(per_rank_batch > 0))
+        return NAN;
+    double t = fit->c_s * per_rank_batch + fit->alpha_s * gate_log2_stages(world) +
+               fit->beta_s_per_byte * gate_ring_bytes(world, fit->bytes);
+    return world * per_rank_batch / t;
+}
+
+static bool gate_usable(const struct gate_attempt *a, int below)
+{
+    return (below <= 0 || a->world < below) && a->throughput > 0 && a->per_rank_batch > 0;
+}
+
+/* c: 1 / throughput of the 1-rank attempts (median), else compute time per sample. */
+static bool gate_fit_c(const struct gate_ladder *l, int below, struct gate_fit *fit)
+{
+    double v[64];
+    int n = 0;
+    for (size_t i = 0; i < l->n_att && n < 64; i++)
+        if (gate_usable(&l->att[i], below) && l->att[i].world == 1)
+            v[n++] = 1.0 / l->att[i].throughput;
+    if (n > 0) {
+        qsort(v, (size_t)n, sizeof *v, gate_dbl_cmp);
+        fit->c_s = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+        return true;
+    }
+    for (size_t i = 0; i < l->n_att; i++)
+        if (gate_usable(&l->att[i], below) && l->att[i].compute_s > 0) {
+            fit->c_s = l->att[i].compute_s / l->att[i].per_rank_batch;
+            rz_fmt(fit->note, sizeof fit->note, "no 1-rank phase: c from the compute time of "
+                   "the %d-rank one (an underestimate: no optimizer, no data loading); ",
+                   l->att[i].world);
+            return true;
+        }
+    return false;
+}
+
+void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fit)
+{
+    memset(fit, 0, sizeof *fit);
+    fit->bytes = NAN;
+    if (!gate_fit_c(l, below, fit)) {
+        rz_fmt(fit->note, sizeof fit->note, "no measured phase to fit");
+        return;
+    }
+    double la = 0, laa = 0, rb = 0, bb = 0;
+    for (size_t i = 0; i < l->n_att; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (gate_usable(a, below) && isnan(fit->bytes) && a->params > 0)
+            fit->bytes = 4.0 * a->params;
+        if (gate_usable(a, below) && a->world > 1 && a->p50_ms >= 0) {
+            la += gate_log2_stages(a->world) * a->p50_ms * 1e-3;
+            laa += gate_log2_stages(a->world) * gate_log2_stages(a->world);
+        }
+    }
+    fit->alpha_s = laa > 0 ? la / laa : 0.0;
+    for (size_t i = 0; i < l->n_att; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (!gate_usable(a, below) || a->world == 1)
+            continue;
+        double t = a->per_rank_batch * a->world / a->throughput;
+        double r = t - fit->c_s * a->per_rank_batch - fit->alpha_s * gate_log2_stages(a->world);
+        double s = gate_ring_bytes(a->world, fit->bytes);
+        rb += r * s;
+        bb += s * s;
+    }
+    fit->beta_s_per_byte = bb > 0 && rb > 0 ? rb / bb : 0.0;
+    fit->ok = true;
+    double se = 0;
+    for (size_t i = 0; i < l->n_att; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (!gate_usable(a, below))
+            continue;
+        double e = gate_ladder_model(fit, a->world, a->per_rank_batch) / a->throughput - 1.0;
+        se += e * e;
+        fit->points++;
+    }
+    /* c and (with a multi-rank attempt and the parameter count) beta are fitted to the
+     * throughputs; alpha is fitted to latencies.  With no point to spare the fit is exact and
+     * its in-sample error says nothing: no error then, rather than a false 0. */
+    int fitted = 1 + (bb > 0);
+    fit->err_rel = fit->points > fitted ? sqrt(se / fit->points) : (double)NAN;
+    size_t used = strlen(fit->note);
+    rz_fmt(fit->note + used, sizeof fit->note - used, "%d measured attempt(s)%s%s%s", fit->points,
+           laa > 0 ? "" : "; no multi-rank attempt: perfect scaling assumed (alpha = beta = 0)",
+           isnan(fit->bytes) ? "; no parameter count: beta unused" : "",
+           isnan(fit->err_rel) ? "; as many points as fitted parameters: the fit is exact and "
+                                 "its error unknown" : "");
+}
+
+/* Efficiency against the base attempt, and predictions for the rungs not measured. */
+static void gate_ladder_derive(struct gate_ladder *l)
+{
+    l->base = -1;
+    for (size_t i = 0; i < l->n_att; i++)
+        if (l->att[i].throughput > 0 && (l->base < 0 || l->att[i].world < l->att[l->base].world))
+            l->base = (int)i;
+    for (size_t i = 0; l->base >= 0 && i < l->n_att; i++) {
+        const struct gate_attempt *b = &l->att[l->base];
+        l->att[i].efficiency = (l->att[i].throughput / l->att[i].world) /
+                               (b->throughput / b->world);
+    }
+    gate_ladder_fit(l, 0, &l->fit);
+    double b = NAN;
+    for (size_t i = 0; i < l->n_att; i++)
+        if (l->att[i].per_rank_batch > 0)
+            b = l->att[i].per_rank_batch; /* the largest world's: weak scaling keeps it */
+    l->n_pred = 0;
+    for (int k = 0; k < GATE_LADDER_RUNGS && l->fit.ok; k++) {
+        bool measured = false;
+        for (size_t i = 0; i < l->n_att; i++)
+            measured |= l->att[i].world == gate_rungs[k] && l->att[i].throughput > 0;
+        if (measured)
+            continue;
+        struct gate_prediction *p = &l->pred[l->n_pred++];
+        p->world = gate_rungs[k];
+        p->throughput = gate_ladder_model(&l->fit, p->world, b);
+        p->lo = p->throughput * (1.0 - l->fit.err_rel);
+        p->hi = p->throughput * (1.0 + l->fit.err_rel);
+        p->efficiency = l->base >= 0 ? (p->throughput / p->world) /
+                                           (l->att[l->base].throughput / l->att[l->base].world)
+                                     : (double)NAN;
+    }
+}
+
+enum rz_status gate_ladder_read(struct gate_ladder *l, const char *root, struct rz_err *err)
+{
+    memset(l, 0, sizeof *l);
+    rz_fmt(l->root, sizeof l->root, "%s", root);
+    rz_utc_iso8601(l->time, sizeof l->time);
+    DIR *d = opendir(root);
+    if (d == NULL)
+        return rz_fail(err, RZ_EDATA, "ladder: open '%s': %s", root, strerror(errno));
+    enum rz_status st = RZ_OK;
+    struct dirent *e;
+    while (st == RZ_OK && (e = readdir(d)) != NULL) {
+        char dir[8400];
+        struct stat sb;
+        rz_fmt(dir, sizeof dir, "%s/%s", root, e->d_name);
+        if (e->d_name[0] != '.' && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+            st = gate_read_phase(l, e->d_name, err);
+    }
+    closedir(d);
+    if (st != RZ_OK)
+        return st;
+    if (l->n_att == 0)
+        return rz_fail(err, RZ_EDATA, "ladder: no phase report under '%s' (looked for "
+                       "<phase>/reports/<job>/report.json and <phase>/rollback-<job>/reports/...)",
+                       root);
+    qsort(l->att, l->n_att, sizeof *l->att, gate_attempt_cmp);
+    gate_sort_events(l);
+    if ((l->timeline = calloc(l->n_events + 1, sizeof *l->timeline)) == NULL)
+        return rz_fail(err, RZ_ENOMEM, "ladder: out of memory");
+    for (size_t i = 0; i < l->n_events; i++)
+        if (gate_is_verdict_event(&l->events[i]))
+            l->timeline[l->n_timeline++] = i;
+    for (size_t i = 0; i < l->n_att; i++)
+        gate_attempt_events(l, &l->att[i]);
+    gate_ladder_derive(l);
+    return RZ_OK;
+}
+
+void gate_ladder_free(struct gate_ladder *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->n_events; i++)
+        free(l->events[i].json);
+    free(l->events);
+    free(l->ev_lineage);
+    free(l->timeline);
+    free(l->att);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,171 @@
+#!/bin/sh
+# faults.sh: what a site does to a running phase, on the dev cluster's site profile, as rzuser
+# from the installed prefix:
+#   preemption by a job in the urgent partition: the user signal, a checkpoint within GraceTime,
+#     Slurm's requeue, a resume, parameters bit-identical to an uninterrupted run; the report
+#     counts a preemption, not a failure
+#   a node of a 2-node phase set DOWN mid-run: requeued, resumed on other nodes, bit-identical
+#   a real time limit with the template's --signal: checkpoint on the warning, 75, requeue, resume
+#   restart policy: stop-signal requeues have their own cap (then held, with a report); array
+#     tasks requeue as themselves; a node that fails the preflight is excluded and named
+# Needs root (slurmd, node states); leaves the cluster up and every node in service.
+set -u
+src=${top_srcdir:-.}
+build=${top_builddir:-.}
+case $src in /*) ;; *) src=$(cd "$src" && pwd) ;; esac
+case $build in /*) ;; *) build=$(cd "$build" && pwd) ;; esac
+tmp=$(mktemp -d /tmp/rz-faults-XXXXXX)
+fail=0
+down_node=""
+trap 'for n in $down_node; do scontrol update nodename=$n state=resume >/dev/null 2>&1; done
+      if [ "$fail" -eq 0 ]; then rm -rf "$tmp"; else echo "kept $tmp for inspection"; fi' EXIT
+. "$src/tests/lib.sh"
+site_setup
+
+site="-A ml -p batch --time=00:15:00 --mem=2000M"
+lenient="--set phase.on_go=stop --set phase.on_hold=stop --set phase.on_no_go=stop
+  --set phase.previous=\"\" --set gates.throughput_go=0 --set gates.throughput_no_go=0
+  --set gates.comm_go=1 --set gates.comm_no_go=1 --set gates.allreduce_p99_ms_go=1e9
+  --set gates.allreduce_p99_ms_no_go=1e9 --set gates.memory_go=1 --set gates.memory_no_go=1
+  --set gates.uptime_go=0 --set gates.uptime_no_go=0 --set gates.failures_go=10
+  --set gates.failures_no_go=10 --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100
+  --set gates.straggler_ratio_go=100 --set gates.straggler_ratio_no_go=100
+  --set gates.min_duration_h=0 --set health.sync_check_interval=5"
+small="$lenient --set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2
+  --set model.d_ff=128 --set model.seq_len=32 --set training.batch_size=4
+  --set data.kind=markov --set data.markov_branching=4 --set optimizer.lr=2e-3
+  --set checkpoint.interval=5"
+
+run() {
+  name=$1 u=$2
+  shift 2
+  mkdir -p "$sub/runs/$name"
+  chown "$u": "$sub/runs/$name"
+  RYZEN_RUN_ROOT=$sub/runs/$name submit_as "$u" "$@"
+}
+R() { echo "$sub/runs/$1/$2"; }
+ended() {
+  got=$(acct "$2" State)
+  code=$(acct "$2" ExitCode)
+  if [ "$got" = "$3" ] && [ "$code" = "$4" ]; then
+    ok "$1 (job $2: $got $code)"
+  else
+    bad "$1 (job $2: $got $code, expected $3 $4)"
+    show_job "$2"
+  fi
+}
+same_params() { # NAME REF-RUN RUN STEP
+  a=$(ckpt_info "$3/checkpoints/step-$(printf %08d "$4").h5" params_sha256)
+  b=$(ckpt_info "$2/checkpoints/step-$(printf %08d "$4").h5" params_sha256)
+  check "$1: params_sha256 $a" test -n "$a" -a "$a" = "$b"
+}
+P1=$T/phase1_4proc.sh
+P2=$T/phase2a_8proc.sh
+
+echo "# submitting the uninterrupted references"
+ref1=$(run ref1 rzuser $site "$P1" $small --set training.steps=60)
+ref2=$(run ref2 rzuser $site "$P2" $small --set training.steps=60)
+
+echo "# preemption: an urgent job takes the node of a running batch phase"
+j=$(run pre rzuser $site -w n4 "$P1" $small --set training.steps=60)
+r=$(R pre phase1_4proc)
+wait_for 300 step_reached "$r" "$j" 15
+u=$(submit_as rzother -A other -p urgent -w n4 -N 1 -n 8 --time=00:05:00 --mem=500M \
+  -o "$tmp/urgent-%j.out" --wrap "sleep 5")
+wait_for 120 has_event "$r" "$j" requeue '"reason":"preemption"'
+check "... the batch job was requeued as a preemption" has_event "$r" "$j" requeue '"reason":"preemption"'
+check "... after a checkpoint on the user signal" has_event "$r" "$j" attempt_end '"progress":1'
+st=$(wait_done "$u" 200)
+check "the urgent job ran (sacct: $(acct "$u" State))" test "$(acct "$u" State)" = COMPLETED
+st=$(wait_done "$j" 400)
+ended "the preempted job completes" "$j" COMPLETED 0:0
+check "... it resumed from its checkpoint" has_event "$r" "$j" resume "resuming from"
+st=$(wait_done "$ref1" 400)
+same_params "... bit-identical to an uninterrupted run" "$(R ref1 phase1_4proc)" "$r" 60
+check "... the report counts a preemption, not a failure" \
+  sh -c "grep -q '\"preemption\":1' '$r/reports/$j/report.json' && grep -q '\"failure\":0' '$r/reports/$j/report.json'"
+
+echo "# node loss: one node of a 2-node phase goes DOWN mid-run"
+j=$(run node rzuser $site "$P2" $small --set training.steps=60)
+r=$(R node phase2a_8proc)
+wait_for 300 step_reached "$r" "$j" 15
+nodes=$(scontrol show hostnames "$(job_field "$j" NodeList)" | tr '\n' ' ')
+batch=$(job_field "$j" BatchHost)
+victim=$(for n in $nodes; do [ "$n" != "$batch" ] && echo "$n"; done | head -n 1)
+down_node=$victim
+scontrol update nodename="$victim" state=down reason=ryzen-test
+wait_for 120 test "$(job_field "$j" Restarts)" -ge 1
+check "the job was requeued after $victim went down (restarts $(job_field "$j" Restarts))" \
+  test "$(job_field "$j" Restarts)" -ge 1
+st=$(wait_done "$j" 400)
+ended "... it completes" "$j" COMPLETED 0:0
+now=$(grep '"event":"start"' "$r/events.jsonl" | tail -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
+check "... on other nodes ($nodes -> $now)" sh -c "! scontrol show hostnames '$now' | grep -qx '$victim'"
+check "... no failure was counted" sh -c "! grep -q '\"reason\":\"failure\"' '$r/events.jsonl'"
+st=$(wait_done "$ref2" 400)
+same_params "... bit-identical to an uninterrupted run" "$(R ref2 phase2a_8proc)" "$r" 60
+scontrol update nodename="$victim" state=resume
+down_node=""
+wait_for 60 sh -c "sinfo -h -n $victim -o %T | grep -qv 'down\|drain'"
+check "$victim is back in service ($(sinfo -h -n "$victim" -o %T))" \
+  sh -c "sinfo -h -n $victim -o %T | grep -qv 'down\|drain'"
+
+echo "# a real time limit with the template's --signal: checkpoint on the warning, requeue, resume"
+j=$(run time rzuser -A ml -p batch --time=2 --signal=B:USR2@45 --mem=2000M "$P1" $small \
+  --set training.steps=3000 --set checkpoint.interval=200)
+r=$(R time phase1_4proc)
+wait_for 240 has_event "$r" "$j" requeue '"reason":"time_limit"'
+check "... requeued at the time-limit warning" has_event "$r" "$j" requeue '"reason":"time_limit"'
+check "... after a checkpoint on the warning (exit 75)" has_event "$r" "$j" attempt_end '"status":75'
+wait_for 120 sh -c "grep '\"job\":\"$j\"' '$r/events.jsonl' | grep '\"event\":\"resume\"' | grep -q 'resuming from'"
+check "... and resumed from that checkpoint" has_event "$r" "$j" resume "resuming from"
+scancel "$j"
+wait_done "$j" 60 >/dev/null
+
+echo "# stop-signal requeues have their own cap: then held, with a report"
+j=$(run cap rzuser $site "$P1" $small --set training.steps=400 --set restart.max_signal_requeues=1)
+r=$(R cap phase1_4proc)
+wait_for 200 step_reached "$r" "$j" 12
+as rzuser scancel --signal=USR2 --batch "$j"
+wait_for 200 sh -c "grep '\"job\":\"$j\"' '$r/events.jsonl' | grep -c '\"event\":\"start\"' | grep -qx 2"
+wait_for 200 step_reached "$r" "$j" 25
+as rzuser scancel --signal=USR2 --batch "$j"
+wait_for 120 has_event "$r" "$j" give_up
+check "... the second signal requeue was over the cap: held" \
+  sh -c "scontrol show job $j | grep -q 'Reason=.*[Hh]eld'"
+check "... a NO-GO report says why" grep -q 'restart.max_signal_requeues' "$r/reports/$j/report.json"
+scancel "$j"
+
+echo "# array tasks requeue as themselves, each in its own run directory"
+a=$(run array rzuser $site --array=0-1 "$P1" $small --set training.steps=40)
+r0=$(R array phase1_4proc)/task-0
+wait_for 300 sh -c "ls $r0/metrics/*/rank-00000.jsonl"
+t0=$(ls "$r0/metrics" | head -n 1)
+wait_for 200 step_reached "$r0" "$t0" 12
+as rzuser scancel --signal=USR2 --batch "${a}_0"
+st=$(wait_done "${a}_0" 400)
+st=$(wait_done "${a}_1" 400)
+check "task 0 completed ($(acct "${a}_0" State))" test "$(acct "${a}_0" State)" = COMPLETED
+check "task 1 completed ($(acct "${a}_1" State))" test "$(acct "${a}_1" State)" = COMPLETED
+check "... task 0 was requeued once ($(job_field "${a}_0" Restarts))" test "$(job_field "${a}_0" Restarts)" = 1
+check "... task 1 never ($(job_field "${a}_1" Restarts))" test "$(job_field "${a}_1" Restarts)" = 0
+check "... each task has its own run directory" \
+  test -f "$r0/summary.json" -a -f "$(R array phase1_4proc)/task-1/summary.json"
+
+echo "# a node that fails the preflight is excluded from the next attempt and named"
+scontrol update nodename=n4 state=drain reason=ryzen-test
+down_node=n4
+j=$(RYZEN_TEST_PREFLIGHT_FAIL_HOST=n3 run excl rzuser $site --exclude=n1,n2 "$P1" $small \
+  --set training.steps=10)
+r=$(R excl phase1_4proc)
+wait_for 200 has_event "$r" "$j" preflight_failed
+scontrol update nodename=n4 state=resume
+down_node=""
+st=$(wait_done "$j" 400)
+ended "the job completes elsewhere" "$j" COMPLETED 0:0
+check "... its preflight failed on n3" has_event "$r" "$j" preflight_failed '"failed_hosts":"n3"'
+check "... n3 was excluded ($(job_field "$j" ExcNodeList))" sh -c "scontrol show job $j | grep -q 'ExcNodeList=.*n3'"
+check "... it ran on n4 ($(job_field "$j" NodeList))" test "$(job_field "$j" NodeList)" = n4
+check "... the report names the excluded node" grep -q 'n3' "$r/reports/$j/report.md"
+
+finish
