@@ -83,7 +83,7 @@ static void tiny_table(struct tiny *m, int64_t V, int64_t C, int64_t L, int64_t 
     const int64_t rows[12] = {C, C, 3 * C, 3 * C, C, C, C, C, F, F, C, C};
     const int64_t cols[12] = {1, 1, C, 1, C, 1, 1, 1, C, 1, F, 1};
     memset(m, 0, sizeof *m);
-    m->dims = (struct model_dims){V, C, 2, L, F, T, 4, 1e-5f, 0.02f};
+    m->dims = (struct model_dims){V, C, 2, L, F, T, 4, 1e-5f, 0.02f, false};
     m->t.table = m->table;
     add(m, "wte", V, C);
     add(m, "wpe", T, C);

@@ -52,6 +52,14 @@ expect "... also when training" 70 "srun --mpi=pmix" -- env -u PMIX_RANK -u OMPI
   --run-dir "$tmp/nopmix-train"
 check "... which saved nothing" test ! -e "$tmp/nopmix-train/checkpoints"
 
+# bf16 where oneDNN cannot run it natively (here: oneDNN capped at AVX2) is refused at start,
+# naming the missing ISA, never run through oneDNN's slow emulation
+expect "bf16 without avx512_bf16/amx_bf16: exit 64 naming the ISA" 64 \
+  "training.precision bf16 needs a CPU with avx512_bf16 or amx_bf16" -- env ONEDNN_MAX_CPU_ISA=AVX2 \
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.precision=bf16 \
+  --set training.steps=1 --run-dir "$tmp/bf16"
+check "... before writing anything" test ! -e "$tmp/bf16/checkpoints"
+
 # token ids >= vocab are refused, naming the file and offset
 printf '\001\000\377\177' >"$tmp/tokens.bin"
 expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \

@@ -51,6 +51,7 @@ struct cfg_training {
     int64_t seed;         /* parameter init seed */
     int64_t log_interval; /* human progress line every N steps */
     int64_t warmup_bench; /* steps excluded from throughput figures */
+    char precision[CFG_STR_MAX]; /* "fp32" | "bf16": the matmuls' operands */
 };
 
 struct cfg_optimizer {

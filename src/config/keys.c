@@ -69,6 +69,10 @@ const struct cfg_key cfg_keys[] = {
             "Print a progress line every N steps."),
     KEY_INT("training.warmup_bench", training.warmup_bench, 0, BIG, "5",
             "First N steps excluded from throughput figures."),
+    KEY_ENUM("training.precision", training.precision, "fp32|bf16", "fp32",
+             "bf16: matmul operands rounded to bfloat16, with fp32 sums, fp32 master weights, "
+             "Adam state, reductions and loss; needs a CPU with avx512_bf16 or amx_bf16 for "
+             "kernels.backend dnnl (else exit 64). Checkpoints are fp32 either way."),
 
     KEY_ENUM("optimizer.name", optimizer.name, "adam|adamw", "adam",
              "adam: L2 weight decay in the gradient; adamw: decoupled weight decay."),

@@ -112,6 +112,17 @@ const char *kern_ctx_isa(const struct kern_ctx *ctx)
     return ctx->ops->isa(ctx);
 }
 
+enum rz_status kern_check_bf16(const struct kern_ctx *ctx, struct rz_err *err)
+{
+    return ctx->ops->check_bf16(ctx, err);
+}
+
+void kern_round_bf16(kern_bf16 *dst, const float *src, int64_t n)
+{
+    assert(n >= 0 && (n == 0 || (dst != NULL && src != NULL)));
+    kern_simd_round_bf16(dst, src, n);
+}
+
 /* ---- op lifecycle -------------------------------------------------------------------------- */
 
 /* The body of every x_destroy: the backend state, then the op. */
@@ -169,7 +180,7 @@ enum rz_status kern_matmul_create(struct kern_matmul **out, struct kern_ctx *ctx
     return st;
 }
 
-void kern_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+void kern_matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                      const float *bias)
 {
     assert(op != NULL && c != NULL && a != NULL && b != NULL);
@@ -186,7 +197,8 @@ void kern_matmul_destroy(struct kern_matmul *op)
 /* ---- layer normalization ------------------------------------------------------------------- */
 
 enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ctx *ctx,
-                                     int64_t rows, int64_t cols, float eps, struct rz_err *err)
+                                     int64_t rows, int64_t cols, float eps, bool bf16_out,
+                                     struct rz_err *err)
 {
     *out = NULL;
     const int64_t dims[] = {rows, cols};
@@ -204,6 +216,7 @@ enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ct
     op->rows = rows;
     op->cols = cols;
     op->eps = eps;
+    op->bf16_out = bf16_out;
     enum rz_status st = PLAN(op, layernorm_init);
     if (st != RZ_OK)
         kern_layernorm_destroy(op);
@@ -212,7 +225,7 @@ enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ct
     return st;
 }
 
-void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+void kern_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                             const float *x, const float *gamma, const float *beta)
 {
     assert(op != NULL && y != NULL && mean != NULL && var != NULL && x != NULL);
@@ -335,7 +348,7 @@ void kern_attention_destroy(struct kern_attention *op)
 /* ---- cross-entropy ------------------------------------------------------------------------- */
 
 enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, int64_t rows,
-                                int64_t vocab, struct rz_err *err)
+                                int64_t vocab, bool bf16_out, struct rz_err *err)
 {
     *out = NULL;
     const int64_t dims[] = {rows, vocab};
@@ -351,6 +364,7 @@ enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, in
     op->ctx = ctx;
     op->rows = rows;
     op->vocab = vocab;
+    op->bf16_out = bf16_out;
     enum rz_status st = PLAN(op, xent_init);
     if (st != RZ_OK)
         kern_xent_destroy(op);
@@ -377,7 +391,7 @@ void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const 
     op->ctx->ops->xent_forward(op, losses, probs, logits, targets);
 }
 
-void kern_xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
+void kern_xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
                         const int32_t *targets, float scale)
 {
     assert(op != NULL && dlogits != NULL && probs != NULL && targets != NULL);
@@ -404,7 +418,7 @@ static void fill_pattern(float *x, size_t n)
 }
 
 /* Runs `op` repeatedly for about `seconds` (at least 3 times) and returns the best GFLOP/s. */
-static double best_gflops(struct kern_matmul *op, float *c, const float *a, const float *b,
+static double best_gflops(struct kern_matmul *op, float *c, const void *a, const void *b,
                           double flops, double seconds)
 {
     double best = 0.0;
@@ -420,11 +434,20 @@ static double best_gflops(struct kern_matmul *op, float *c, const float *a, cons
     return best * 1e-9;
 }
 
-enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k,
+/* a (n) = the fill pattern, as floats or rounded to bf16 (through the scratch `tmp`, n floats). */
+static void fill_operand(void *a, float *tmp, size_t n, bool bf16)
+{
+    fill_pattern(bf16 ? tmp : a, n);
+    if (bf16)
+        kern_round_bf16(a, tmp, (int64_t)n);
+}
+
+enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k, bool bf16,
                                  double seconds, double *gflops, struct rz_err *err)
 {
     *gflops = 0.0;
-    const struct kern_matmul_desc d = {.batch = 1, .m = m, .n = n, .k = k, .alpha = 1.0f};
+    const struct kern_matmul_desc d = {.batch = 1, .m = m, .n = n, .k = k, .alpha = 1.0f,
+                                       .bf16 = bf16};
     if (!(seconds >= 0.0) || seconds > 3600.0)
         return rz_fail(err, RZ_ECONFIG, "measure peak: seconds must be in [0, 3600], got %g",
                        seconds);
@@ -432,20 +455,22 @@ enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int
     enum rz_status st = kern_matmul_create(&op, ctx, &d, err);
     if (st != RZ_OK)
         return st;
-    float *a = rz_alloc_aligned((size_t)m * (size_t)k * sizeof(float));
-    float *b = rz_alloc_aligned((size_t)k * (size_t)n * sizeof(float));
-    float *c = rz_alloc_aligned((size_t)m * (size_t)n * sizeof(float));
-    if (a == NULL || b == NULL || c == NULL) {
+    size_t na = (size_t)m * (size_t)k, nb = (size_t)k * (size_t)n, nc = (size_t)m * (size_t)n;
+    size_t nt = bf16 ? (na > nb ? na : nb) : 0;
+    void *a = rz_alloc_aligned(na * sizeof(float)), *b = rz_alloc_aligned(nb * sizeof(float));
+    float *c = rz_alloc_aligned(nc * sizeof(float)), *tmp = rz_alloc_aligned(nt * sizeof(float));
+    if (a == NULL || b == NULL || c == NULL || (nt > 0 && tmp == NULL)) {
         st = rz_fail(err, RZ_ENOMEM, "measure peak: out of memory for a (%" PRId64 ", %" PRId64
                      ") x (%" PRId64 ", %" PRId64 ") matmul", m, k, k, n);
     } else {
-        fill_pattern(a, (size_t)m * (size_t)k);
-        fill_pattern(b, (size_t)k * (size_t)n);
+        fill_operand(a, tmp, na, bf16);
+        fill_operand(b, tmp, nb, bf16);
         *gflops = best_gflops(op, c, a, b, 2.0 * (double)m * (double)n * (double)k, seconds);
     }
     free(a);
     free(b);
     free(c);
+    free(tmp);
     kern_matmul_destroy(op);
     return st;
 }

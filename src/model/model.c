@@ -1,7 +1,9 @@
 /* model.c: the transformer LM (see model.h): descriptor table, the one parameter / gradient /
  * activation buffers with their views, and the forward and backward passes, which read like the
- * math, one layer call per line.  Mixed precision and activation recomputation are deliberately
- * not implemented: fp32 everywhere keeps resume bit-exact and the tests simple. */
+ * math, one layer call per line.  Mixed precision is bf16 matmul operands only (fp32 master
+ * weights, sums, LayerNorm, attention, loss and optimizer); the rounding is deterministic, so
+ * resume stays bit-exact in either precision.  Activation recomputation is not implemented
+ * (struct block_acts is laid out for it). */
 #include "config.h"
 
 #include "model/model.h"
@@ -40,27 +42,35 @@ struct param_views {
  * this for the block being recomputed (carve_block lays one out anywhere). */
 struct block_acts {
     float *x;                 /* (N, C) residual stream entering the block */
-    float *ln1, *ln1_mean, *ln1_var;   /* (N, C), (N), (N) */
+    float *ln1, *ln1_mean, *ln1_var;   /* (N, C) (fp32 mode only: see ln1_h), (N), (N) */
     float *qkv;               /* (N, 3C) q | k | v, read in place by the attention */
     float *atty;              /* (N, C) attention output before the projection */
     float *lse;               /* (B, H, T) log-sum-exp of the attention rows */
     float *x2;                /* (N, C) residual stream after attention */
-    float *ln2, *ln2_mean, *ln2_var;   /* (N, C), (N), (N) */
+    float *ln2, *ln2_mean, *ln2_var;   /* (N, C) (fp32 mode only), (N), (N) */
     float *fc;                /* (N, F) before GELU */
     float *fcg;               /* (N, F) after GELU */
+    /* bf16 mode only (else NULL): the matmul inputs, rounded, which the backward reads again;
+     * the LayerNorms write theirs directly, so ln1 and ln2 have no fp32 copy then */
+    kern_bf16 *ln1_h, *atty_h, *ln2_h; /* (N, C) */
+    kern_bf16 *fcg_h;                   /* (N, F) */
 };
 
 struct acts {
     struct block_acts *blocks; /* L of them */
     float *x_out;             /* (N, C) residual stream after the last block */
-    float *lnf, *lnf_mean, *lnf_var;
-    float *probs;             /* (N, V) logits, then probabilities, then d logits */
+    float *lnf, *lnf_mean, *lnf_var;   /* lnf: fp32 mode only (lnf_h in bf16 mode) */
+    float *probs;             /* (N, V) logits, then probabilities, then d logits (fp32 mode;
+                               * in bf16 mode the cross-entropy writes those to dy_h) */
     float *losses;            /* (N) */
     /* scratch shared by all blocks */
     float *dqkv;              /* (N, 3C) */
     float *tmp;               /* (N, C) */
     float *dresid, *dln, *datty;  /* (N, C) */
     float *dfcg;              /* (N, F): d gelu output, then (in place) d fc pre-activation */
+    /* bf16 mode only (else NULL) */
+    kern_bf16 *lnf_h;         /* (N, C) */
+    kern_bf16 *dy_h;          /* the matmuls' rounding of the gradient at hand: (N, max(V, 3C, F)) */
 };
 
 struct model {
@@ -69,6 +79,8 @@ struct model {
     size_t n_tensors;
     size_t n_params;
     float *params, *grads, *act_buf;
+    kern_bf16 *half_buf;       /* bf16 mode: params_h, then the bf16 activations */
+    kern_bf16 *params_h;       /* bf16 mode: the parameters rounded, at each forward */
     struct param_views p, g;
     struct acts a;
     int32_t *inputs, *targets; /* (N) copies of the last forward's tokens */
@@ -184,38 +196,68 @@ static float *carve(float **cursor, size_t *total, int64_t count)
     return p;
 }
 
+/* The same for a bf16 buffer (NULL and no count outside bf16 mode). */
+static kern_bf16 *carve_h(kern_bf16 **cursor, size_t *total, const struct model_dims *d,
+                          int64_t count)
+{
+    if (!d->bf16)
+        return NULL;
+    size_t n = ((size_t)count + 31) & ~(size_t)31;
+    kern_bf16 *p = *cursor;
+    if (p != NULL)
+        *cursor = p + n;
+    *total += n;
+    return p;
+}
+
+/* A cursor and a running count in each of the two activation buffers. */
+struct act_cursor {
+    float *f;
+    kern_bf16 *h;
+    size_t nf, nh;
+};
+
 /* Lays out one block's activations at the cursor. */
-static void carve_block(struct block_acts *k, float **cur, size_t *total,
-                        const struct model_dims *d)
+static void carve_block(struct block_acts *k, struct act_cursor *c, const struct model_dims *d)
 {
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff;
+    float **cur = &c->f;
+    size_t *total = &c->nf;
     k->x = carve(cur, total, N * C);
-    k->ln1 = carve(cur, total, N * C);
+    k->ln1 = d->bf16 ? NULL : carve(cur, total, N * C);
     k->ln1_mean = carve(cur, total, N);
     k->ln1_var = carve(cur, total, N);
     k->qkv = carve(cur, total, 3 * N * C);
     k->atty = carve(cur, total, N * C);
     k->lse = carve(cur, total, d->batch * d->n_heads * d->seq_len);
     k->x2 = carve(cur, total, N * C);
-    k->ln2 = carve(cur, total, N * C);
+    k->ln2 = d->bf16 ? NULL : carve(cur, total, N * C);
     k->ln2_mean = carve(cur, total, N);
     k->ln2_var = carve(cur, total, N);
     k->fc = carve(cur, total, N * F);
     k->fcg = carve(cur, total, N * F);
+    k->ln1_h = carve_h(&c->h, &c->nh, d, N * C);
+    k->atty_h = carve_h(&c->h, &c->nh, d, N * C);
+    k->ln2_h = carve_h(&c->h, &c->nh, d, N * C);
+    k->fcg_h = carve_h(&c->h, &c->nh, d, N * F);
 }
 
-/* With base == NULL, only counts; returns the number of floats needed. */
-static size_t layout_acts(struct model *m, float *base)
+/* With base and base_h NULL, only counts: *halves gets the number of bf16 values needed; returns
+ * the number of floats. */
+static size_t layout_acts(struct model *m, float *base, kern_bf16 *base_h, size_t *halves)
 {
     const struct model_dims *d = &m->dims;
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
+    struct act_cursor c = {.f = base, .h = base_h};
     float *cur = base;
     size_t total = 0;
     struct acts *a = &m->a;
     for (int64_t l = 0; l < d->n_layers; l++)
-        carve_block(&a->blocks[l], &cur, &total, d);
+        carve_block(&a->blocks[l], &c, d);
+    cur = c.f;
+    total = c.nf;
     a->x_out = carve(&cur, &total, N * C);
-    a->lnf = carve(&cur, &total, N * C);
+    a->lnf = d->bf16 ? NULL : carve(&cur, &total, N * C);
     a->lnf_mean = carve(&cur, &total, N);
     a->lnf_var = carve(&cur, &total, N);
     a->probs = carve(&cur, &total, N * V);
@@ -226,6 +268,10 @@ static size_t layout_acts(struct model *m, float *base)
     a->dresid = carve(&cur, &total, N * C);
     a->dln = carve(&cur, &total, N * C);
     a->dfcg = carve(&cur, &total, N * F);
+    a->lnf_h = carve_h(&c.h, &c.nh, d, N * C);
+    int64_t widest = V > 3 * C ? V : 3 * C;
+    a->dy_h = carve_h(&c.h, &c.nh, d, N * (widest > F ? widest : F));
+    *halves = c.nh;
     return total;
 }
 
@@ -237,10 +283,13 @@ size_t model_memory_bytes(const struct model_dims *dims)
     m.a.blocks = calloc((size_t)dims->n_layers, sizeof *m.a.blocks);
     if (m.a.blocks == NULL)
         return 0;
-    size_t act = layout_acts(&m, NULL); /* counts only: no memory is touched */
+    size_t halves = 0, act = layout_acts(&m, NULL, NULL, &halves); /* counts only */
     free(m.a.blocks);
-    /* parameters, gradients and the two Adam moments, plus the activations */
-    return (4 * model_count_params(dims) + act) * sizeof(float);
+    /* parameters, gradients and the two Adam moments, plus the activations; in bf16 mode the
+     * parameters' bf16 copy and the bf16 activations */
+    size_t params = model_count_params(dims);
+    return (4 * params + act) * sizeof(float) +
+           ((dims->bf16 ? params : 0) + halves) * sizeof(kern_bf16);
 }
 
 /* ---- lifecycle --------------------------------------------------------------------------------- */
@@ -260,16 +309,17 @@ static enum rz_status plan_ops(struct model *m, struct kern_ctx *ctx, struct rz_
 {
     const struct model_dims *d = &m->dims;
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
-    enum rz_status st = linear_init(&m->qkv, ctx, N, C, 3 * C, err);
-    if (st == RZ_OK) st = linear_init(&m->proj, ctx, N, C, C, err);
-    if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, err);
-    if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, err);
-    if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, err);
+    bool h = d->bf16;
+    enum rz_status st = linear_init(&m->qkv, ctx, N, C, 3 * C, h, err);
+    if (st == RZ_OK) st = linear_init(&m->proj, ctx, N, C, C, h, err);
+    if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, h, err);
+    if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, h, err);
+    if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, h, err);
     if (st == RZ_OK) st = kern_attention_create(&m->attn, ctx, d->batch, d->seq_len, d->n_heads,
                                                 C / d->n_heads, 0, err);
-    if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, err);
+    if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, h, err);
     if (st == RZ_OK) st = kern_gelu_create(&m->gelu, ctx, N * F, err);
-    if (st == RZ_OK) st = kern_xent_create(&m->xent, ctx, N, V, err);
+    if (st == RZ_OK) st = kern_xent_create(&m->xent, ctx, N, V, h, err);
     return st;
 }
 
@@ -302,18 +352,23 @@ enum rz_status model_create(struct model **out, const struct model_dims *dims,
     m->n_params = build_table(dims, m->tensors);
     m->p.layers = pl;
     m->g.layers = gl;
-    size_t act_floats = layout_acts(m, NULL);
+    size_t act_halves = 0, act_floats = layout_acts(m, NULL, NULL, &act_halves);
+    size_t halves = dims->bf16 ? ((m->n_params + 31) & ~(size_t)31) + act_halves : 0;
     m->params = rz_alloc_aligned(m->n_params * sizeof(float));
     m->grads = rz_alloc_aligned(m->n_params * sizeof(float));
     m->act_buf = rz_alloc_aligned(act_floats * sizeof(float));
-    if (m->params == NULL || m->grads == NULL || m->act_buf == NULL) {
+    m->half_buf = halves > 0 ? rz_alloc_aligned(halves * sizeof(kern_bf16)) : NULL;
+    if (m->params == NULL || m->grads == NULL || m->act_buf == NULL ||
+        (halves > 0 && m->half_buf == NULL)) {
         model_destroy(m);
         return rz_fail(err, RZ_ENOMEM, "model: cannot allocate %zu parameters and %zu "
                        "activation floats", m->n_params, act_floats);
     }
     bind_views(&m->p, pl, m->params, m);
     bind_views(&m->g, gl, m->grads, m);
-    layout_acts(m, m->act_buf);
+    m->params_h = m->half_buf;
+    layout_acts(m, m->act_buf, halves > 0 ? m->half_buf + (halves - act_halves) : NULL,
+                &act_halves);
     st = plan_ops(m, ctx, err);
     if (st != RZ_OK) {
         model_destroy(m);
@@ -345,6 +400,7 @@ void model_destroy(struct model *m)
     free(m->params);
     free(m->grads);
     free(m->act_buf);
+    free(m->half_buf);
     free(m);
 }
 
@@ -385,6 +441,31 @@ void model_zero_grads(struct model *m)
     memset(m->grads, 0, m->n_params * sizeof(float));
 }
 
+/* ---- matmul operands: fp32, or their bf16 rounding in bf16 mode ------------------------------- */
+
+/* The operand the matmuls read for x (n floats): x itself, or in bf16 mode h, which gets x
+ * rounded (kept for the backward when h is a saved activation). */
+static const void *mm_round(const struct model *m, kern_bf16 *h, const float *x, int64_t n)
+{
+    if (!m->dims.bf16)
+        return x;
+    kern_round_bf16(h, x, n);
+    return h;
+}
+
+/* A matmul operand kept in one form: x in fp32 mode, h in bf16 mode (written by mm_round or by
+ * a kernel with bf16 output). */
+static void *mm_saved(const struct model *m, kern_bf16 *h, float *x)
+{
+    return m->dims.bf16 ? (void *)h : (void *)x;
+}
+
+/* A weight as the matmuls read it: the parameter, or its bf16 copy (rounded at each forward). */
+static const void *mm_weight(const struct model *m, const float *w)
+{
+    return m->dims.bf16 ? (const void *)(m->params_h + (w - m->params)) : (const void *)w;
+}
+
 /* ---- forward ----------------------------------------------------------------------------------- */
 
 static void block_forward(struct model *m, const struct layer_params *p, struct block_acts *a,
@@ -392,15 +473,21 @@ static void block_forward(struct model *m, const struct layer_params *p, struct 
 {
     struct acts *s = &m->a;
     int64_t NC = m->dims.batch * m->dims.seq_len * m->dims.d_model;
-    kern_layernorm_forward(m->ln, a->ln1, a->ln1_mean, a->ln1_var, a->x, p->ln1_w, p->ln1_b);
-    linear_forward(&m->qkv, a->qkv, a->ln1, p->qkv_w, p->qkv_b);
+    int64_t NF = m->dims.batch * m->dims.seq_len * m->dims.d_ff;
+    kern_layernorm_forward(m->ln, mm_saved(m, a->ln1_h, a->ln1), a->ln1_mean, a->ln1_var, a->x,
+                           p->ln1_w, p->ln1_b);
+    linear_forward(&m->qkv, a->qkv, mm_saved(m, a->ln1_h, a->ln1), mm_weight(m, p->qkv_w),
+                   p->qkv_b);
     kern_attention_forward(m->attn, a->atty, a->lse, a->qkv);
-    linear_forward(&m->proj, s->tmp, a->atty, p->proj_w, p->proj_b);
+    linear_forward(&m->proj, s->tmp, mm_round(m, a->atty_h, a->atty, NC),
+                   mm_weight(m, p->proj_w), p->proj_b);
     vec_add(a->x2, a->x, s->tmp, NC);
-    kern_layernorm_forward(m->ln, a->ln2, a->ln2_mean, a->ln2_var, a->x2, p->ln2_w, p->ln2_b);
-    linear_forward(&m->fc, a->fc, a->ln2, p->fc_w, p->fc_b);
+    kern_layernorm_forward(m->ln, mm_saved(m, a->ln2_h, a->ln2), a->ln2_mean, a->ln2_var, a->x2,
+                           p->ln2_w, p->ln2_b);
+    linear_forward(&m->fc, a->fc, mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w), p->fc_b);
     kern_gelu_forward(m->gelu, a->fcg, a->fc);
-    linear_forward(&m->fc2, s->tmp, a->fcg, p->fc2_w, p->fc2_b);
+    linear_forward(&m->fc2, s->tmp, mm_round(m, a->fcg_h, a->fcg, NF), mm_weight(m, p->fc2_w),
+                   p->fc2_b);
     vec_add(x_next, a->x2, s->tmp, NC);
 }
 
@@ -411,11 +498,15 @@ float model_forward(struct model *m, const int32_t *inputs, const int32_t *targe
     struct acts *a = &m->a;
     memcpy(m->inputs, inputs, (size_t)N * sizeof *inputs);
     memcpy(m->targets, targets, (size_t)N * sizeof *targets);
+    if (d->bf16)
+        kern_round_bf16(m->params_h, m->params, (int64_t)m->n_params);
     embedding_forward(a->blocks[0].x, inputs, m->p.wte, m->p.wpe, d->batch, d->seq_len, d->d_model);
     for (int64_t l = 0; l < L; l++)
         block_forward(m, &m->p.layers[l], &a->blocks[l], l + 1 < L ? a->blocks[l + 1].x : a->x_out);
-    kern_layernorm_forward(m->ln, a->lnf, a->lnf_mean, a->lnf_var, a->x_out, m->p.lnf_w, m->p.lnf_b);
-    linear_forward(&m->head, a->probs, a->lnf, m->p.head_w, m->p.head_b);
+    kern_layernorm_forward(m->ln, mm_saved(m, a->lnf_h, a->lnf), a->lnf_mean, a->lnf_var,
+                           a->x_out, m->p.lnf_w, m->p.lnf_b);
+    linear_forward(&m->head, a->probs, mm_saved(m, a->lnf_h, a->lnf), mm_weight(m, m->p.head_w),
+                   m->p.head_b);
     kern_xent_forward(m->xent, a->losses, a->probs, a->probs, targets);
     double sum = 0.0;
     for (int64_t i = 0; i < N; i++)
@@ -443,18 +534,26 @@ static void block_backward(struct model *m, const struct layer_params *p, struct
                            const struct block_acts *a)
 {
     struct acts *s = &m->a;
-    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, s->dresid, a->fcg, p->fc2_w);
+    int64_t N = m->dims.batch * m->dims.seq_len, C = m->dims.d_model, F = m->dims.d_ff;
+    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, s->dresid,
+                    mm_round(m, s->dy_h, s->dresid, N * C), mm_saved(m, a->fcg_h, a->fcg),
+                    mm_weight(m, p->fc2_w));
     progress(m);
     kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
-    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, a->ln2, p->fc_w);
+    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, mm_round(m, s->dy_h, s->dfcg, N * F),
+                    mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w));
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
                             a->ln2_var, p->ln2_w, true);
-    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, s->dresid, a->atty, p->proj_w);
+    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, s->dresid,
+                    mm_round(m, s->dy_h, s->dresid, N * C), mm_saved(m, a->atty_h, a->atty),
+                    mm_weight(m, p->proj_w));
     progress(m);
     kern_attention_backward(m->attn, s->dqkv, s->datty, a->qkv, a->atty, a->lse);
     progress(m);
-    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv, a->ln1, p->qkv_w);
+    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv,
+                    mm_round(m, s->dy_h, s->dqkv, 3 * N * C), mm_saved(m, a->ln1_h, a->ln1),
+                    mm_weight(m, p->qkv_w));
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
                             a->ln1_var, p->ln1_w, true);
@@ -466,8 +565,12 @@ void model_backward(struct model *m, float loss_scale)
     int64_t N = d->batch * d->seq_len;
     struct acts *a = &m->a;
     struct param_views *g = &m->g;
-    kern_xent_backward(m->xent, a->probs, g->head_b, a->probs, m->targets, loss_scale / (float)N);
-    linear_backward(&m->head, a->dln, g->head_w, NULL, a->probs, a->lnf, m->p.head_w);
+    /* d logits in place of the probabilities, or (bf16) rounded into dy_h; the head's bias
+     * gradient is summed in the same pass */
+    void *dlogits = mm_saved(m, a->dy_h, a->probs);
+    kern_xent_backward(m->xent, dlogits, g->head_b, a->probs, m->targets, loss_scale / (float)N);
+    linear_backward(&m->head, a->dln, g->head_w, NULL, NULL, dlogits,
+                    mm_saved(m, a->lnf_h, a->lnf), mm_weight(m, m->p.head_w));
     progress(m);
     kern_layernorm_backward(m->ln, a->dresid, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
                             a->lnf_var, m->p.lnf_w, false);

@@ -5,7 +5,8 @@
  *   loss = mean over (B, T) of cross-entropy(logits, next token)
  *
  * Memory: parameters, gradients and activations are each ONE allocation; typed views point into
- * them.  One descriptor table {name, shape, offset} (model_tensors) drives the views, the sizes,
+ * them.  With bf16, one more allocation holds the bf16 copies the matmuls read: the parameters
+ * (rounded at each forward), the saved matmul inputs, and a gradient scratch.  One descriptor table {name, shape, offset} (model_tensors) drives the views, the sizes,
  * the initialization and the checkpoint dataset names.  The math goes through kernels/ (oneDNN or
  * the reference backend); every kernel op is planned once in model_create.
  *
@@ -30,6 +31,8 @@ struct model_dims {
     int64_t batch;     /* B: sequences per forward pass (per rank, per micro-step) */
     float ln_eps;
     float init_std;
+    bool bf16;         /* matmuls on bf16-rounded operands (training.precision bf16); the
+                        * parameters, gradients, activations and everything else stay fp32 */
 };
 
 #define MODEL_TENSOR_NAME_MAX 48

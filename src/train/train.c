@@ -118,7 +118,7 @@ static struct model_dims dims_from_cfg(const struct cfg *c)
         .vocab = c->model.vocab_size, .d_model = c->model.d_model, .n_heads = c->model.n_heads,
         .n_layers = c->model.n_layers, .d_ff = c->model.d_ff, .seq_len = c->model.seq_len,
         .batch = c->training.batch_size, .ln_eps = (float)c->model.ln_eps,
-        .init_std = (float)c->model.init_std};
+        .init_std = (float)c->model.init_std, .bf16 = strcmp(c->training.precision, "bf16") == 0};
     return d;
 }
 
@@ -170,6 +170,7 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
     if (st == RZ_OK) st = optim_opts_from_cfg(&oopts, c, err);
     if (st == RZ_OK) st = kern_ctx_create(&t->kern, backend, err);
+    if (st == RZ_OK && t->dims.bf16) st = kern_check_bf16(t->kern, err); /* no silent fallback */
     if (st == RZ_OK) st = model_create(&t->model, &t->dims, t->kern, err);
     if (st == RZ_OK) st = data_create(&t->data, &dopts, err);
     if (st == RZ_OK) st = optim_create(&t->optim, &oopts, model_num_params(t->model), err);
@@ -501,9 +502,9 @@ static void print_banner(const struct trainer *t, double peak, double latency, c
         model_num_params(t->model), (long long)d->vocab, (long long)d->d_model,
         (long long)d->n_heads, (long long)d->n_layers, (long long)d->d_ff, (long long)d->seq_len);
     inform(t, "batch %lld x accum %lld x %d rank(s) = %lld samples/step, %lld steps; kernels %s "
-        "(%s); matmul peak %.1f GFLOP/s (measured)", (long long)d->batch, (long long)t->accum,
+        "(%s), %s; matmul peak %.1f GFLOP/s (measured)", (long long)d->batch, (long long)t->accum,
         t->world, (long long)t->global_batch, (long long)t->cfg->training.steps,
-        t->cfg->kernels.backend, kern_ctx_isa(t->kern), peak);
+        t->cfg->kernels.backend, kern_ctx_isa(t->kern), t->cfg->training.precision, peak);
     if (t->world > 1)
         inform(t, "ranks: %d on %s; allreduce latency %.1f us (median, 8 bytes)", t->world,
                hosts, latency * 1e6);
@@ -534,7 +535,7 @@ static double measure_peak(struct trainer *t, double seconds)
         return 0.0;
     /* The model's most common matmul shape: (B*T, C) x (C, 3C). */
     int64_t m = t->dims.batch * t->dims.seq_len, k = t->dims.d_model, n = 3 * t->dims.d_model;
-    if (kern_measure_peak(t->kern, m, n, k, seconds, &gflops, &ignored) != RZ_OK)
+    if (kern_measure_peak(t->kern, m, n, k, t->dims.bf16, seconds, &gflops, &ignored) != RZ_OK)
         return 0.0;
     return gflops;
 }
