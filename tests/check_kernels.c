@@ -366,6 +366,38 @@ START_TEST(test_matmul_deterministic)
 }
 END_TEST
 
+static struct kern_layernorm *ln_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, float eps);
+
+/* An attached profile counts every op in its class, and the matmul flops; detached, nothing. */
+START_TEST(test_profile_counts)
+{
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    struct kern_profile prof;
+    memset(&prof, 0, sizeof prof);
+    const struct kern_matmul_desc d = {2, 3, 5, 7, false, false, 1.0f, false, false, false};
+    float *a = random_vec(2 * 3 * 7, 1), *b = random_vec(2 * 7 * 5, 2), *c = vec(2 * 3 * 5);
+    float *x = random_vec(12, 3), *y = vec(12), *g = random_vec(4, 4), *mean = vec(3);
+    float *var = vec(3);
+    struct kern_matmul *mm = mm_new(ctx, &d);
+    struct kern_layernorm *ln = ln_new(ctx, 3, 4, 1e-5f);
+    kern_ctx_profile(ctx, &prof);
+    kern_matmul_run(mm, c, a, b, NULL);
+    kern_matmul_run(mm, c, a, b, NULL);
+    kern_layernorm_forward(ln, y, mean, var, x, g, g);
+    kern_ctx_profile(ctx, NULL);
+    kern_matmul_run(mm, c, a, b, NULL);
+    ck_assert_int_eq(prof.calls[KERN_MATMUL], 2);
+    ck_assert_int_eq(prof.calls[KERN_NORM], 1);
+    ck_assert_int_eq(prof.calls[KERN_ATTENTION] + prof.calls[KERN_LOSS] + prof.calls[KERN_OTHER],
+                     0);
+    ck_assert(prof.matmul_flops == 2.0 * 2 * (2.0 * 3 * 5 * 7));
+    ck_assert(prof.seconds[KERN_MATMUL] > 0.0 && prof.seconds[KERN_NORM] > 0.0);
+    kern_matmul_destroy(mm);
+    kern_layernorm_destroy(ln);
+    free(a), free(b), free(c), free(x), free(y), free(g), free(mean), free(var);
+}
+END_TEST
+
 START_TEST(test_measure_peak)
 {
     double gf = 0.0;
@@ -1221,6 +1253,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(core, test_matmul_bf16, 0, 14); /* the linear layers' shapes */
     tcase_add_loop_test(core, test_bf16_outputs, 0, 2);
     tcase_add_test(core, test_measure_peak);
+    tcase_add_loop_test(core, test_profile_counts, 0, 2);
     tcase_add_test(core, test_ref_layernorm_hand);
     tcase_add_test(core, test_layernorm_dnnl_vs_ref);
     tcase_add_test(core, test_layernorm_grad_fd);

@@ -82,6 +82,21 @@ else
   bad "summary.json or metrics missing under $tmp/seed"
 fi
 
+# --profile: one line per op class, and the share of the GEMM-only bound, even with --quiet
+expect "--profile prints time per op class" 0 "profile: 6 steady steps" -- "$bin" --config \
+  "$src/configs/seed_benchmark.yaml" --quiet --profile --set training.steps=8 \
+  --set training.warmup_bench=2 --run-dir "$tmp/prof"
+for class in matmul attention norm loss optimizer communication other step; do
+  check "... $class" grep -Eq "^ryzen-train:   $class +[0-9.]+ +[0-9.]+%" "$tmp/out"
+done
+check "... the classes add up to the step (100%, +-0.5)" awk '
+  /^ryzen-train:   (matmul|attention|norm|loss|optimizer|communication|other) / {
+    s = $4; sub("%", "", s); sum += s }
+  END { exit !(sum > 99.5 && sum < 100.5) }' "$tmp/out"
+check "... matmuls are a real share of it" awk '
+  /^ryzen-train:   matmul / { s = $4; sub("%", "", s); exit !(s > 10) }' "$tmp/out"
+check "... and the GEMM-only bound" grep -q "GEMM-only bound .* samples/s per rank" "$tmp/out"
+
 # docs/config.md is generated from the key table and must not drift
 "$bin" --config-reference >"$tmp/config.md"
 if cmp -s "$tmp/config.md" "$src/docs/config.md"; then

@@ -125,6 +125,26 @@ void kern_round_bf16(kern_bf16 *dst, const float *src, int64_t n)
 
 /* ---- op lifecycle -------------------------------------------------------------------------- */
 
+/* ---- profiling ----------------------------------------------------------------------------- */
+
+void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile)
+{
+    ctx->profile = profile;
+}
+
+/* Runs `call` (an execute through the ops table) and, when the context profiles, adds its wall
+ * time and one call to class `cls`. */
+#define TIMED(ctx, cls, call)                                                                     \
+    do {                                                                                          \
+        struct kern_profile *prof_ = (ctx)->profile;                                              \
+        double t0_ = prof_ != NULL ? rz_now() : 0.0;                                              \
+        call;                                                                                     \
+        if (prof_ != NULL) {                                                                      \
+            prof_->seconds[cls] += rz_now() - t0_;                                                \
+            prof_->calls[cls]++;                                                                  \
+        }                                                                                         \
+    } while (0)
+
 /* The body of every x_destroy: the backend state, then the op. */
 static void op_release(void *op, struct kern_ctx *ctx, void *impl)
 {
@@ -185,7 +205,11 @@ void kern_matmul_run(struct kern_matmul *op, float *c, const void *a, const void
 {
     assert(op != NULL && c != NULL && a != NULL && b != NULL);
     assert(!op->desc.bias || bias != NULL);
-    op->ctx->ops->matmul_run(op, c, a, b, bias);
+    const struct kern_matmul_desc *d = &op->desc;
+    TIMED(op->ctx, KERN_MATMUL, op->ctx->ops->matmul_run(op, c, a, b, bias));
+    if (op->ctx->profile != NULL)
+        op->ctx->profile->matmul_flops += 2.0 * (double)d->batch * (double)d->m * (double)d->n *
+                                          (double)d->k;
 }
 
 void kern_matmul_destroy(struct kern_matmul *op)
@@ -230,7 +254,7 @@ void kern_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, flo
 {
     assert(op != NULL && y != NULL && mean != NULL && var != NULL && x != NULL);
     assert(gamma != NULL && beta != NULL);
-    op->ctx->ops->layernorm_forward(op, y, mean, var, x, gamma, beta);
+    TIMED(op->ctx, KERN_NORM, op->ctx->ops->layernorm_forward(op, y, mean, var, x, gamma, beta));
 }
 
 void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
@@ -239,8 +263,8 @@ void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma
 {
     assert(op != NULL && dx != NULL && dgamma != NULL && dbeta != NULL && dy != NULL);
     assert(x != NULL && mean != NULL && var != NULL && gamma != NULL);
-    op->ctx->ops->layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma,
-                                     accumulate_dx);
+    TIMED(op->ctx, KERN_NORM, op->ctx->ops->layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean,
+                                                               var, gamma, accumulate_dx));
 }
 
 void kern_layernorm_destroy(struct kern_layernorm *op)
@@ -275,13 +299,13 @@ enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, in
 void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x)
 {
     assert(op != NULL && y != NULL && x != NULL);
-    op->ctx->ops->gelu_forward(op, y, x);
+    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_forward(op, y, x));
 }
 
 void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
 {
     assert(op != NULL && dx != NULL && dy != NULL && x != NULL);
-    op->ctx->ops->gelu_backward(op, dx, dy, x);
+    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_backward(op, dx, dy, x));
 }
 
 void kern_gelu_destroy(struct kern_gelu *op)
@@ -329,14 +353,14 @@ enum rz_status kern_attention_create(struct kern_attention **out, struct kern_ct
 void kern_attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv)
 {
     assert(op != NULL && y != NULL && lse != NULL && qkv != NULL);
-    op->ctx->ops->attention_forward(op, y, lse, qkv);
+    TIMED(op->ctx, KERN_ATTENTION, op->ctx->ops->attention_forward(op, y, lse, qkv));
 }
 
 void kern_attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
                              const float *qkv, const float *y, const float *lse)
 {
     assert(op != NULL && dqkv != NULL && dy != NULL && qkv != NULL && y != NULL && lse != NULL);
-    op->ctx->ops->attention_backward(op, dqkv, dy, qkv, y, lse);
+    TIMED(op->ctx, KERN_ATTENTION, op->ctx->ops->attention_backward(op, dqkv, dy, qkv, y, lse));
 }
 
 void kern_attention_destroy(struct kern_attention *op)
@@ -388,7 +412,7 @@ void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const 
 {
     assert(op != NULL && losses != NULL && probs != NULL && logits != NULL && targets != NULL);
     assert(targets_in_range(targets, op->rows, op->vocab));
-    op->ctx->ops->xent_forward(op, losses, probs, logits, targets);
+    TIMED(op->ctx, KERN_LOSS, op->ctx->ops->xent_forward(op, losses, probs, logits, targets));
 }
 
 void kern_xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
@@ -396,7 +420,8 @@ void kern_xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const
 {
     assert(op != NULL && dlogits != NULL && probs != NULL && targets != NULL);
     assert(targets_in_range(targets, op->rows, op->vocab));
-    op->ctx->ops->xent_backward(op, dlogits, dbias, probs, targets, scale);
+    TIMED(op->ctx, KERN_LOSS,
+          op->ctx->ops->xent_backward(op, dlogits, dbias, probs, targets, scale));
 }
 
 void kern_xent_destroy(struct kern_xent *op)

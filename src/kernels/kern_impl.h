@@ -24,6 +24,7 @@ struct kern_ctx {
     enum kern_backend backend;
     const struct kern_ops *ops;
     void *impl;                 /* backend state (oneDNN: engine + stream); NULL for ref */
+    struct kern_profile *profile; /* borrowed; NULL: not profiling */
 };
 
 struct kern_matmul {

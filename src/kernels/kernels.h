@@ -33,6 +33,19 @@ enum kern_backend kern_ctx_backend(const struct kern_ctx *ctx);
 /* Human-readable instruction set in use ("avx512_core", "reference C", ...). */
 const char *kern_ctx_isa(const struct kern_ctx *ctx);
 
+/* ---- profiling: wall time per op class (ryzen-train --profile) ----------------------------
+ * With a profile attached, every op executed on the context adds its wall time and one call to
+ * its class (kernels run synchronously, so the times are the ops' own), and every matmul its
+ * flops (2 batch m n k).  The caller owns the profile; NULL detaches it.  Off by default: then
+ * no clock is read. */
+enum kern_class { KERN_MATMUL, KERN_ATTENTION, KERN_NORM, KERN_LOSS, KERN_OTHER, KERN_CLASSES };
+struct kern_profile {
+    double seconds[KERN_CLASSES];
+    int64_t calls[KERN_CLASSES];
+    double matmul_flops;
+};
+void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile);
+
 /* ---- bfloat16 ------------------------------------------------------------------------------
  * bf16 is the upper half of an fp32: sign, 8 exponent bits, 7 mantissa bits.  Matmuls with
  * desc.bf16 read bf16 operands that the caller rounded with kern_round_bf16; everything else

@@ -26,6 +26,7 @@ struct args {
     const char *resume;
     long long stop_at_step;
     int quiet;
+    int profile;
     int reference;
     int preflight;
 };
@@ -33,7 +34,7 @@ struct args {
 static void usage(FILE *f)
 {
     fputs("usage: ryzen-train --config FILE [--set key=value]... [--run-dir DIR]\n"
-          "                   [--resume auto|never|PATH] [--stop-at-step N] [--quiet]\n"
+          "                   [--resume auto|never|PATH] [--stop-at-step N] [--quiet] [--profile]\n"
           "       ryzen-train --config FILE [--set key=value]... [--run-dir DIR] --preflight\n"
           "       ryzen-train --config-reference     (print docs/config.md)\n"
           "\n"
@@ -49,6 +50,9 @@ static void usage(FILE *f)
           "  --stop-at-step N  checkpoint after step N and exit 0 (a run segment; the schedule\n"
           "                    still spans training.steps)\n"
           "  --quiet           no progress lines\n"
+          "  --profile         time per op class (matmul, attention, norm, loss, optimizer,\n"
+          "                    communication, other) over the steady steps, and the share of the\n"
+          "                    GEMM-only bound reached (rank 0; printed even with --quiet)\n"
           "  --preflight       only check the launch on every rank (world size, ring, allreduce,\n"
           "                    memory, checkpoint directory, oneDNN); RUN_DIR/health.json; 0 or 70\n"
           "Metrics go to RUN_DIR/metrics/<run-id>/: RYZEN_RUN_ID, else SLURM_JOB_ID, else\n"
@@ -92,6 +96,8 @@ static int parse_args(struct args *a, int argc, char **argv)
             a->preflight = 1;
         } else if (strcmp(s, "--quiet") == 0) {
             a->quiet = 1;
+        } else if (strcmp(s, "--profile") == 0) {
+            a->profile = 1;
         } else if (strcmp(s, "--config-reference") == 0) {
             a->reference = 1;
         } else if (!has_value && (strcmp(s, "--config") == 0 || strcmp(s, "--set") == 0 ||
@@ -226,7 +232,8 @@ static int run(const struct args *a, const struct cfg *c, struct comm *comm)
     struct train_opts opts = {.cfg = c, .comm = comm, .run_dir = run_dir, .run_id = run_id,
                               .log = a->quiet || rank != 0 ? NULL : stdout,
                               .events = rank != 0 ? NULL : stdout, .peak_seconds = 0.5,
-                              .resume = a->resume, .stop_at_step = a->stop_at_step};
+                              .resume = a->resume, .stop_at_step = a->stop_at_step,
+                              .profile = a->profile};
     struct train_result res;
     st = train_run(&opts, &res, &err);
     if (st != RZ_OK && st != RZ_ESIGNAL) {

@@ -22,6 +22,16 @@
 #include "model/model.h"
 #include "optim/optim.h"
 
+/* --profile: wall time per op class over the steady steps.  The kernels time their own ops
+ * (matmul, attention, norm, loss; GELU counts as other); the trainer times the optimizer and the
+ * communication it waits for; "other" is the rest of the step (GELU, embeddings, residual adds,
+ * bias gradients, bf16 rounding, data). */
+struct profile {
+    struct kern_profile k;
+    double optimizer_s, comm_s, step_s;
+    int64_t steps;
+};
+
 struct trainer {
     const struct cfg *cfg;
     const struct train_opts *opts;
@@ -47,6 +57,7 @@ struct trainer {
     int64_t restarts;
     int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
     double last_lr;
+    struct profile prof;
 };
 
 /* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
@@ -378,7 +389,7 @@ static void load_batch(struct trainer *t, uint64_t first)
 }
 
 struct step_out {
-    double loss, grad_norm, local_gnorm, comm_s, allreduce_s;
+    double loss, grad_norm, local_gnorm, comm_s, allreduce_s, optim_s;
     int stop;                  /* some rank got a stop signal */
 };
 
@@ -420,9 +431,11 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     o->loss = vals[0] / (double)W;
     o->stop = vals[1] > 0.0;
     o->local_gnorm = sqrt(sumsq) * (double)W; /* the norm of this rank's own mean gradient */
+    t0 = rz_now();
     o->grad_norm = optim_grad_norm(g, n);
     optim_clip(g, n, o->grad_norm, t->cfg->optimizer.grad_clip);
     optim_step(t->optim, model_params(t->model), g, lr);
+    o->optim_s = rz_now() - t0;
     return RZ_OK;
 }
 
@@ -540,6 +553,65 @@ static double measure_peak(struct trainer *t, double seconds)
     return gflops;
 }
 
+static void profile_start(struct trainer *t)
+{
+    memset(&t->prof, 0, sizeof t->prof);
+    if (t->opts->profile)
+        kern_ctx_profile(t->kern, &t->prof.k);
+}
+
+static void profile_add(struct trainer *t, const struct step_out *o, double dt)
+{
+    t->prof.optimizer_s += o->optim_s;
+    t->prof.comm_s += o->comm_s + o->allreduce_s;
+    t->prof.step_s += dt;
+    t->prof.steps++;
+}
+
+/* The table of --profile, and how close the step came to the GEMM-only bound: the samples/s
+ * of a step that did nothing but its matmul flops (model_flops_per_sample) at the matmul peak
+ * measured at start. */
+static void print_profile(const struct trainer *t, const struct train_result *r)
+{
+    const struct profile *p = &t->prof;
+    if (p->steps == 0 || p->step_s <= 0.0) {
+        say(t, "profile: no steady steps to report (training.warmup_bench >= the steps run)");
+        return;
+    }
+    static const char *const names[] = {"matmul", "attention", "norm", "loss"};
+    double per = 1e3 / (double)p->steps, known = 0.0;
+    say(t, "profile: %lld steady steps, rank %d of %d, %s, ms per step:", (long long)p->steps,
+        t->rank, t->world, t->cfg->training.precision);
+    say(t, "  %-14s %9s %7s %10s", "class", "ms/step", "share", "calls/step");
+    for (int c = 0; c < KERN_OTHER; c++) {
+        say(t, "  %-14s %9.2f %6.1f%% %10.1f", names[c], p->k.seconds[c] * per,
+            100.0 * p->k.seconds[c] / p->step_s, (double)p->k.calls[c] / (double)p->steps);
+        known += p->k.seconds[c];
+    }
+    say(t, "  %-14s %9.2f %6.1f%%", "optimizer", p->optimizer_s * per,
+        100.0 * p->optimizer_s / p->step_s);
+    say(t, "  %-14s %9.2f %6.1f%%", "communication", p->comm_s * per,
+        100.0 * p->comm_s / p->step_s);
+    double other = p->step_s - known - p->optimizer_s - p->comm_s;
+    say(t, "  %-14s %9.2f %6.1f%%   (GELU %.2f ms: the rest is embeddings, residual adds, bias "
+        "gradients, bf16 rounding, data)", "other", other * per, 100.0 * other / p->step_s,
+        p->k.seconds[KERN_OTHER] * per);
+    say(t, "  %-14s %9.2f %6.1f%%", "step", p->step_s * per, 100.0);
+    double in_context = p->k.seconds[KERN_MATMUL] > 0 ? p->k.matmul_flops /
+                                                            p->k.seconds[KERN_MATMUL] * 1e-9 : 0;
+    if (r->peak_gflops <= 0.0) {
+        say(t, "profile: matmuls at %.1f GFLOP/s in context; no measured peak, no bound",
+            in_context);
+        return;
+    }
+    double bound = r->peak_gflops * 1e9 / model_flops_per_sample(&t->dims);
+    double reached = r->samples_per_sec / (double)t->world;
+    say(t, "profile: matmuls at %.1f GFLOP/s in context (peak measured at start %.1f); "
+        "GEMM-only bound %.1f samples/s per rank (%.3f GFLOP/sample); reached %.1f = %.1f%%",
+        in_context, r->peak_gflops, bound, model_flops_per_sample(&t->dims) * 1e-9, reached,
+        100.0 * reached / bound);
+}
+
 struct loop_stats {
     double t_start, t_steady, comm_total, step_total;
     int64_t steady_steps;
@@ -600,8 +672,10 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         return RZ_ESIGNAL;
     }
     while (st == RZ_OK && t->step < stop_at) {
-        if (t->step == warm)
+        if (t->step == warm) {
             ls.t_steady = rz_now();
+            profile_start(t);
+        }
         struct step_out o;
         double t0 = rz_now();
         health_step_begin(t->watchdog, t->step + 1);
@@ -613,8 +687,10 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         double dt = rz_now() - t0;
         health_step_end(t->watchdog, t->step, dt);
         t->train_time += dt;
-        if (t->step > warm)
+        if (t->step > warm) {
             ls.steady_steps++;
+            profile_add(t, &o, dt);
+        }
         st = after_step(t, &o, dt, &ls, r, err);
         int64_t every = c->checkpoint.interval;
         if (st == RZ_OK && (o.stop || (every > 0 && t->step % every == 0)))
@@ -625,6 +701,7 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
             st = RZ_ESIGNAL;
         }
     }
+    kern_ctx_profile(t->kern, NULL);
     if (st == RZ_OK)
         st = save_checkpoint(t, r, err); /* the end of the run or of the segment */
     double t_end = rz_now();
@@ -719,6 +796,8 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
     if (st == RZ_OK) {
         print_banner(&t, r->peak_gflops, r->allreduce_latency_s, hosts);
         st = run_loop(&t, r, err);
+        if (st == RZ_OK && opts->profile)
+            print_profile(&t, r);
     }
     r->peak_rss_bytes = rz_peak_rss_bytes();
     if (st == RZ_OK || st == RZ_ESIGNAL) {

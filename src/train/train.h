@@ -32,6 +32,8 @@ struct train_opts {
     double peak_seconds;     /* time spent measuring the matmul peak; 0 = skip (MFU 0) */
     const char *resume;      /* "auto" (default when NULL), "never", or a checkpoint path */
     int64_t stop_at_step;    /* > 0: checkpoint after this step and return (a run segment) */
+    int profile;             /* time each op class over the steady steps; print the table and
+                              * the share of the GEMM-only bound reached (rank 0, `events`) */
 };
 
 struct train_result {
