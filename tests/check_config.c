@@ -141,6 +141,7 @@ START_TEST(defaults_are_the_reference_workload)
     ck_assert_int_eq(c.training.seed, 1234);
     ck_assert_int_eq(c.training.log_interval, 10);
     ck_assert_int_eq(c.training.warmup_bench, 5);
+    ck_assert_str_eq(c.training.precision, "fp32");
     ck_assert_str_eq(c.optimizer.name, "adam");
     ck_assert(c.optimizer.lr == 5e-4);
     ck_assert(c.optimizer.beta1 == 0.9);
@@ -179,7 +180,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 84);
+    ck_assert_uint_eq(cfg_n_keys, 85);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;
@@ -279,7 +280,7 @@ START_TEST(full_file_sets_every_key)
     ck_assert_str_eq(c.data.path, "data/train: tokens #1.bin");
     ck_assert_str_eq(c.kernels.backend, "ref");
     ck_assert_int_eq(c.health.sync_check_interval, 0);
-    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 55);
+    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 56);
     /* data.val_fraction and data.val_path exclude each other: one problem, then valid */
     ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
     ck_assert_int_eq(count_lines(err.msg), 1);

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -195,32 +196,154 @@ END_TEST
 /* The model's matmuls: weights (out, in); BT = 2048 rows; attention batched over B*H = 64. */
 static const struct kern_matmul_desc seed_mm[] = {
     /* forward Y (BT, out) = X (BT, in) W^T + b */
-    {1, 2048, 768, 256, false, true, 1.0f, true, false},
-    {1, 2048, 256, 256, false, true, 1.0f, true, false},
-    {1, 2048, 512, 256, false, true, 1.0f, true, false},
-    {1, 2048, 256, 512, false, true, 1.0f, true, false},
-    {1, 2048, 2048, 256, false, true, 1.0f, true, false},
+    {1, 2048, 768, 256, false, true, 1.0f, true, false, false},
+    {1, 2048, 256, 256, false, true, 1.0f, true, false, false},
+    {1, 2048, 512, 256, false, true, 1.0f, true, false, false},
+    {1, 2048, 256, 512, false, true, 1.0f, true, false, false},
+    {1, 2048, 2048, 256, false, true, 1.0f, true, false, false},
     /* backward data dX (BT, in) = dY (BT, out) W (out, in) */
-    {1, 2048, 256, 768, false, false, 1.0f, false, false},
-    {1, 2048, 256, 512, false, false, 1.0f, false, false},
-    {1, 2048, 512, 256, false, false, 1.0f, false, false},
-    {1, 2048, 256, 2048, false, false, 1.0f, false, false},
+    {1, 2048, 256, 768, false, false, 1.0f, false, false, false},
+    {1, 2048, 256, 512, false, false, 1.0f, false, false, false},
+    {1, 2048, 512, 256, false, false, 1.0f, false, false, false},
+    {1, 2048, 256, 2048, false, false, 1.0f, false, false, false},
     /* backward weights dW (out, in) += dY^T (out, BT) X (BT, in) */
-    {1, 768, 256, 2048, true, false, 1.0f, false, true},
-    {1, 256, 256, 2048, true, false, 1.0f, false, true},
-    {1, 512, 256, 2048, true, false, 1.0f, false, true},
-    {1, 256, 512, 2048, true, false, 1.0f, false, true},
-    {1, 2048, 256, 2048, true, false, 1.0f, false, true},
+    {1, 768, 256, 2048, true, false, 1.0f, false, true, false},
+    {1, 256, 256, 2048, true, false, 1.0f, false, true, false},
+    {1, 512, 256, 2048, true, false, 1.0f, false, true, false},
+    {1, 256, 512, 2048, true, false, 1.0f, false, true, false},
+    {1, 2048, 256, 2048, true, false, 1.0f, false, true, false},
     /* attention: S = Q K^T / 8; O = P V and dQ = dS K; dP = dO V^T; dV = P^T dO and dK = dS^T Q */
-    {64, 128, 128, 64, false, true, 0.125f, false, false},
-    {64, 128, 64, 128, false, false, 1.0f, false, false},
-    {64, 128, 128, 64, false, true, 1.0f, false, false},
-    {64, 128, 64, 128, true, false, 1.0f, false, false},
+    {64, 128, 128, 64, false, true, 0.125f, false, false, false},
+    {64, 128, 64, 128, false, false, 1.0f, false, false, false},
+    {64, 128, 128, 64, false, true, 1.0f, false, false, false},
+    {64, 128, 64, 128, true, false, 1.0f, false, false, false},
 };
 
 START_TEST(test_matmul_seed_shapes)
 {
     compare_matmul(&seed_mm[_i], 100u + (uint32_t)_i);
+}
+END_TEST
+
+/* ---- bf16 ---------------------------------------------------------------------------------- */
+
+static float bf16_value(kern_bf16 h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+START_TEST(test_round_bf16)
+{
+    /* 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even 1; 1 + 3 * 2^-8 lies
+     * halfway between 1 + 2^-7 and 1 + 2^-6: to the even 1 + 2^-6; just above a half rounds up;
+     * FLT_MAX is past the largest bf16 (0x1.fep127) by more than half an ulp: inf */
+    const float x[] = {1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f,
+                       -2.5f, FLT_MAX, INFINITY, -0.0f, 1e-40f};
+    const kern_bf16 want[] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xc020, 0x7f80, 0x7f80, 0x8000,
+                              0x0001};
+    kern_bf16 h[10];
+    kern_round_bf16(h, x, 9);
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(h[i] == want[i], "bf16(%a) = %04x, want %04x", (double)x[i], h[i], want[i]);
+    const float nan = NAN;
+    kern_round_bf16(h, &nan, 1);
+    ck_assert(isnan(bf16_value(h[0])));
+    /* a long vector (the parallel blocks and every ISA clone's loop): the nearest bf16 */
+    enum { N = 100003 };
+    float *v = random_vec(N, 9);
+    kern_bf16 *hv = malloc(N * sizeof *hv);
+    kern_round_bf16(hv, v, N);
+    for (int i = 0; i < N; i++) {
+        double err = fabs((double)bf16_value(hv[i]) - (double)v[i]);
+        ck_assert_msg(err <= fabs((double)v[i]) * 0x1p-8, "bf16(%a) = %a", (double)v[i],
+                      (double)bf16_value(hv[i]));
+    }
+    free(v), free(hv);
+}
+END_TEST
+
+/* The reference's bf16 matmul is the fp32 one on the rounded values, bit for bit; the oneDNN
+ * backend matches it within TOL_DNNL where the CPU runs bf16, and refuses it by name where not. */
+START_TEST(test_matmul_bf16)
+{
+    const struct kern_matmul_desc *d32 = &seed_mm[_i];
+    struct kern_matmul_desc d = *d32;
+    d.bf16 = true;
+    size_t na = (size_t)(d.batch * d.m * d.k), nb = (size_t)(d.batch * d.k * d.n);
+    size_t nc = (size_t)(d.batch * d.m * d.n);
+    float *a = random_vec(na, 200 + (uint32_t)_i), *b = random_vec(nb, 300 + (uint32_t)_i);
+    float *bias = random_vec((size_t)d.n, 3), *c0 = random_vec(nc, 4);
+    kern_bf16 *ah = malloc(na * sizeof *ah), *bh = malloc(nb * sizeof *bh);
+    kern_round_bf16(ah, a, (int64_t)na);
+    kern_round_bf16(bh, b, (int64_t)nb);
+    for (size_t i = 0; i < na; i++)
+        a[i] = bf16_value(ah[i]);
+    for (size_t i = 0; i < nb; i++)
+        b[i] = bf16_value(bh[i]);
+    float *c_ref32 = copy_of(c0, nc), *c_ref = copy_of(c0, nc), *c_dnnl = copy_of(c0, nc);
+    struct kern_matmul *r32 = mm_new(g_ref, d32), *r = mm_new(g_ref, &d);
+    kern_matmul_run(r32, c_ref32, a, b, bias);
+    kern_matmul_run(r, c_ref, ah, bh, bias);
+    ck_assert(memcmp(c_ref, c_ref32, nc * sizeof *c_ref) == 0);
+    struct kern_matmul *o = NULL;
+    struct rz_err err;
+    if (kern_check_bf16(g_dnnl, &err) == RZ_OK) {
+        ck_assert_int_eq(kern_matmul_create(&o, g_dnnl, &d, &err), RZ_OK);
+        kern_matmul_run(o, c_dnnl, ah, bh, bias);
+        assert_close(c_dnnl, c_ref, nc, TOL_DNNL, "bf16 matmul");
+    } else {
+        ck_assert_int_eq(kern_matmul_create(&o, g_dnnl, &d, &err), RZ_ECONFIG);
+        ck_assert_msg(strstr(err.msg, "avx512_bf16") && strstr(err.msg, "amx_bf16"), "%s",
+                      err.msg);
+    }
+    kern_matmul_destroy(o);
+    kern_matmul_destroy(r);
+    kern_matmul_destroy(r32);
+    free(a), free(b), free(bias), free(c0), free(ah), free(bh);
+    free(c_ref32), free(c_ref), free(c_dnnl);
+}
+END_TEST
+
+static int32_t *random_targets(int64_t rows, int64_t vocab, uint32_t seed);
+
+/* LayerNorm and cross-entropy with bf16 outputs write exactly the rounding of their fp32
+ * outputs (and the same dbias), on both backends. */
+START_TEST(test_bf16_outputs)
+{
+    const int64_t rows = 70, cols = 33, v = 37; /* a partial row chunk */
+    size_t n = (size_t)(rows * cols), nv = (size_t)(rows * v);
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    float *x = random_vec(n, 50), *gamma = random_vec((size_t)cols, 51);
+    float *beta = random_vec((size_t)cols, 52), *y = vec(n), *mean = vec((size_t)rows);
+    float *var = vec((size_t)rows), *want = vec(n > nv ? n : nv);
+    kern_bf16 *yh = malloc((n > nv ? n : nv) * sizeof *yh);
+    kern_bf16 *wh = malloc((n > nv ? n : nv) * sizeof *wh);
+    struct kern_layernorm *ln32 = NULL, *ln16 = NULL;
+    ck_assert_int_eq(kern_layernorm_create(&ln32, ctx, rows, cols, 1e-5f, false, NULL), RZ_OK);
+    ck_assert_int_eq(kern_layernorm_create(&ln16, ctx, rows, cols, 1e-5f, true, NULL), RZ_OK);
+    kern_layernorm_forward(ln32, want, mean, var, x, gamma, beta);
+    kern_layernorm_forward(ln16, yh, mean, var, x, gamma, beta);
+    kern_round_bf16(wh, want, (int64_t)n);
+    ck_assert_msg(memcmp(yh, wh, n * sizeof *yh) == 0, "layernorm bf16 output (backend %d)", _i);
+    float *z = random_vec(nv, 53), *p = vec(nv), *l = vec((size_t)rows);
+    float *db32 = vec((size_t)v), *db16 = vec((size_t)v);
+    int32_t *t = random_targets(rows, v, 54);
+    struct kern_xent *x32 = NULL, *x16 = NULL;
+    ck_assert_int_eq(kern_xent_create(&x32, ctx, rows, v, false, NULL), RZ_OK);
+    ck_assert_int_eq(kern_xent_create(&x16, ctx, rows, v, true, NULL), RZ_OK);
+    kern_xent_forward(x32, l, p, z, t);
+    kern_xent_backward(x32, want, db32, p, t, 0.5f);
+    kern_xent_backward(x16, yh, db16, p, t, 0.5f);
+    kern_round_bf16(wh, want, (int64_t)nv);
+    ck_assert_msg(memcmp(yh, wh, nv * sizeof *yh) == 0, "xent bf16 dlogits (backend %d)", _i);
+    ck_assert(memcmp(db16, db32, (size_t)v * sizeof *db16) == 0);
+    kern_layernorm_destroy(ln32), kern_layernorm_destroy(ln16);
+    kern_xent_destroy(x32), kern_xent_destroy(x16);
+    free(x), free(gamma), free(beta), free(y), free(mean), free(var), free(want), free(yh);
+    free(wh), free(z), free(p), free(l), free(db32), free(db16), free(t);
 }
 END_TEST
 
@@ -243,11 +366,43 @@ START_TEST(test_matmul_deterministic)
 }
 END_TEST
 
+static struct kern_layernorm *ln_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, float eps);
+
+/* An attached profile counts every op in its class, and the matmul flops; detached, nothing. */
+START_TEST(test_profile_counts)
+{
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    struct kern_profile prof;
+    memset(&prof, 0, sizeof prof);
+    const struct kern_matmul_desc d = {2, 3, 5, 7, false, false, 1.0f, false, false, false};
+    float *a = random_vec(2 * 3 * 7, 1), *b = random_vec(2 * 7 * 5, 2), *c = vec(2 * 3 * 5);
+    float *x = random_vec(12, 3), *y = vec(12), *g = random_vec(4, 4), *mean = vec(3);
+    float *var = vec(3);
+    struct kern_matmul *mm = mm_new(ctx, &d);
+    struct kern_layernorm *ln = ln_new(ctx, 3, 4, 1e-5f);
+    kern_ctx_profile(ctx, &prof);
+    kern_matmul_run(mm, c, a, b, NULL);
+    kern_matmul_run(mm, c, a, b, NULL);
+    kern_layernorm_forward(ln, y, mean, var, x, g, g);
+    kern_ctx_profile(ctx, NULL);
+    kern_matmul_run(mm, c, a, b, NULL);
+    ck_assert_int_eq(prof.calls[KERN_MATMUL], 2);
+    ck_assert_int_eq(prof.calls[KERN_NORM], 1);
+    ck_assert_int_eq(prof.calls[KERN_ATTENTION] + prof.calls[KERN_LOSS] + prof.calls[KERN_OTHER],
+                     0);
+    ck_assert(prof.matmul_flops == 2.0 * 2 * (2.0 * 3 * 5 * 7));
+    ck_assert(prof.seconds[KERN_MATMUL] > 0.0 && prof.seconds[KERN_NORM] > 0.0);
+    kern_matmul_destroy(mm);
+    kern_layernorm_destroy(ln);
+    free(a), free(b), free(c), free(x), free(y), free(g), free(mean), free(var);
+}
+END_TEST
+
 START_TEST(test_measure_peak)
 {
     double gf = 0.0;
     struct rz_err err;
-    ck_assert_msg(kern_measure_peak(g_dnnl, 512, 512, 512, 0.1, &gf, &err) == RZ_OK, "%s",
+    ck_assert_msg(kern_measure_peak(g_dnnl, 512, 512, 512, false, 0.1, &gf, &err) == RZ_OK, "%s",
                   err.msg);
     ck_assert_msg(isfinite(gf) && gf > 1.0 && gf < 1e5, "dnnl peak %g GFLOP/s", gf);
     ck_assert_str_ne(kern_ctx_isa(g_dnnl), "unknown (oneDNN)");
@@ -263,7 +418,7 @@ static struct kern_layernorm *ln_new(struct kern_ctx *ctx, int64_t rows, int64_t
 {
     struct kern_layernorm *op = NULL;
     struct rz_err err;
-    ck_assert_msg(kern_layernorm_create(&op, ctx, rows, cols, eps, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_msg(kern_layernorm_create(&op, ctx, rows, cols, eps, false, &err) == RZ_OK, "%s", err.msg);
     return op;
 }
 
@@ -601,18 +756,21 @@ START_TEST(test_attention_causal)
 END_TEST
 
 /* Bit-identical when run again and on 1 or 2 threads (exact resume and world-size invariance
- * rely on it). */
+ * rely on it).  Each op is made at the thread count it runs at, as in a process: oneDNN plans
+ * some matmuls for the thread count at creation. */
 START_TEST(test_attention_deterministic)
 {
     const struct attn_shape *s = &attn_shapes[_i];
     struct attn_bufs a = attn_bufs(s, 44, 2.0f), b = attn_bufs(s, 44, 2.0f);
     struct attn_bufs c = attn_bufs(s, 44, 2.0f);
-    struct kern_attention *op = attn_new(g_dnnl, s);
     omp_set_num_threads(1);
+    struct kern_attention *op = attn_new(g_dnnl, s);
     attn_run(op, &a);
     attn_run(op, &b);
     omp_set_num_threads(2);
-    attn_run(op, &c);
+    struct kern_attention *op2 = attn_new(g_dnnl, s);
+    attn_run(op2, &c);
+    kern_attention_destroy(op2);
     omp_set_num_threads(1);
     ck_assert(memcmp(a.y, b.y, a.ny * sizeof *a.y) == 0);
     ck_assert(memcmp(a.dqkv, b.dqkv, a.nqkv * sizeof *a.y) == 0);
@@ -670,7 +828,7 @@ static struct kern_xent *xent_new(struct kern_ctx *ctx, int64_t rows, int64_t vo
 {
     struct kern_xent *op = NULL;
     struct rz_err err;
-    ck_assert_msg(kern_xent_create(&op, ctx, rows, vocab, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_msg(kern_xent_create(&op, ctx, rows, vocab, false, &err) == RZ_OK, "%s", err.msg);
     return op;
 }
 
@@ -855,21 +1013,21 @@ START_TEST(test_bad_matmul_sizes)
     struct kern_matmul *op = (struct kern_matmul *)&err; /* must be reset to NULL */
     const int64_t huge = (int64_t)1 << 40;
     const struct kern_matmul_desc bad[] = {
-        {0, 2, 2, 2, false, false, 1.0f, false, false},
-        {1, 0, 2, 2, false, false, 1.0f, false, false},
-        {1, 2, -3, 2, false, false, 1.0f, false, false},
-        {1, 2, 2, -1, false, false, 1.0f, false, false},
-        {1, huge, huge, huge, false, false, 1.0f, false, false}, /* m*n*k overflows size_t */
-        {huge, huge, 1, 1, false, false, 1.0f, false, false},
-        {1, 2, 2, 2, false, false, NAN, false, false},
+        {0, 2, 2, 2, false, false, 1.0f, false, false, false},
+        {1, 0, 2, 2, false, false, 1.0f, false, false, false},
+        {1, 2, -3, 2, false, false, 1.0f, false, false, false},
+        {1, 2, 2, -1, false, false, 1.0f, false, false, false},
+        {1, huge, huge, huge, false, false, 1.0f, false, false, false}, /* m*n*k overflows size_t */
+        {huge, huge, 1, 1, false, false, 1.0f, false, false, false},
+        {1, 2, 2, 2, false, false, NAN, false, false, false},
     };
     for (size_t i = 0; i < RZ_ARRAY_LEN(bad); i++) {
         assert_config_error(kern_matmul_create(&op, ctx, &bad[i], &err), &err, "matmul");
         ck_assert_ptr_null(op);
     }
     double gf = 1.0;
-    assert_config_error(kern_measure_peak(ctx, 0, 8, 8, 0.1, &gf, &err), &err, "matmul");
-    assert_config_error(kern_measure_peak(ctx, 8, 8, 8, -1.0, &gf, &err), &err, "measure peak");
+    assert_config_error(kern_measure_peak(ctx, 0, 8, 8, false, 0.1, &gf, &err), &err, "matmul");
+    assert_config_error(kern_measure_peak(ctx, 8, 8, 8, false, -1.0, &gf, &err), &err, "measure peak");
 }
 END_TEST
 
@@ -882,11 +1040,11 @@ START_TEST(test_bad_other_sizes)
     struct kern_attention *at = NULL;
     struct kern_xent *xe = NULL;
     const int64_t huge = (int64_t)1 << 62;
-    assert_config_error(kern_layernorm_create(&ln, ctx, 0, 256, 1e-5f, &err), &err, "layernorm");
-    assert_config_error(kern_layernorm_create(&ln, ctx, 8, -1, 1e-5f, &err), &err, "layernorm");
-    assert_config_error(kern_layernorm_create(&ln, ctx, huge, huge, 1e-5f, &err), &err,
+    assert_config_error(kern_layernorm_create(&ln, ctx, 0, 256, 1e-5f, false, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, 8, -1, 1e-5f, false, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, huge, huge, 1e-5f, false, &err), &err,
                         "layernorm");
-    assert_config_error(kern_layernorm_create(&ln, ctx, 8, 8, -1.0f, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, 8, 8, -1.0f, false, &err), &err, "layernorm");
     assert_config_error(kern_gelu_create(&ge, ctx, 0, &err), &err, "gelu");
     assert_config_error(kern_gelu_create(&ge, ctx, huge, &err), &err, "gelu");
     assert_config_error(kern_attention_create(&at, ctx, 2, 128, 0, 64, 0, &err), &err,
@@ -896,8 +1054,8 @@ START_TEST(test_bad_other_sizes)
                         "attention"); /* T^2 overflows */
     assert_config_error(kern_attention_create(&at, ctx, 2, 128, 4, 64, -1, &err), &err,
                         "attention");
-    assert_config_error(kern_xent_create(&xe, ctx, 16, 0, &err), &err, "xent");
-    assert_config_error(kern_xent_create(&xe, ctx, 1, (int64_t)INT32_MAX + 1, &err), &err,
+    assert_config_error(kern_xent_create(&xe, ctx, 16, 0, false, &err), &err, "xent");
+    assert_config_error(kern_xent_create(&xe, ctx, 1, (int64_t)INT32_MAX + 1, false, &err), &err,
                         "xent");
     ck_assert(ln == NULL && ge == NULL && at == NULL && xe == NULL);
 }
@@ -1004,7 +1162,7 @@ static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
     struct kern_attention *at = NULL;
     struct kern_xent *xe = NULL;
     struct rz_err err;
-    if (kern_layernorm_create(&ln, ctx, 2048, 256, 1e-5f, &err) == RZ_OK) {
+    if (kern_layernorm_create(&ln, ctx, 2048, 256, 1e-5f, false, &err) == RZ_OK) {
         tb->op = ln;
         printf("  layernorm 2048x256 fwd %9.3f ms\n", time_ms(run_ln_fwd, tb, reps));
         printf("  layernorm 2048x256 bwd %9.3f ms\n", time_ms(run_ln_bwd, tb, reps));
@@ -1019,7 +1177,7 @@ static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
         printf("  attention 16x128, 4x64 fwd %9.3f ms\n", time_ms(run_attn_fwd, tb, reps));
         printf("  attention 16x128, 4x64 bwd %9.3f ms\n", time_ms(run_attn_bwd, tb, reps));
     }
-    if (kern_xent_create(&xe, ctx, 2048, 2048, &err) == RZ_OK) {
+    if (kern_xent_create(&xe, ctx, 2048, 2048, false, &err) == RZ_OK) {
         tb->op = xe;
         printf("  xent 2048x2048 fwd     %9.3f ms\n", time_ms(run_xent_fwd, tb, reps));
         printf("  xent 2048x2048 bwd     %9.3f ms\n", time_ms(run_xent_bwd, tb, reps));
@@ -1053,7 +1211,7 @@ static void time_backends(struct timing_bufs *tb)
         time_matmuls(ctx, tb, i ? 20 : 1);
         time_rows(ctx, tb, i ? 50 : 2);
         double gf = 0.0;
-        if (i && kern_measure_peak(ctx, 2048, 2048, 256, 1.0, &gf, &err) == RZ_OK)
+        if (i && kern_measure_peak(ctx, 2048, 2048, 256, false, 1.0, &gf, &err) == RZ_OK)
             printf("  measured peak (2048x256 @ 256x2048): %.1f GFLOP/s\n", gf);
         kern_ctx_destroy(ctx);
     }
@@ -1091,7 +1249,11 @@ static Suite *kernels_suite(void)
     tcase_add_test(core, test_matmul_small_combos);
     tcase_add_loop_test(core, test_matmul_seed_shapes, 0, (int)RZ_ARRAY_LEN(seed_mm));
     tcase_add_test(core, test_matmul_deterministic);
+    tcase_add_test(core, test_round_bf16);
+    tcase_add_loop_test(core, test_matmul_bf16, 0, 14); /* the linear layers' shapes */
+    tcase_add_loop_test(core, test_bf16_outputs, 0, 2);
     tcase_add_test(core, test_measure_peak);
+    tcase_add_loop_test(core, test_profile_counts, 0, 2);
     tcase_add_test(core, test_ref_layernorm_hand);
     tcase_add_test(core, test_layernorm_dnnl_vs_ref);
     tcase_add_test(core, test_layernorm_grad_fd);

@@ -48,22 +48,36 @@ static double dot(const float *a, const float *b, size_t n)
     return s;
 }
 
+/* Tolerances of a gradient check: per element |fd - an| <= abs + rel |an|, and over the vector
+ * ||fd - an|| / ||an|| <= vec. */
+struct grad_tol {
+    double abs, rel, vec;
+};
+
+static const struct grad_tol fp32_tol = {2e-3, 3e-2, 5e-3};
+
 /* Compare an analytic gradient with finite differences; returns the vector relative error. */
-static double compare_grads(const char *what, const float *fd, const float *an, size_t n)
+static double compare_grads_tol(const char *what, const float *fd, const float *an, size_t n,
+                                const struct grad_tol *tol)
 {
     double diff2 = 0, norm2 = 0;
     for (size_t i = 0; i < n; i++) {
         double d = (double)fd[i] - (double)an[i];
         diff2 += d * d;
         norm2 += (double)an[i] * (double)an[i];
-        if (fabs(d) > 2e-3 + 3e-2 * fabs((double)an[i]))
+        if (fabs(d) > tol->abs + tol->rel * fabs((double)an[i]))
             ck_abort_msg("%s[%zu]: finite difference %.6g vs analytic %.6g", what, i,
                          (double)fd[i], (double)an[i]);
     }
     ck_assert_msg(norm2 > 0, "%s: analytic gradient is all zero", what);
     double rel = sqrt(diff2 / norm2);
-    ck_assert_msg(rel <= 5e-3, "%s: relative error %.3g", what, rel);
+    ck_assert_msg(rel <= tol->vec, "%s: relative error %.3g", what, rel);
     return rel;
+}
+
+static double compare_grads(const char *what, const float *fd, const float *an, size_t n)
+{
+    return compare_grads_tol(what, fd, an, n, &fp32_tol);
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -135,7 +149,7 @@ START_TEST(linear_gradients)
 {
     enum { R = 3, I = 4, O = 5 };
     struct linear lin;
-    ck_assert_int_eq(linear_init(&lin, ref_ctx, R, I, O, NULL), RZ_OK);
+    ck_assert_int_eq(linear_init(&lin, ref_ctx, R, I, O, false, NULL), RZ_OK);
     float x[R * I], w[O * I], b[O], r[R * O], y[R * O];
     float dx[R * I], dw[O * I] = {0}, db[O] = {0}, fd[O * I];
     fill(x, R * I, 1, 1.0f);
@@ -148,7 +162,7 @@ START_TEST(linear_gradients)
     for (int k = 0; k < I; k++)
         y00 += (double)x[k] * (double)w[k];
     ck_assert_double_eq_tol((double)y[0], y00, 1e-5);
-    linear_backward(&lin, dx, dw, db, r, x, w);
+    linear_backward(&lin, dx, dw, db, r, r, x, w);
     const float h = 1e-3f;
     float *params[3] = {x, w, b};
     float *grads[3] = {dx, dw, db};
@@ -224,20 +238,31 @@ static void tiny_tokens(int32_t *in, int32_t *tg, const struct model_dims *d, ui
     }
 }
 
+/* The gradient check of the whole model (reference backend), in fp32 (_i = 0) and in bf16
+ * (_i = 1).  A bf16 model's loss is a step function of its weights at the bf16 grid (spacing
+ * 2^-8 relative), so its finite differences are those of the fp32 model with the same weights;
+ * the bf16 gradient must match them within bf16's precision:
+ *     |fd - an| <= 2e-2 + 0.25 |an| per element and ||fd - an|| / ||an|| <= 5e-2 per tensor. */
 START_TEST(whole_model_gradients)
 {
-    struct model *m;
-    struct model_dims d = tiny;
-    d.tie_embeddings = _i & 1; /* loop: untied, then the head's weight is wte */
-    d.dropout = _i & 2 ? 0.25f : 0.0f; /* and with dropout, its masks fixed by the context */
-    ck_assert_int_eq(model_create(&m, &d, ref_ctx, NULL), RZ_OK);
+    const struct grad_tol bf16_tol = {2e-2, 0.25, 5e-2};
+    struct model_dims dims = tiny;
+    dims.tie_embeddings = _i & 1; /* loop: untied, then the head's weight is wte */
+    dims.dropout = _i & 2 ? 0.25f : 0.0f; /* with dropout, its masks fixed by the context */
+    struct model_dims fp32 = dims;
+    dims.bf16 = (_i & 4) != 0;
+    struct model *m, *f; /* f: the fp32 model the finite differences run on */
+    ck_assert_int_eq(model_create(&m, &dims, ref_ctx, NULL), RZ_OK);
+    ck_assert_int_eq(model_create(&f, &fp32, ref_ctx, NULL), RZ_OK);
     ck_assert_uint_eq(model_num_params(m), model_count_params(&tiny) - (_i & 1 ? 13 * 8 : 0));
     model_init_params(m, 77);
+    model_init_params(f, 77);
     model_set_dropout(m, true, 5, 3, 100);
+    model_set_dropout(f, true, 5, 3, 100);
     int32_t in[10], tg[10];
     tiny_tokens(in, tg, &tiny, 99);
     size_t n = model_num_params(m);
-    float *p = model_params(m), *g = model_grads(m);
+    float *p = model_params(f), *g = model_grads(m);
     float *fd = calloc(n, sizeof *fd);
     model_zero_grads(m);
     float loss = model_forward(m, in, tg);
@@ -247,37 +272,44 @@ START_TEST(whole_model_gradients)
     for (size_t i = 0; i < n; i++) {
         float keep = p[i];
         p[i] = keep + h;
-        double up = (double)model_forward(m, in, tg);
+        double up = (double)model_forward(f, in, tg);
         p[i] = keep - h;
-        double down = (double)model_forward(m, in, tg);
+        double down = (double)model_forward(f, in, tg);
         p[i] = keep;
         fd[i] = (float)((up - down) / (2.0 * (double)h));
     }
     size_t nt;
     const struct model_tensor *t = model_tensors(m, &nt);
+    double worst = 0.0;
     for (size_t i = 0; i < nt; i++) {
         size_t cnt = (size_t)(t[i].rows * t[i].cols);
         /* wte rows of tokens that never occur have zero gradient; check the whole tensor */
-        double rel = compare_grads(t[i].name, fd + t[i].offset, g + t[i].offset, cnt);
-        ck_assert(rel <= 5e-3);
+        double rel = compare_grads_tol(t[i].name, fd + t[i].offset, g + t[i].offset, cnt,
+                                       dims.bf16 ? &bf16_tol : &fp32_tol);
+        worst = fmax(worst, rel);
     }
+    if (getenv("RZ_TEST_VERBOSE") != NULL)
+        printf("whole-model gradient check (%s): worst tensor relative error %.3g\n",
+               dims.bf16 ? "bf16" : "fp32", worst);
     free(fd);
     model_destroy(m);
+    model_destroy(f);
 }
 END_TEST
 
 /* training.recompute block: the same loss and the same gradient bits as keeping everything, on
- * both backends, with and without dropout (its masks are recomputed too); less memory kept. */
+ * both backends, with and without dropout (its masks are recomputed too), in fp32 and in bf16
+ * (the recomputation rounds the same matmul inputs again); less memory kept. */
 START_TEST(recomputation_is_bit_identical)
 {
     struct kern_ctx *ctx = ref_ctx, *dctx = NULL;
-    if (_i & 1) {
+    if ((_i & 1) && !(_i & 4)) { /* bf16 (4, 5): the reference's emulation, on any CPU */
         ck_assert_int_eq(kern_ctx_create(&dctx, KERN_DNNL, NULL), RZ_OK);
         ctx = dctx;
     }
     struct model_dims d = {.vocab = 64, .d_model = 32, .n_heads = 4, .n_layers = 3, .d_ff = 48,
                            .seq_len = 16, .batch = 3, .ln_eps = 1e-5f, .init_std = 0.1f,
-                           .dropout = _i & 2 ? 0.1f : 0.0f};
+                           .dropout = _i & 2 ? 0.1f : 0.0f, .bf16 = (_i & 4) != 0};
     struct model_dims r = d;
     r.recompute = MODEL_RECOMPUTE_BLOCK;
     struct model *a, *b;
@@ -606,8 +638,8 @@ static Suite *model_suite(void)
     tcase_add_test(core, linear_gradients);
     tcase_add_test(core, activation_memory_is_linear_in_seq_len);
     tcase_add_test(core, embedding_gradients);
-    tcase_add_loop_test(core, whole_model_gradients, 0, 4);
-    tcase_add_loop_test(core, recomputation_is_bit_identical, 0, 4);
+    tcase_add_loop_test(core, whole_model_gradients, 0, 8);
+    tcase_add_loop_test(core, recomputation_is_bit_identical, 0, 8);
     tcase_add_test(core, dropout_masks_follow_the_global_sample);
     tcase_add_test(core, dropout_drops_p_and_rescales);
     tcase_add_loop_test(core, segment_grads_match_the_full_buffer, 0, 2);

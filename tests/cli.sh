@@ -52,6 +52,14 @@ expect "... also when training" 70 "srun --mpi=pmix" -- env -u PMIX_RANK -u OMPI
   --run-dir "$tmp/nopmix-train"
 check "... which saved nothing" test ! -e "$tmp/nopmix-train/checkpoints"
 
+# bf16 where oneDNN cannot run it natively (here: oneDNN capped at AVX2) is refused at start,
+# naming the missing ISA, never run through oneDNN's slow emulation
+expect "bf16 without avx512_bf16/amx_bf16: exit 64 naming the ISA" 64 \
+  "training.precision bf16 needs a CPU with avx512_bf16 or amx_bf16" -- env ONEDNN_MAX_CPU_ISA=AVX2 \
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.precision=bf16 \
+  --set training.steps=1 --run-dir "$tmp/bf16"
+check "... before writing anything" test ! -e "$tmp/bf16/checkpoints"
+
 # token ids >= vocab are refused, naming the file and offset
 printf '\001\000\377\177' >"$tmp/tokens.bin"
 expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \
@@ -124,6 +132,21 @@ expect "--world without --plan" 64 "--world and --mem-limit go with --plan" -- \
   "$bin" --config "$src/configs/seed_benchmark.yaml" --world 2
 expect "--mem-limit with a bad size" 64 "--mem-limit: size '12Q'" -- \
   "$bin" --config "$src/configs/seed_benchmark.yaml" --plan --mem-limit 12Q
+
+# --profile: one line per op class, and the share of the GEMM-only bound, even with --quiet
+expect "--profile prints time per op class" 0 "profile: 6 steady steps" -- "$bin" --config \
+  "$src/configs/seed_benchmark.yaml" --quiet --profile --set training.steps=8 \
+  --set training.warmup_bench=2 --run-dir "$tmp/prof"
+for class in matmul attention norm loss optimizer communication other step; do
+  check "... $class" grep -Eq "^ryzen-train:   $class +[0-9.]+ +[0-9.]+%" "$tmp/out"
+done
+check "... the classes add up to the step (100%, +-0.5)" awk '
+  /^ryzen-train:   (matmul|attention|norm|loss|optimizer|communication|other) / {
+    s = $4; sub("%", "", s); sum += s }
+  END { exit !(sum > 99.5 && sum < 100.5) }' "$tmp/out"
+check "... matmuls are a real share of it" awk '
+  /^ryzen-train:   matmul / { s = $4; sub("%", "", s); exit !(s > 10) }' "$tmp/out"
+check "... and the GEMM-only bound" grep -q "GEMM-only bound .* samples/s per rank" "$tmp/out"
 
 # docs/config.md is generated from the key table and must not drift
 "$bin" --config-reference >"$tmp/config.md"

@@ -4,6 +4,8 @@
 #   equivalence      4 x batch 4, 2 x batch 8 and 1 x batch 8 x accum 2 match 1 x batch 16
 #   exact resume     40 steps == 20 + resumed 20 (losses as hex floats, params and Adam hashes),
 #                    on 1 and on 2 ranks, and on 2 ranks with ZeRO-2, dropout, recomputation
+#   bf16             exact resume on 1 and 2 ranks; 2 ranks x batch 8 == 1 x 16 within 2e-4;
+#                    fp32 checkpoints resume in bf16 and bf16 ones in fp32
 #   elastic resume   4 ranks for 20 steps, then 2 ranks: same global samples, loss on track
 #   ZeRO             stages 1 and 2 match stage 0 (4 and 2 ranks), one checkpoint file; ZeRO-2
 #                    elastic resume 4 -> 2 -> 4
@@ -124,6 +126,48 @@ for run in 1:0 2:0 2:2; do
   b=$(info "$tmp/$g/checkpoints/step-00000040.h5" adam_sha256)
   check "final Adam state identical ($np rank)" test -n "$a" -a "$a" = "$b"
 done
+
+echo "# bf16 (training.precision): exact resume, world-size invariance, fp32 checkpoints"
+# bf16 runs on the oneDNN backend where the CPU has avx512_bf16 or AMX; elsewhere ryzen-train
+# exits 64 for it, and these cases run on the reference backend's emulation instead.
+bf16="--set training.precision=bf16"
+if ! "$bin" $small --run-dir "$tmp/bf16-probe" $bf16 --set training.steps=6 >/dev/null 2>&1; then
+  echo "     (no native bf16 here: the reference backend emulates it)"
+  bf16="$bf16 --set kernels.backend=ref"
+fi
+for np in 1 2; do
+  train bfull$np $np $bf16 --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
+  train bseg$np $np $bf16 --set training.steps=40 --set checkpoint.interval=0 \
+    --stop-at-step 20 >/dev/null 2>&1
+  train bseg$np $np $bf16 --set training.steps=40 >/dev/null 2>&1
+  check "bf16: losses of steps 21..40 identical as hex floats ($np rank)" \
+    same_hex bfull$np bfull$np bseg$np bseg$np 21 40
+  a=$(info "$tmp/bfull$np/checkpoints/step-00000040.h5" params_sha256)
+  b=$(info "$tmp/bseg$np/checkpoints/step-00000040.h5" params_sha256)
+  check "bf16: final params_sha256 identical ($np rank)" test -n "$a" -a "$a" = "$b"
+done
+train beq1 1 $bf16 --set training.steps=30 --set training.batch_size=16 >/dev/null 2>&1
+train beq2 2 $bf16 --set training.steps=30 --set training.batch_size=8 >/dev/null 2>&1
+check "bf16: 2 ranks x batch 8 == 1 rank x batch 16 (2e-4)" close beq1 beq2 2e-4 1 30
+# bf16 with ZeRO-2 (the copy is rounded segment by segment as the gather lands), dropout and
+# recomputation: the same bits as stage 0 on 2 ranks with the same dropout and recomputation
+train bz0 2 $bf16 --set training.steps=20 --set training.batch_size=8 --set model.dropout=0.1 \
+  --set training.recompute=block >/dev/null 2>&1
+train bz2 2 $bf16 --set training.steps=20 --set training.batch_size=8 --set model.dropout=0.1 \
+  --set training.recompute=block --set training.zero_stage=2 >/dev/null 2>&1
+check "bf16: ZeRO-2 with dropout and recomputation == stage 0 on 2 ranks (the same bits)" \
+  same_hex bz0 bz0 bz2 bz2 1 20
+# checkpoints are fp32 in either precision: each resumes in the other and trains on, its losses
+# within 1e-3 of the fp32 run's
+train to16 1 --set training.steps=40 --stop-at-step 20 >/dev/null 2>&1
+expect "an fp32 checkpoint resumes in bf16" 0 "resume: loaded .*step-00000020.h5" -- \
+  env RYZEN_RUN_ID=to16 "$bin" $small --run-dir "$tmp/to16" $bf16 --set training.steps=40
+check "... and trains on (steps 21..40 within 1e-3 of fp32)" close full1-0 to16 1e-3 21 40
+train to32 1 $bf16 --set training.steps=40 --stop-at-step 20 >/dev/null 2>&1
+expect "a bf16 checkpoint resumes in fp32" 0 "resume: loaded .*step-00000020.h5" -- \
+  env RYZEN_RUN_ID=to32 "$bin" $small --run-dir "$tmp/to32" --set training.steps=40 \
+  --set kernels.backend=dnnl
+check "... and trains on (steps 21..40 within 1e-3 of fp32)" close full1-0 to32 1e-3 21 40
 
 echo "# elastic resume: 4 ranks for 20 steps, then 2 ranks"
 train el4 4 --set training.steps=40 --set training.batch_size=4 >/dev/null 2>&1

@@ -60,6 +60,7 @@ struct cfg_training {
     int64_t max_skipped_steps; /* loss guard: skips within skip_window that stop the run */
     int64_t skip_window;  /* loss guard: steps */
     double spike_threshold; /* loss guard: standard deviations; 0 = non-finite steps only */
+    char precision[CFG_STR_MAX]; /* "fp32" | "bf16": the matmuls' operands */
 };
 
 struct cfg_optimizer {

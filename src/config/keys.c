@@ -95,6 +95,10 @@ const struct cfg_key cfg_keys[] = {
     KEY_FLOAT("training.spike_threshold", training.spike_threshold, 0.0, 1e6, 0u, "6",
               "Loss guard: skip a step whose loss or gradient norm exceeds its running mean by "
               "this many standard deviations (and by 10%); 0: skip non-finite steps only."),
+    KEY_ENUM("training.precision", training.precision, "fp32|bf16", "fp32",
+             "bf16: matmul operands rounded to bfloat16, with fp32 sums, fp32 master weights, "
+             "Adam state, reductions and loss; needs a CPU with avx512_bf16 or amx_bf16 for "
+             "kernels.backend dnnl (else exit 64). Checkpoints are fp32 either way."),
 
     KEY_ENUM("optimizer.name", optimizer.name, "adam|adamw", "adam",
              "adam: L2 weight decay in the gradient; adamw: decoupled weight decay."),

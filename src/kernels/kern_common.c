@@ -112,7 +112,38 @@ const char *kern_ctx_isa(const struct kern_ctx *ctx)
     return ctx->ops->isa(ctx);
 }
 
+enum rz_status kern_check_bf16(const struct kern_ctx *ctx, struct rz_err *err)
+{
+    return ctx->ops->check_bf16(ctx, err);
+}
+
+void kern_round_bf16(kern_bf16 *dst, const float *src, int64_t n)
+{
+    assert(n >= 0 && (n == 0 || (dst != NULL && src != NULL)));
+    kern_simd_round_bf16(dst, src, n);
+}
+
 /* ---- op lifecycle -------------------------------------------------------------------------- */
+
+/* ---- profiling ----------------------------------------------------------------------------- */
+
+void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile)
+{
+    ctx->profile = profile;
+}
+
+/* Runs `call` (an execute through the ops table) and, when the context profiles, adds its wall
+ * time and one call to class `cls`. */
+#define TIMED(ctx, cls, call)                                                                     \
+    do {                                                                                          \
+        struct kern_profile *prof_ = (ctx)->profile;                                              \
+        double t0_ = prof_ != NULL ? rz_now() : 0.0;                                              \
+        call;                                                                                     \
+        if (prof_ != NULL) {                                                                      \
+            prof_->seconds[cls] += rz_now() - t0_;                                                \
+            prof_->calls[cls]++;                                                                  \
+        }                                                                                         \
+    } while (0)
 
 /* The body of every x_destroy: the backend state, then the op. */
 static void op_release(void *op, struct kern_ctx *ctx, void *impl)
@@ -169,12 +200,16 @@ enum rz_status kern_matmul_create(struct kern_matmul **out, struct kern_ctx *ctx
     return st;
 }
 
-void kern_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+void kern_matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                      const float *bias)
 {
     assert(op != NULL && c != NULL && a != NULL && b != NULL);
     assert(!op->desc.bias || bias != NULL);
-    op->ctx->ops->matmul_run(op, c, a, b, bias);
+    const struct kern_matmul_desc *d = &op->desc;
+    TIMED(op->ctx, KERN_MATMUL, op->ctx->ops->matmul_run(op, c, a, b, bias));
+    if (op->ctx->profile != NULL)
+        op->ctx->profile->matmul_flops += 2.0 * (double)d->batch * (double)d->m * (double)d->n *
+                                          (double)d->k;
 }
 
 void kern_matmul_destroy(struct kern_matmul *op)
@@ -186,7 +221,8 @@ void kern_matmul_destroy(struct kern_matmul *op)
 /* ---- layer normalization ------------------------------------------------------------------- */
 
 enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ctx *ctx,
-                                     int64_t rows, int64_t cols, float eps, struct rz_err *err)
+                                     int64_t rows, int64_t cols, float eps, bool bf16_out,
+                                     struct rz_err *err)
 {
     *out = NULL;
     const int64_t dims[] = {rows, cols};
@@ -204,6 +240,7 @@ enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ct
     op->rows = rows;
     op->cols = cols;
     op->eps = eps;
+    op->bf16_out = bf16_out;
     enum rz_status st = PLAN(op, layernorm_init);
     if (st != RZ_OK)
         kern_layernorm_destroy(op);
@@ -212,12 +249,12 @@ enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ct
     return st;
 }
 
-void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+void kern_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                             const float *x, const float *gamma, const float *beta)
 {
     assert(op != NULL && y != NULL && mean != NULL && var != NULL && x != NULL);
     assert(gamma != NULL && beta != NULL);
-    op->ctx->ops->layernorm_forward(op, y, mean, var, x, gamma, beta);
+    TIMED(op->ctx, KERN_NORM, op->ctx->ops->layernorm_forward(op, y, mean, var, x, gamma, beta));
 }
 
 void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
@@ -226,8 +263,8 @@ void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma
 {
     assert(op != NULL && dx != NULL && dgamma != NULL && dbeta != NULL && dy != NULL);
     assert(x != NULL && mean != NULL && var != NULL && gamma != NULL);
-    op->ctx->ops->layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma,
-                                     accumulate_dx);
+    TIMED(op->ctx, KERN_NORM, op->ctx->ops->layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean,
+                                                               var, gamma, accumulate_dx));
 }
 
 void kern_layernorm_destroy(struct kern_layernorm *op)
@@ -262,13 +299,13 @@ enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, in
 void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x)
 {
     assert(op != NULL && y != NULL && x != NULL);
-    op->ctx->ops->gelu_forward(op, y, x);
+    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_forward(op, y, x));
 }
 
 void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
 {
     assert(op != NULL && dx != NULL && dy != NULL && x != NULL);
-    op->ctx->ops->gelu_backward(op, dx, dy, x);
+    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_backward(op, dx, dy, x));
 }
 
 void kern_gelu_destroy(struct kern_gelu *op)
@@ -316,14 +353,14 @@ enum rz_status kern_attention_create(struct kern_attention **out, struct kern_ct
 void kern_attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv)
 {
     assert(op != NULL && y != NULL && lse != NULL && qkv != NULL);
-    op->ctx->ops->attention_forward(op, y, lse, qkv);
+    TIMED(op->ctx, KERN_ATTENTION, op->ctx->ops->attention_forward(op, y, lse, qkv));
 }
 
 void kern_attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
                              const float *qkv, const float *y, const float *lse)
 {
     assert(op != NULL && dqkv != NULL && dy != NULL && qkv != NULL && y != NULL && lse != NULL);
-    op->ctx->ops->attention_backward(op, dqkv, dy, qkv, y, lse);
+    TIMED(op->ctx, KERN_ATTENTION, op->ctx->ops->attention_backward(op, dqkv, dy, qkv, y, lse));
 }
 
 void kern_attention_destroy(struct kern_attention *op)
@@ -335,7 +372,7 @@ void kern_attention_destroy(struct kern_attention *op)
 /* ---- cross-entropy ------------------------------------------------------------------------- */
 
 enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, int64_t rows,
-                                int64_t vocab, struct rz_err *err)
+                                int64_t vocab, bool bf16_out, struct rz_err *err)
 {
     *out = NULL;
     const int64_t dims[] = {rows, vocab};
@@ -351,6 +388,7 @@ enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, in
     op->ctx = ctx;
     op->rows = rows;
     op->vocab = vocab;
+    op->bf16_out = bf16_out;
     enum rz_status st = PLAN(op, xent_init);
     if (st != RZ_OK)
         kern_xent_destroy(op);
@@ -374,15 +412,16 @@ void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const 
 {
     assert(op != NULL && losses != NULL && probs != NULL && logits != NULL && targets != NULL);
     assert(targets_in_range(targets, op->rows, op->vocab));
-    op->ctx->ops->xent_forward(op, losses, probs, logits, targets);
+    TIMED(op->ctx, KERN_LOSS, op->ctx->ops->xent_forward(op, losses, probs, logits, targets));
 }
 
-void kern_xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
+void kern_xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
                         const int32_t *targets, float scale)
 {
     assert(op != NULL && dlogits != NULL && probs != NULL && targets != NULL);
     assert(targets_in_range(targets, op->rows, op->vocab));
-    op->ctx->ops->xent_backward(op, dlogits, dbias, probs, targets, scale);
+    TIMED(op->ctx, KERN_LOSS,
+          op->ctx->ops->xent_backward(op, dlogits, dbias, probs, targets, scale));
 }
 
 void kern_xent_destroy(struct kern_xent *op)
@@ -404,7 +443,7 @@ static void fill_pattern(float *x, size_t n)
 }
 
 /* Runs `op` repeatedly for about `seconds` (at least 3 times) and returns the best GFLOP/s. */
-static double best_gflops(struct kern_matmul *op, float *c, const float *a, const float *b,
+static double best_gflops(struct kern_matmul *op, float *c, const void *a, const void *b,
                           double flops, double seconds)
 {
     double best = 0.0;
@@ -420,11 +459,20 @@ static double best_gflops(struct kern_matmul *op, float *c, const float *a, cons
     return best * 1e-9;
 }
 
-enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k,
+/* a (n) = the fill pattern, as floats or rounded to bf16 (through the scratch `tmp`, n floats). */
+static void fill_operand(void *a, float *tmp, size_t n, bool bf16)
+{
+    fill_pattern(bf16 ? tmp : a, n);
+    if (bf16)
+        kern_round_bf16(a, tmp, (int64_t)n);
+}
+
+enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k, bool bf16,
                                  double seconds, double *gflops, struct rz_err *err)
 {
     *gflops = 0.0;
-    const struct kern_matmul_desc d = {.batch = 1, .m = m, .n = n, .k = k, .alpha = 1.0f};
+    const struct kern_matmul_desc d = {.batch = 1, .m = m, .n = n, .k = k, .alpha = 1.0f,
+                                       .bf16 = bf16};
     if (!(seconds >= 0.0) || seconds > 3600.0)
         return rz_fail(err, RZ_ECONFIG, "measure peak: seconds must be in [0, 3600], got %g",
                        seconds);
@@ -432,20 +480,22 @@ enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int
     enum rz_status st = kern_matmul_create(&op, ctx, &d, err);
     if (st != RZ_OK)
         return st;
-    float *a = rz_alloc_aligned((size_t)m * (size_t)k * sizeof(float));
-    float *b = rz_alloc_aligned((size_t)k * (size_t)n * sizeof(float));
-    float *c = rz_alloc_aligned((size_t)m * (size_t)n * sizeof(float));
-    if (a == NULL || b == NULL || c == NULL) {
+    size_t na = (size_t)m * (size_t)k, nb = (size_t)k * (size_t)n, nc = (size_t)m * (size_t)n;
+    size_t nt = bf16 ? (na > nb ? na : nb) : 0;
+    void *a = rz_alloc_aligned(na * sizeof(float)), *b = rz_alloc_aligned(nb * sizeof(float));
+    float *c = rz_alloc_aligned(nc * sizeof(float)), *tmp = rz_alloc_aligned(nt * sizeof(float));
+    if (a == NULL || b == NULL || c == NULL || (nt > 0 && tmp == NULL)) {
         st = rz_fail(err, RZ_ENOMEM, "measure peak: out of memory for a (%" PRId64 ", %" PRId64
                      ") x (%" PRId64 ", %" PRId64 ") matmul", m, k, k, n);
     } else {
-        fill_pattern(a, (size_t)m * (size_t)k);
-        fill_pattern(b, (size_t)k * (size_t)n);
+        fill_operand(a, tmp, na, bf16);
+        fill_operand(b, tmp, nb, bf16);
         *gflops = best_gflops(op, c, a, b, 2.0 * (double)m * (double)n * (double)k, seconds);
     }
     free(a);
     free(b);
     free(c);
+    free(tmp);
     kern_matmul_destroy(op);
     return st;
 }

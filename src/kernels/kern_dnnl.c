@@ -8,7 +8,9 @@
  * (gelu_erf) and the plain row softmax are oneDNN primitives; the causal softmax and the softmax
  * cross-entropy are our own row kernels (kern_simd.c).
  *
- * Deliberately not here: reduced precision (bf16), argument validation (kern_common.c), and
+ * Matmuls run in fp32 or, with desc.bf16, on bf16 operands with fp32 sums (AMX or avx512_bf16;
+ * check_bf16 refuses a CPU without them).  Deliberately not here: argument validation
+ * (kern_common.c), the attention in bf16 (its matmuls are a few percent of the flops), and
  * error reporting from the execute path: an execute failure after a successful create is a
  * programming error and is caught by assert(). */
 #include "config.h"
@@ -125,6 +127,19 @@ static const char *isa(const struct kern_ctx *ctx)
     case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
     default: return "unknown (oneDNN)";
     }
+}
+
+/* bf16 matmuls run natively from avx512_core_bf16 on (the ISA values are nested bit masks);
+ * below it oneDNN would emulate them slowly, which we refuse rather than hide. */
+static enum rz_status check_bf16(const struct kern_ctx *ctx, struct rz_err *err)
+{
+    unsigned have = (unsigned)dnnl_get_effective_cpu_isa(), need = dnnl_cpu_isa_avx512_core_bf16;
+    if ((have & need) == need)
+        return RZ_OK;
+    return rz_fail(err, RZ_ECONFIG, "training.precision bf16 needs a CPU with avx512_bf16 or "
+                   "amx_bf16 (oneDNN ISA avx512_core_bf16 or avx512_core_amx); oneDNN runs %s "
+                   "here (a CPU without them, or ONEDNN_MAX_CPU_ISA below them): use "
+                   "training.precision fp32", isa(ctx));
 }
 
 /* ---- primitives: the generic builder; create once, execute many ---------------------------- */
@@ -280,15 +295,15 @@ static struct prim *prim_of(void *impl, int i)
 /* Logical (batch, rows, cols), or (rows, cols) when nd == 2, stored row-major as (rows, cols) or,
  * when trans, as (cols, rows): the transpose is expressed by the strides alone. */
 static dnnl_status_t md_matrix(dnnl_memory_desc_t *md, int nd, int64_t batch, int64_t rows,
-                               int64_t cols, bool trans)
+                               int64_t cols, bool trans, dnnl_data_type_t dt)
 {
     int64_t row_stride = trans ? 1 : cols, col_stride = trans ? rows : 1;
     if (nd == 2) {
         dnnl_dims_t dims = {rows, cols}, strides = {row_stride, col_stride};
-        return dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides);
+        return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides);
     }
     dnnl_dims_t dims = {batch, rows, cols}, strides = {rows * cols, row_stride, col_stride};
-    return dnnl_memory_desc_init_by_strides(md, 3, dims, dnnl_f32, strides);
+    return dnnl_memory_desc_init_by_strides(md, 3, dims, dt, strides);
 }
 
 /* alpha is an output scale; oneDNN v2 applies it to the bias too, so with alpha != 1 the bias
@@ -335,10 +350,13 @@ static enum rz_status matmul_init(struct kern_matmul *op, struct rz_err *err)
     dnnl_memory_desc_t src, wei, bias, dst;
     dnnl_matmul_desc_t md;
     int nd = d->batch == 1 ? 2 : 3;
-    DNNL_CHECK(md_matrix(&src, nd, d->batch, d->m, d->k, d->trans_a));
-    DNNL_CHECK(md_matrix(&wei, nd, d->batch, d->k, d->n, d->trans_b));
-    DNNL_CHECK(md_matrix(&bias, nd, 1, 1, d->n, false));
-    DNNL_CHECK(md_matrix(&dst, nd, d->batch, d->m, d->n, false));
+    dnnl_data_type_t in = d->bf16 ? dnnl_bf16 : dnnl_f32;
+    if (d->bf16 && (st = check_bf16(op->ctx, err)) != RZ_OK)
+        return st;
+    DNNL_CHECK(md_matrix(&src, nd, d->batch, d->m, d->k, d->trans_a, in));
+    DNNL_CHECK(md_matrix(&wei, nd, d->batch, d->k, d->n, d->trans_b, in));
+    DNNL_CHECK(md_matrix(&bias, nd, 1, 1, d->n, false, dnnl_f32));
+    DNNL_CHECK(md_matrix(&dst, nd, d->batch, d->m, d->n, false, dnnl_f32));
     bool prim_bias = d->bias && d->alpha == 1.0f;
     DNNL_CHECK(dnnl_matmul_desc_init(&md, &src, &wei, prim_bias ? &bias : NULL, &dst));
     if ((st = matmul_attr(&attr, d, &bias, what, err)) != RZ_OK)
@@ -352,7 +370,7 @@ cleanup:
     return st;
 }
 
-static void matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+static void matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                        const float *bias)
 {
     struct prim *pr = prim_of(op->impl, 0);
@@ -629,7 +647,7 @@ static enum rz_status xent_init(struct kern_xent *op, struct rz_err *err)
     return state_alloc(&op->impl, 0, (size_t)kern_simd_xent_scratch(op), what, err);
 }
 
-static void xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
+static void xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
                           const int32_t *targets, float scale)
 {
     kern_simd_xent_backward(op, ((struct prims *)op->impl)->buf, dlogits, dbias, probs, targets,
@@ -643,6 +661,7 @@ const struct kern_ops kern_dnnl_ops = {
     .ctx_init = ctx_init,
     .ctx_fini = ctx_fini,
     .isa = isa,
+    .check_bf16 = check_bf16,
     .op_free = prims_free,
     .matmul_init = matmul_init,
     .matmul_run = matmul_run,

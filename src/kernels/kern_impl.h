@@ -24,6 +24,7 @@ struct kern_ctx {
     enum kern_backend backend;
     const struct kern_ops *ops;
     void *impl;                 /* backend state (oneDNN: engine + stream); NULL for ref */
+    struct kern_profile *profile; /* borrowed; NULL: not profiling */
 };
 
 struct kern_matmul {
@@ -36,6 +37,7 @@ struct kern_layernorm {
     struct kern_ctx *ctx;
     int64_t rows, cols;
     float eps;
+    bool bf16_out;            /* the forward writes y as kern_bf16 */
     void *impl;
 };
 
@@ -55,6 +57,7 @@ struct kern_attention {
 struct kern_xent {
     struct kern_ctx *ctx;
     int64_t rows, vocab;
+    bool bf16_out;            /* the backward writes dlogits as kern_bf16 */
     void *impl;
 };
 
@@ -66,14 +69,15 @@ struct kern_ops {
     enum rz_status (*ctx_init)(struct kern_ctx *ctx, struct rz_err *err); /* may be NULL */
     void (*ctx_fini)(struct kern_ctx *ctx);                               /* may be NULL */
     const char *(*isa)(const struct kern_ctx *ctx);
+    enum rz_status (*check_bf16)(const struct kern_ctx *ctx, struct rz_err *err);
     void (*op_free)(void *impl); /* releases the state any x_init left in op->impl */
 
     enum rz_status (*matmul_init)(struct kern_matmul *op, struct rz_err *err);
-    void (*matmul_run)(struct kern_matmul *op, float *c, const float *a, const float *b,
+    void (*matmul_run)(struct kern_matmul *op, float *c, const void *a, const void *b,
                        const float *bias);
 
     enum rz_status (*layernorm_init)(struct kern_layernorm *op, struct rz_err *err);
-    void (*layernorm_forward)(struct kern_layernorm *op, float *y, float *mean, float *var,
+    void (*layernorm_forward)(struct kern_layernorm *op, void *y, float *mean, float *var,
                               const float *x, const float *gamma, const float *beta);
     void (*layernorm_backward)(struct kern_layernorm *op, float *dx, float *dgamma,
                                float *dbeta, const float *dy, const float *x, const float *mean,
@@ -91,7 +95,7 @@ struct kern_ops {
     enum rz_status (*xent_init)(struct kern_xent *op, struct rz_err *err);
     void (*xent_forward)(struct kern_xent *op, float *losses, float *probs, const float *logits,
                          const int32_t *targets);
-    void (*xent_backward)(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
+    void (*xent_backward)(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
                           const int32_t *targets, float scale);
 };
 
@@ -102,7 +106,7 @@ extern const struct kern_ops kern_dnnl_ops; /* kern_dnnl.c */
 
 /* Layer normalization, with the signatures of kernels.h; the backward's column sums go through
  * `scratch` (kern_simd_layernorm_scratch floats). */
-void kern_simd_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+void kern_simd_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                                  const float *x, const float *gamma, const float *beta);
 int64_t kern_simd_layernorm_scratch(const struct kern_layernorm *op);
 void kern_simd_layernorm_backward(struct kern_layernorm *op, float *scratch, float *dx,
@@ -115,7 +119,7 @@ void kern_simd_xent_forward(struct kern_xent *op, float *losses, float *probs,
                             const float *logits, const int32_t *targets);
 /* The backward's column sums go through `scratch` (kern_simd_xent_scratch floats). */
 int64_t kern_simd_xent_scratch(const struct kern_xent *op);
-void kern_simd_xent_backward(struct kern_xent *op, float *scratch, float *dlogits, float *dbias,
+void kern_simd_xent_backward(struct kern_xent *op, float *scratch, void *dlogits, float *dbias,
                              const float *probs, const int32_t *targets, float scale);
 
 /* The row steps of the blocked attention (kern_dnnl.c runs the tile matmuls between them).  A
@@ -142,6 +146,10 @@ void kern_simd_attn_probs(const struct kern_attention *op, float *s, const float
 /* Backward: d scores in place of dp: ds = p * (dp - delta) (B, H, T). */
 void kern_simd_attn_dscores(const struct kern_attention *op, float *dp, const float *p,
                             const float *delta, int64_t q0, int64_t bq, int64_t k0, int64_t bk);
+
+/* kern_round_bf16's loop (shared by both backends), and its one value. */
+void kern_simd_round_bf16(kern_bf16 *dst, const float *src, int64_t n);
+kern_bf16 kern_simd_bf16(float f);
 
 /* The vectorized exp of those kernels: y[i] = exp(x[i]) with relative error < 1e-6 for normal
  * results; results below FLT_MIN are flushed to 0.  Exposed so the tests can check its accuracy

@@ -27,17 +27,29 @@ static enum rz_status matmul_init(struct kern_matmul *op, struct rz_err *err)
     return RZ_OK;
 }
 
+/* Element i of a matmul operand: a float, or a bf16 (exact in double: its bits are the upper
+ * half of a float's). */
+static double operand(const void *x, int64_t i, bool bf16)
+{
+    if (!bf16)
+        return (double)((const float *)x)[i];
+    uint32_t bits = (uint32_t)((const kern_bf16 *)x)[i] << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return (double)f;
+}
+
 /* ref_b (k, n) = op(B_b) in double, so the inner loop below is contiguous for both layouts. */
-static void widen_b(double *ref_b, const float *b, const struct kern_matmul_desc *d)
+static void widen_b(double *ref_b, const void *b, const struct kern_matmul_desc *d)
 {
     for (int64_t p = 0; p < d->k; p++) {
         for (int64_t j = 0; j < d->n; j++)
-            ref_b[p * d->n + j] = d->trans_b ? b[j * d->k + p] : b[p * d->n + j];
+            ref_b[p * d->n + j] = operand(b, d->trans_b ? j * d->k + p : p * d->n + j, d->bf16);
     }
 }
 
 /* C_b (m, n) = alpha * op(A_b) (m, k) @ ref_b (k, n) [+ bias (n)] [+ C_b], row by row. */
-static void matmul_one(struct kern_matmul *op, float *c, const float *a, const float *bias)
+static void matmul_one(struct kern_matmul *op, float *c, const void *a, const float *bias)
 {
     const struct kern_matmul_desc *d = &op->desc;
     const double *ref_b = op->impl;
@@ -46,7 +58,7 @@ static void matmul_one(struct kern_matmul *op, float *c, const float *a, const f
         for (int64_t j = 0; j < d->n; j++)
             acc[j] = 0.0;
         for (int64_t p = 0; p < d->k; p++) {
-            double aip = d->trans_a ? (double)a[p * d->m + i] : (double)a[i * d->k + p];
+            double aip = operand(a, d->trans_a ? p * d->m + i : i * d->k + p, d->bf16);
             const double *brow = ref_b + p * d->n;
             for (int64_t j = 0; j < d->n; j++)
                 acc[j] += aip * brow[j];
@@ -62,19 +74,30 @@ static void matmul_one(struct kern_matmul *op, float *c, const float *a, const f
     }
 }
 
-static void matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+static void matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                        const float *bias)
 {
     const struct kern_matmul_desc *d = &op->desc;
+    const size_t size = d->bf16 ? sizeof(kern_bf16) : sizeof(float);
     for (int64_t bi = 0; bi < d->batch; bi++) {
-        widen_b(op->impl, b + bi * d->k * d->n, d);
-        matmul_one(op, c + bi * d->m * d->n, a + bi * d->m * d->k, bias);
+        widen_b(op->impl, (const char *)b + (size_t)(bi * d->k * d->n) * size, d);
+        matmul_one(op, c + bi * d->m * d->n, (const char *)a + (size_t)(bi * d->m * d->k) * size,
+                   bias);
     }
 }
 
 /* ---- layer normalization ------------------------------------------------------------------- */
 
-static void layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+/* y[i] = v, as a float or rounded to bf16. */
+static void store(void *y, int64_t i, float v, bool bf16)
+{
+    if (bf16)
+        ((kern_bf16 *)y)[i] = kern_simd_bf16(v);
+    else
+        ((float *)y)[i] = v;
+}
+
+static void layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                               const float *x, const float *gamma, const float *beta)
 {
     const int64_t cols = op->cols;
@@ -90,7 +113,8 @@ static void layernorm_forward(struct kern_layernorm *op, float *y, float *mean, 
         double rstd = 1.0 / sqrt(v + (double)op->eps);
         for (int64_t j = 0; j < cols; j++) {
             double xhat = ((double)xr[j] - mu) * rstd;
-            y[r * cols + j] = (float)(xhat * (double)gamma[j] + (double)beta[j]);
+            store(y, r * cols + j, (float)(xhat * (double)gamma[j] + (double)beta[j]),
+                  op->bf16_out);
         }
         mean[r] = (float)mu;
         var[r] = (float)v;
@@ -301,21 +325,27 @@ static void xent_forward(struct kern_xent *op, float *losses, float *probs,
     }
 }
 
-static void xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
+/* d loss / d logit (r, j), before any rounding. */
+static float xent_grad(const struct kern_xent *op, const float *probs, const int32_t *targets,
+                       float scale, int64_t r, int64_t j)
+{
+    double onehot = j == targets[r] ? 1.0 : 0.0;
+    return (float)((double)scale * ((double)probs[r * op->vocab + j] - onehot));
+}
+
+static void xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
                           const int32_t *targets, float scale)
 {
     const int64_t v = op->vocab;
-    for (int64_t r = 0; r < op->rows; r++) {
-        for (int64_t j = 0; j < v; j++) {
-            double onehot = j == targets[r] ? 1.0 : 0.0;
-            dlogits[r * v + j] = (float)((double)scale * ((double)probs[r * v + j] - onehot));
-        }
-    }
-    for (int64_t j = 0; dbias != NULL && j < v; j++) {
+    for (int64_t j = 0; dbias != NULL && j < v; j++) { /* first: dlogits may alias probs */
         double s = 0.0;
         for (int64_t r = 0; r < op->rows; r++)
-            s += (double)dlogits[r * v + j];
+            s += (double)xent_grad(op, probs, targets, scale, r, j);
         dbias[j] = (float)((double)dbias[j] + s);
+    }
+    for (int64_t r = 0; r < op->rows; r++) {
+        for (int64_t j = 0; j < v; j++)
+            store(dlogits, r * v + j, xent_grad(op, probs, targets, scale, r, j), op->bf16_out);
     }
 }
 
@@ -327,9 +357,17 @@ static const char *isa(const struct kern_ctx *ctx)
     return "reference C";
 }
 
+/* bf16 is emulated: operands are rounded by the caller and multiplied exactly in double. */
+static enum rz_status check_bf16(const struct kern_ctx *ctx, struct rz_err *err)
+{
+    (void)ctx, (void)err;
+    return RZ_OK;
+}
+
 const struct kern_ops kern_ref_ops = {
     .name = "ref",
     .isa = isa,
+    .check_bf16 = check_bf16,
     .op_free = free,
     .matmul_init = matmul_init,
     .matmul_run = matmul_run,

@@ -55,6 +55,24 @@ static inline float exp_approx(float x)
     return x < lo ? 0.0f : (x == x ? e : x);
 }
 
+/* Round to nearest, ties to even, on the bits: add 0x7fff plus the lowest kept bit and cut.  A
+ * NaN keeps its sign and upper payload and is made quiet (the cut could leave an infinity). */
+static inline kern_bf16 bf16_rne(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (kern_bf16)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
+}
+
+/* dst (n) = src rounded to bf16 */
+static inline void round_row(kern_bf16 *dst, const float *src, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = bf16_rne(src[i]);
+}
+
 KERN_CLONES static void exp_row(float *y, const float *x, int64_t n)
 {
 #pragma omp simd
@@ -132,23 +150,45 @@ KERN_CLONES static void xent_forward_rows(float *losses, float *probs, const flo
     }
 }
 
-/* Rows [r0, r1): dlogits = scale * (probs - onehot(targets)); dlogits may alias probs.  With
- * psum, psum (v) = the column sums of those rows of dlogits. */
-KERN_CLONES static void xent_backward_rows(float *dlogits, float *psum, const float *probs,
-                                           const int32_t *targets, float scale, int64_t r0,
-                                           int64_t r1, int64_t v)
+/* Row piece [j0, j0 + n) of dlogits = scale * (p - onehot(t)) into d, added into psum when
+ * `sum`.  Inlined with constant flags: one branch-free loop per case; the index is 32-bit (the
+ * vocab fits int32_t) so the compare has the float lanes' width. */
+static inline __attribute__((always_inline)) void xent_grad(float *d, float *psum, const float *p,
+                                                            int32_t t, float scale, int32_t j0,
+                                                            int32_t n, const bool sum)
+{
+#pragma omp simd
+    for (int32_t j = 0; j < n; j++) {
+        float g = scale * (p[j] - (j0 + j == t ? 1.0f : 0.0f)); /* p - 0 is p: exact */
+        if (sum)
+            psum[j] += g;
+        d[j] = g;
+    }
+}
+
+/* The bf16 rows go through this many floats on the stack, then are rounded. */
+#define XENT_PIECE 1024
+
+KERN_CLONES static void xent_backward_rows(void *dlogits, bool bf16, float *psum,
+                                           const float *probs, const int32_t *targets,
+                                           float scale, int64_t r0, int64_t r1, int64_t v)
 {
     if (psum != NULL)
         memset(psum, 0, (size_t)v * sizeof *psum);
+    float piece[XENT_PIECE];
     for (int64_t r = r0; r < r1; r++) {
-        float pt = probs[r * v + targets[r]], *d = dlogits + r * v;
-        scale_row(d, probs + r * v, v, scale);
-        d[targets[r]] = scale * (pt - 1.0f);
-        if (psum == NULL)
-            continue;
-#pragma omp simd
-        for (int64_t j = 0; j < v; j++)
-            psum[j] += d[j];
+        const float *p = probs + r * v;
+        int32_t t = targets[r];
+        for (int32_t j0 = 0; j0 < (int32_t)v; j0 += XENT_PIECE) {
+            int32_t n = (int32_t)v - j0 < XENT_PIECE ? (int32_t)v - j0 : XENT_PIECE;
+            float *d = bf16 ? piece : (float *)dlogits + r * v + j0;
+            if (psum != NULL)
+                xent_grad(d, psum + j0, p + j0, t, scale, j0, n, true);
+            else
+                xent_grad(d, NULL, p + j0, t, scale, j0, n, false);
+            if (bf16)
+                round_row((kern_bf16 *)dlogits + r * v + j0, piece, n);
+        }
     }
 }
 
@@ -194,11 +234,12 @@ int64_t kern_simd_xent_scratch(const struct kern_xent *op)
     return (op->rows + ROW_CHUNK - 1) / ROW_CHUNK * op->vocab;
 }
 
-void kern_simd_xent_backward(struct kern_xent *op, float *scratch, float *dlogits, float *dbias,
+void kern_simd_xent_backward(struct kern_xent *op, float *scratch, void *dlogits, float *dbias,
                              const float *probs, const int32_t *targets, float scale)
 {
     const int64_t v = op->vocab;
-    FOR_ROW_CHUNKS(op->rows, xent_backward_rows(dlogits, dbias ? scratch + r0 / ROW_CHUNK * v : NULL,
+    FOR_ROW_CHUNKS(op->rows, xent_backward_rows(dlogits, op->bf16_out,
+                                                dbias ? scratch + r0 / ROW_CHUNK * v : NULL,
                                                 probs, targets, scale, r0, r1, v));
     if (dbias != NULL)
         sum_partials(dbias, scratch, (op->rows + ROW_CHUNK - 1) / ROW_CHUNK, v);
@@ -337,14 +378,15 @@ void kern_simd_attn_dscores(const struct kern_attention *op, float *dp, const fl
  * dbeta = sum dy go into one partial row pair per chunk of ROW_CHUNK rows, which are then added
  * up in chunk order: deterministic and independent of the thread count. */
 
-KERN_CLONES static void ln_forward_rows(const struct kern_layernorm *op, float *y, float *mean,
+KERN_CLONES static void ln_forward_rows(const struct kern_layernorm *op, void *y, float *mean,
                                         float *var, const float *x, const float *gamma,
                                         const float *beta, int64_t r0, int64_t r1)
 {
     const int64_t n = op->cols;
     for (int64_t r = r0; r < r1; r++) {
         const float *xr = x + r * n;
-        float *yr = y + r * n;
+        float *yr = (float *)y + r * n;
+        kern_bf16 *hr = (kern_bf16 *)y + r * n;
         float s = 0.0f, v = 0.0f;
 #pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < n; j++)
@@ -355,9 +397,15 @@ KERN_CLONES static void ln_forward_rows(const struct kern_layernorm *op, float *
             v += (xr[j] - mu) * (xr[j] - mu);
         v /= (float)n;
         float rstd = 1.0f / sqrtf(v + op->eps);
+        if (op->bf16_out) {
 #pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            yr[j] = (xr[j] - mu) * rstd * gamma[j] + beta[j];
+            for (int64_t j = 0; j < n; j++)
+                hr[j] = bf16_rne((xr[j] - mu) * rstd * gamma[j] + beta[j]);
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++)
+                yr[j] = (xr[j] - mu) * rstd * gamma[j] + beta[j];
+        }
         mean[r] = mu;
         var[r] = v;
     }
@@ -396,7 +444,7 @@ KERN_CLONES static void ln_backward_rows(const struct kern_layernorm *op, float 
     }
 }
 
-void kern_simd_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+void kern_simd_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                                  const float *x, const float *gamma, const float *beta)
 {
     FOR_ROW_CHUNKS(op->rows, ln_forward_rows(op, y, mean, var, x, gamma, beta, r0, r1));
@@ -419,4 +467,29 @@ void kern_simd_layernorm_backward(struct kern_layernorm *op, float *scratch, flo
                                               accumulate_dx, r0, r1));
     sum_partials(dgamma, pg, chunks, n);
     sum_partials(dbeta, pb, chunks, n);
+}
+
+/* ---- rounding to bfloat16 ------------------------------------------------------------------ */
+
+KERN_CLONES static void round_bf16_range(kern_bf16 *dst, const float *src, int64_t i0, int64_t i1)
+{
+    round_row(dst + i0, src + i0, i1 - i0);
+}
+
+/* Elements per parallel block: large enough that the fork costs nothing. */
+#define BF16_BLOCK 16384
+
+kern_bf16 kern_simd_bf16(float f)
+{
+    return bf16_rne(f);
+}
+
+void kern_simd_round_bf16(kern_bf16 *dst, const float *src, int64_t n)
+{
+    int64_t blocks = (n + BF16_BLOCK - 1) / BF16_BLOCK;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t end = (b + 1) * BF16_BLOCK;
+        round_bf16_range(dst, src, b * BF16_BLOCK, end < n ? end : n);
+    }
 }

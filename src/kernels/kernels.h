@@ -33,37 +33,72 @@ enum kern_backend kern_ctx_backend(const struct kern_ctx *ctx);
 /* Human-readable instruction set in use ("avx512_core", "reference C", ...). */
 const char *kern_ctx_isa(const struct kern_ctx *ctx);
 
+/* ---- profiling: wall time per op class (ryzen-train --profile) ----------------------------
+ * With a profile attached, every op executed on the context adds its wall time and one call to
+ * its class (kernels run synchronously, so the times are the ops' own), and every matmul its
+ * flops (2 batch m n k).  The caller owns the profile; NULL detaches it.  Off by default: then
+ * no clock is read. */
+enum kern_class { KERN_MATMUL, KERN_ATTENTION, KERN_NORM, KERN_LOSS, KERN_OTHER, KERN_CLASSES };
+struct kern_profile {
+    double seconds[KERN_CLASSES];
+    int64_t calls[KERN_CLASSES];
+    double matmul_flops;
+};
+void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile);
+
+/* ---- bfloat16 ------------------------------------------------------------------------------
+ * bf16 is the upper half of an fp32: sign, 8 exponent bits, 7 mantissa bits.  Matmuls with
+ * desc.bf16 read bf16 operands that the caller rounded with kern_round_bf16; everything else
+ * (outputs, sums, the other ops) stays fp32. */
+typedef uint16_t kern_bf16;
+
+/* dst (n) = src rounded to the nearest bf16, ties to even; NaN stays NaN, overflow gives inf.
+ * Bit-identical on every backend, ISA and thread count. */
+void kern_round_bf16(kern_bf16 *dst, const float *src, int64_t n);
+
+/* RZ_OK if this context runs bf16 matmuls natively: the reference backend emulates them
+ * anywhere; the oneDNN backend needs its avx512_core_bf16 or avx512_core_amx ISA (CPU flags
+ * avx512_bf16 or amx_bf16).  Otherwise RZ_ECONFIG naming the missing ISA: there is no silent
+ * fallback to oneDNN's slow bf16 emulation. */
+enum rz_status kern_check_bf16(const struct kern_ctx *ctx, struct rz_err *err);
+
 /* ---- matmul -------------------------------------------------------------------------------
  * For each b in [0, batch):
  *     C_b (m, n) = alpha * op(A_b) @ op(B_b)  [+ bias (n), broadcast over rows]  [+ C_b]
  * op(A_b) is (m, k): A_b is stored (m, k), or (k, m) when trans_a.
  * op(B_b) is (k, n): B_b is stored (k, n), or (n, k) when trans_b.
  * Batches are dense and contiguous: A_b = A + b*m*k, B_b = B + b*k*n, C_b = C + b*m*n.
- * `accumulate` adds into C (used for gradient accumulation); otherwise C is overwritten. */
+ * `accumulate` adds into C (used for gradient accumulation); otherwise C is overwritten.
+ * A and B are float, or kern_bf16 with `bf16` (products summed in fp32 by oneDNN, in double by
+ * the reference); C and the bias are always float. */
 struct kern_matmul_desc {
     int64_t batch, m, n, k;
     bool trans_a, trans_b;
     float alpha;
     bool bias;
     bool accumulate;
+    bool bf16;
 };
 
 struct kern_matmul;
 enum rz_status kern_matmul_create(struct kern_matmul **out, struct kern_ctx *ctx,
                                   const struct kern_matmul_desc *desc, struct rz_err *err);
-void kern_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+void kern_matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                      const float *bias);
 void kern_matmul_destroy(struct kern_matmul *op);
 
 /* ---- layer normalization over the last dimension -------------------------------------------
- * forward:  y (rows, cols) = (x - mean) / sqrt(var + eps) * gamma + beta;  mean, var (rows)
+ * forward:  y (rows, cols) = (x - mean) / sqrt(var + eps) * gamma + beta;  mean, var (rows);
+ *           y is float, or with bf16_out kern_bf16 (rounded as by kern_round_bf16: the operand
+ *           of a bf16 matmul, written in the same pass)
  * backward: from dy, x and the saved mean and var: dgamma (cols) and dbeta (cols) ADD the
  *           parameter gradients; dx (rows, cols) is overwritten with the input gradient, or,
  *           with accumulate_dx, has it added (a residual stream's gradient in one pass). */
 struct kern_layernorm;
 enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ctx *ctx,
-                                     int64_t rows, int64_t cols, float eps, struct rz_err *err);
-void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+                                     int64_t rows, int64_t cols, float eps, bool bf16_out,
+                                     struct rz_err *err);
+void kern_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                             const float *x, const float *gamma, const float *beta);
 void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
                              const float *dy, const float *x, const float *mean, const float *var,
@@ -104,22 +139,24 @@ void kern_attention_destroy(struct kern_attention *op);
  * logits (rows, vocab), targets (rows) in [0, vocab).
  * forward:  losses[r] = -log softmax(logits_r)[targets[r]]  (rows); probs (rows, vocab) =
  *           softmax(logits) (probs may alias logits: computed in place)
- * backward: dlogits (rows, vocab) = scale * (probs - onehot(targets)), overwritten (may alias
- *           probs); unless dbias is NULL, dbias (vocab) += the column sums of dlogits (the
- *           gradient of the bias of the layer that made the logits, in the same pass) */
+ * backward: dlogits (rows, vocab) = scale * (probs - onehot(targets)), overwritten; float (may
+ *           alias probs), or with bf16_out kern_bf16 (rounded as by kern_round_bf16, for a bf16
+ *           matmul); unless dbias is NULL, dbias (vocab) += the column sums of dlogits before
+ *           rounding (the gradient of the bias of the layer that made the logits, same pass) */
 struct kern_xent;
 enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, int64_t rows,
-                                int64_t vocab, struct rz_err *err);
+                                int64_t vocab, bool bf16_out, struct rz_err *err);
 void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const float *logits,
                        const int32_t *targets);
-void kern_xent_backward(struct kern_xent *op, float *dlogits, float *dbias, const float *probs,
+void kern_xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
                         const int32_t *targets, float scale);
 void kern_xent_destroy(struct kern_xent *op);
 
 /* ---- measured peak ---------------------------------------------------------------------------
- * Time a (m, k) x (k, n) matmul on this backend for about `seconds` and report the best
- * sustained GFLOP/s: the denominator of MFU (measured on this machine, not a vendor table). */
-enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k,
+ * Time a (m, k) x (k, n) matmul (with bf16 operands when bf16) on this backend for about
+ * `seconds` and report the best sustained GFLOP/s: the denominator of MFU (measured on this
+ * machine, not a vendor table). */
+enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k, bool bf16,
                                  double seconds, double *gflops, struct rz_err *err);
 
 #endif

@@ -41,17 +41,18 @@ RZ_SIMD_CLONES static void bias_grad(float *db, const float *dy, int64_t rows, i
 /* ---- linear ----------------------------------------------------------------------------------- */
 
 enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows, int64_t in,
-                           int64_t out, struct rz_err *err)
+                           int64_t out, bool bf16, struct rz_err *err)
 {
     memset(l, 0, sizeof *l);
     l->rows = rows;
     l->in = in;
     l->out = out;
     struct kern_matmul_desc fwd = {.batch = 1, .m = rows, .n = out, .k = in, .trans_b = true,
-                                   .alpha = 1.0f, .bias = true};
-    struct kern_matmul_desc bx = {.batch = 1, .m = rows, .n = in, .k = out, .alpha = 1.0f};
+                                   .alpha = 1.0f, .bias = true, .bf16 = bf16};
+    struct kern_matmul_desc bx = {.batch = 1, .m = rows, .n = in, .k = out, .alpha = 1.0f,
+                                  .bf16 = bf16};
     struct kern_matmul_desc bw = {.batch = 1, .m = out, .n = in, .k = rows, .trans_a = true,
-                                  .alpha = 1.0f, .accumulate = true};
+                                  .alpha = 1.0f, .accumulate = true, .bf16 = bf16};
     enum rz_status st = kern_matmul_create(&l->fwd, ctx, &fwd, err);
     if (st == RZ_OK)
         st = kern_matmul_create(&l->bwd_x, ctx, &bx, err);
@@ -70,17 +71,17 @@ void linear_free(struct linear *l)
     l->fwd = l->bwd_x = l->bwd_w = NULL;
 }
 
-void linear_forward(struct linear *l, float *y, const float *x, const float *w, const float *b)
+void linear_forward(struct linear *l, float *y, const void *x, const void *w, const float *b)
 {
     kern_matmul_run(l->fwd, y, x, w, b);
 }
 
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
-                     const float *x, const float *w)
+                     const void *dy_mm, const void *x, const void *w)
 {
     if (dx != NULL)
-        kern_matmul_run(l->bwd_x, dx, dy, w, NULL);
-    kern_matmul_run(l->bwd_w, dw, dy, x, NULL);
+        kern_matmul_run(l->bwd_x, dx, dy_mm, w, NULL);
+    kern_matmul_run(l->bwd_w, dw, dy_mm, x, NULL);
     if (db != NULL)
         bias_grad(db, dy, l->rows, l->out);
 }

@@ -12,7 +12,9 @@
 #include "core/status.h"
 #include "kernels/kernels.h"
 
-/* ---- linear: y (N, out) = x (N, in) @ w^T + b,  w (out, in), b (out) ---------------------- */
+/* ---- linear: y (N, out) = x (N, in) @ w^T + b,  w (out, in), b (out) ----------------------
+ * The matmuls' operands x, w and dy_mm are float, or kern_bf16 for a layer made with bf16 (the
+ * caller rounds them with kern_round_bf16); y, b, dx, dw, db and dy are always float. */
 struct linear {
     int64_t rows, in, out;
     struct kern_matmul *fwd;   /* y = x w^T + b */
@@ -20,13 +22,14 @@ struct linear {
     struct kern_matmul *bwd_w; /* dw += dy^T x */
 };
 enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows, int64_t in,
-                           int64_t out, struct rz_err *err);
+                           int64_t out, bool bf16, struct rz_err *err);
 void linear_free(struct linear *l);
-void linear_forward(struct linear *l, float *y, const float *x, const float *w, const float *b);
-/* dx may be NULL (not needed); dw, db accumulate; db may be NULL when the bias gradient is summed
+void linear_forward(struct linear *l, float *y, const void *x, const void *w, const float *b);
+/* dy feeds the bias gradient, dy_mm (dy itself or its bf16 rounding) the matmuls.  dx may be NULL
+ * (not needed); dw, db accumulate; db (and then dy) may be NULL when the bias gradient is summed
  * elsewhere (the cross-entropy sums the head's in its own pass). */
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
-                     const float *x, const float *w);
+                     const void *dy_mm, const void *x, const void *w);
 
 /* ---- token + position embedding: x (B, T, C) = wte[tokens] + wpe[t] ------------------------ */
 void embedding_forward(float *x, const int32_t *tokens, const float *wte, const float *wpe,

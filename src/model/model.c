@@ -1,8 +1,9 @@
 /* model.c: the transformer LM (see model.h): descriptor table, the one parameter / gradient /
  * activation buffers with their views, gradient segments (ZeRO-2), activation recomputation by
  * block, dropout, and the forward and backward passes, which read like the math, one layer call
- * per line.  Mixed precision is deliberately not implemented here: fp32 everywhere keeps resume
- * bit-exact and the tests simple. */
+ * per line.  Mixed precision is bf16 matmul operands only (fp32 master weights, sums, LayerNorm,
+ * attention, loss and optimizer); the rounding is deterministic, so resume stays bit-exact in
+ * either precision. */
 #include "config.h"
 
 #include "model/model.h"
@@ -41,21 +42,26 @@ struct param_views {
  * this for the block being recomputed (carve_block lays one out anywhere). */
 struct block_acts {
     float *x;                 /* (N, C) residual stream entering the block */
-    float *ln1, *ln1_mean, *ln1_var;   /* (N, C), (N), (N) */
+    float *ln1, *ln1_mean, *ln1_var;   /* (N, C) (fp32 mode only: see ln1_h), (N), (N) */
     float *qkv;               /* (N, 3C) q | k | v, read in place by the attention */
     float *atty;              /* (N, C) attention output before the projection */
     float *lse;               /* (B, H, T) log-sum-exp of the attention rows */
     float *x2;                /* (N, C) residual stream after attention */
-    float *ln2, *ln2_mean, *ln2_var;   /* (N, C), (N), (N) */
+    float *ln2, *ln2_mean, *ln2_var;   /* (N, C) (fp32 mode only), (N), (N) */
     float *fc;                /* (N, F) before GELU */
     float *fcg;               /* (N, F) after GELU */
+    /* bf16 mode only (else NULL): the matmul inputs, rounded, which the backward reads again;
+     * the LayerNorms write theirs directly, so ln1 and ln2 have no fp32 copy then */
+    kern_bf16 *ln1_h, *atty_h, *ln2_h; /* (N, C) */
+    kern_bf16 *fcg_h;                   /* (N, F) */
 };
 
 struct acts {
     struct block_acts *blocks; /* L of them */
     float *x_out;             /* (N, C) residual stream after the last block */
-    float *lnf, *lnf_mean, *lnf_var;
-    float *probs;             /* (N, V) logits, then probabilities, then d logits */
+    float *lnf, *lnf_mean, *lnf_var;   /* lnf: fp32 mode only (lnf_h in bf16 mode) */
+    float *probs;             /* (N, V) logits, then probabilities, then d logits (fp32 mode;
+                               * in bf16 mode the cross-entropy writes those to dy_h) */
     float *losses;            /* (N) */
     /* scratch shared by all blocks */
     float *dqkv;              /* (N, 3C) */
@@ -64,8 +70,11 @@ struct acts {
     float *dfcg;              /* (N, F): d gelu output, then (in place) d fc pre-activation */
     float *ddrop;             /* (N, C): a residual branch's gradient through its dropout mask
                                * (dropout only) */
-    size_t kept_floats;       /* of the buffer, what forward keeps for backward (the rest is
-                               * scratch): model_memory_plan */
+    /* bf16 mode only (else NULL) */
+    kern_bf16 *lnf_h;         /* (N, C) */
+    kern_bf16 *dy_h;          /* the matmuls' rounding of the gradient at hand: (N, max(V, 3C, F)) */
+    /* of each buffer, what forward keeps for backward (the rest is scratch): model_memory_plan */
+    size_t kept_floats, kept_halves;
 };
 
 /* A gradient segment (model.h): floats [lo, hi) of the layout, table entries [first, first +
@@ -82,6 +91,8 @@ struct model {
     size_t n_tensors;
     size_t n_params;
     float *params, *grads, *act_buf;
+    kern_bf16 *half_buf;       /* bf16 mode: params_h, then the bf16 activations */
+    kern_bf16 *params_h;       /* bf16 mode: the parameters rounded, at each forward */
     struct param_views p, g;
     float ***gview;           /* (n_tensors) address of each tensor's view in g, table order */
     struct grad_seg *seg;     /* (L + 2): 0 embeddings, 1 + l block l, L + 1 head */
@@ -292,11 +303,16 @@ static void progress(struct model *m)
         m->hooks.progress(m->hooks.user);
 }
 
-/* Forward is about to read segment s's parameters. */
+/* Forward is about to read segment s's parameters: wait for them (ZeRO's gather) and, in bf16
+ * mode, round them to the copy the matmuls read (elementwise, so segment by segment gives the
+ * same bits as the whole buffer at once). */
 static void seg_needed(struct model *m, size_t s)
 {
+    size_t lo = m->seg[s].lo, n = m->seg[s].hi - lo;
     if (m->hooks.params_needed != NULL)
-        m->hooks.params_needed(m->hooks.user, m->seg[s].lo, m->seg[s].hi - m->seg[s].lo);
+        m->hooks.params_needed(m->hooks.user, lo, n);
+    if (m->dims.bf16)
+        kern_round_bf16(m->params_h + lo, m->params + lo, (int64_t)n);
 }
 
 /* ---- activation buffer ------------------------------------------------------------------------- */
@@ -312,42 +328,69 @@ static float *carve(float **cursor, size_t *total, int64_t count)
     return p;
 }
 
+/* The same for a bf16 buffer (NULL and no count outside bf16 mode). */
+static kern_bf16 *carve_h(kern_bf16 **cursor, size_t *total, const struct model_dims *d,
+                          int64_t count)
+{
+    if (!d->bf16)
+        return NULL;
+    size_t n = ((size_t)count + 31) & ~(size_t)31;
+    kern_bf16 *p = *cursor;
+    if (p != NULL)
+        *cursor = p + n;
+    *total += n;
+    return p;
+}
+
+/* A cursor and a running count in each of the two activation buffers. */
+struct act_cursor {
+    float *f;
+    kern_bf16 *h;
+    size_t nf, nh;
+};
+
 /* Lays out one block's activations at the cursor (with_x: its input x too). */
-static void carve_block(struct block_acts *k, float **cur, size_t *total,
-                        const struct model_dims *d, bool with_x)
+static void carve_block(struct block_acts *k, struct act_cursor *c, const struct model_dims *d,
+                        bool with_x)
 {
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff;
+    float **cur = &c->f;
+    size_t *total = &c->nf;
     if (with_x)
         k->x = carve(cur, total, N * C);
-    k->ln1 = carve(cur, total, N * C);
+    k->ln1 = d->bf16 ? NULL : carve(cur, total, N * C);
     k->ln1_mean = carve(cur, total, N);
     k->ln1_var = carve(cur, total, N);
     k->qkv = carve(cur, total, 3 * N * C);
     k->atty = carve(cur, total, N * C);
     k->lse = carve(cur, total, d->batch * d->n_heads * d->seq_len);
     k->x2 = carve(cur, total, N * C);
-    k->ln2 = carve(cur, total, N * C);
+    k->ln2 = d->bf16 ? NULL : carve(cur, total, N * C);
     k->ln2_mean = carve(cur, total, N);
     k->ln2_var = carve(cur, total, N);
     k->fc = carve(cur, total, N * F);
     k->fcg = carve(cur, total, N * F);
+    k->ln1_h = carve_h(&c->h, &c->nh, d, N * C);
+    k->atty_h = carve_h(&c->h, &c->nh, d, N * C);
+    k->ln2_h = carve_h(&c->h, &c->nh, d, N * C);
+    k->fcg_h = carve_h(&c->h, &c->nh, d, N * F);
 }
 
 /* The blocks' activations.  recompute none: each block keeps all of its own.  block: each keeps
  * its input x; the rest is one set that every block's forward writes in turn and the backward
  * recomputes a block into (Chen et al. 2016, "Training deep nets with sublinear memory cost"). */
-static void layout_blocks(struct acts *a, float **cur, size_t *total, const struct model_dims *d)
+static void layout_blocks(struct acts *a, struct act_cursor *c, const struct model_dims *d)
 {
     int64_t L = d->n_layers;
     if (d->recompute != MODEL_RECOMPUTE_BLOCK) {
         for (int64_t l = 0; l < L; l++)
-            carve_block(&a->blocks[l], cur, total, d, true);
+            carve_block(&a->blocks[l], c, d, true);
         return;
     }
     for (int64_t l = 0; l < L; l++)
-        a->blocks[l].x = carve(cur, total, d->batch * d->seq_len * d->d_model);
+        a->blocks[l].x = carve(&c->f, &c->nf, d->batch * d->seq_len * d->d_model);
     struct block_acts work;
-    carve_block(&work, cur, total, d, false);
+    carve_block(&work, c, d, false);
     for (int64_t l = 0; l < L; l++) {
         float *x = a->blocks[l].x;
         a->blocks[l] = work;
@@ -355,17 +398,21 @@ static void layout_blocks(struct acts *a, float **cur, size_t *total, const stru
     }
 }
 
-/* With base == NULL, only counts; returns the number of floats needed. */
-static size_t layout_acts(struct model *m, float *base)
+/* With base and base_h NULL, only counts: *halves gets the number of bf16 values needed; returns
+ * the number of floats. */
+static size_t layout_acts(struct model *m, float *base, kern_bf16 *base_h, size_t *halves)
 {
     const struct model_dims *d = &m->dims;
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
+    struct act_cursor c = {.f = base, .h = base_h};
     float *cur = base;
     size_t total = 0;
     struct acts *a = &m->a;
-    layout_blocks(a, &cur, &total, d);
+    layout_blocks(a, &c, d);
+    cur = c.f;
+    total = c.nf;
     a->x_out = carve(&cur, &total, N * C);
-    a->lnf = carve(&cur, &total, N * C);
+    a->lnf = d->bf16 ? NULL : carve(&cur, &total, N * C);
     a->lnf_mean = carve(&cur, &total, N);
     a->lnf_var = carve(&cur, &total, N);
     a->probs = carve(&cur, &total, N * V);
@@ -378,6 +425,11 @@ static size_t layout_acts(struct model *m, float *base)
     a->dln = carve(&cur, &total, N * C);
     a->dfcg = carve(&cur, &total, N * F);
     a->ddrop = d->dropout > 0.0f ? carve(&cur, &total, N * C) : NULL;
+    a->lnf_h = carve_h(&c.h, &c.nh, d, N * C);
+    a->kept_halves = c.nh; /* the rest is backward's scratch */
+    int64_t widest = V > 3 * C ? V : 3 * C;
+    a->dy_h = carve_h(&c.h, &c.nh, d, N * (widest > F ? widest : F));
+    *halves = c.nh;
     return total;
 }
 
@@ -392,9 +444,13 @@ void model_memory_plan(const struct model_dims *dims, struct model_memory *out)
     struct model_tensor *t = calloc(n, sizeof *t);
     struct grad_seg *seg = calloc((size_t)dims->n_layers + 2, sizeof *seg);
     if (m.a.blocks != NULL && t != NULL && seg != NULL) {
+        size_t halves = 0;
         out->params = build_table(dims, t);
-        out->acts = layout_acts(&m, NULL); /* counts only: no memory is touched */
+        out->acts = layout_acts(&m, NULL, NULL, &halves); /* counts only: nothing is touched */
         out->acts_kept = m.a.kept_floats;
+        out->acts_halves = halves;
+        out->acts_halves_kept = m.a.kept_halves;
+        out->params_halves = dims->bf16 ? (out->params + 31) & ~(size_t)31 : 0;
         for (size_t i = 0; i < n; i++)
             if ((size_t)(t[i].rows * t[i].cols) > out->largest_tensor)
                 out->largest_tensor = (size_t)(t[i].rows * t[i].cols);
@@ -419,10 +475,13 @@ size_t model_memory_bytes(const struct model_dims *dims)
     m.a.blocks = calloc((size_t)dims->n_layers, sizeof *m.a.blocks);
     if (m.a.blocks == NULL)
         return 0;
-    size_t act = layout_acts(&m, NULL); /* counts only: no memory is touched */
+    size_t halves = 0, act = layout_acts(&m, NULL, NULL, &halves); /* counts only */
     free(m.a.blocks);
-    /* parameters, gradients and the two Adam moments, plus the activations */
-    return (4 * model_count_params(dims) + act) * sizeof(float);
+    /* parameters, gradients and the two Adam moments, plus the activations; in bf16 mode the
+     * parameters' bf16 copy and the bf16 activations */
+    size_t params = model_count_params(dims);
+    return (4 * params + act) * sizeof(float) +
+           ((dims->bf16 ? params : 0) + halves) * sizeof(kern_bf16);
 }
 
 /* ---- lifecycle --------------------------------------------------------------------------------- */
@@ -446,16 +505,17 @@ static enum rz_status plan_ops(struct model *m, struct kern_ctx *ctx, struct rz_
 {
     const struct model_dims *d = &m->dims;
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
-    enum rz_status st = linear_init(&m->qkv, ctx, N, C, 3 * C, err);
-    if (st == RZ_OK) st = linear_init(&m->proj, ctx, N, C, C, err);
-    if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, err);
-    if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, err);
-    if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, err);
+    bool h = d->bf16;
+    enum rz_status st = linear_init(&m->qkv, ctx, N, C, 3 * C, h, err);
+    if (st == RZ_OK) st = linear_init(&m->proj, ctx, N, C, C, h, err);
+    if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, h, err);
+    if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, h, err);
+    if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, h, err);
     if (st == RZ_OK) st = kern_attention_create(&m->attn, ctx, d->batch, d->seq_len, d->n_heads,
                                                 C / d->n_heads, 0, err);
-    if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, err);
+    if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, h, err);
     if (st == RZ_OK) st = kern_gelu_create(&m->gelu, ctx, N * F, err);
-    if (st == RZ_OK) st = kern_xent_create(&m->xent, ctx, N, V, err);
+    if (st == RZ_OK) st = kern_xent_create(&m->xent, ctx, N, V, h, err);
     return st;
 }
 
@@ -488,12 +548,15 @@ enum rz_status model_create(struct model **out, const struct model_dims *dims,
     m->n_params = build_table(dims, m->tensors);
     m->p.layers = pl;
     m->g.layers = gl;
-    size_t act_floats = layout_acts(m, NULL);
+    size_t act_halves = 0, act_floats = layout_acts(m, NULL, NULL, &act_halves);
+    size_t halves = dims->bf16 ? ((m->n_params + 31) & ~(size_t)31) + act_halves : 0;
     m->params = rz_alloc_aligned(m->n_params * sizeof(float));
     m->act_buf = rz_alloc_aligned(act_floats * sizeof(float));
+    m->half_buf = halves > 0 ? rz_alloc_aligned(halves * sizeof(kern_bf16)) : NULL;
     m->gview = calloc(m->n_tensors, sizeof *m->gview);
     m->seg = calloc((size_t)dims->n_layers + 2, sizeof *m->seg);
-    bool ok = m->params != NULL && m->act_buf != NULL && m->gview != NULL && m->seg != NULL;
+    bool ok = m->params != NULL && m->act_buf != NULL && m->gview != NULL && m->seg != NULL &&
+              (halves == 0 || m->half_buf != NULL);
     if (ok) {
         build_segments(m->seg, m->tensors, m->n_tensors, m->n_params, dims->n_layers);
         view_slots(&m->g, gl, dims, m->gview);
@@ -511,7 +574,9 @@ enum rz_status model_create(struct model **out, const struct model_dims *dims,
         return rz_fail(err, RZ_ENOMEM, "model: cannot allocate %zu parameters and %zu "
                        "activation floats", m->n_params, act_floats);
     }
-    layout_acts(m, m->act_buf);
+    m->params_h = m->half_buf;
+    layout_acts(m, m->act_buf, halves > 0 ? m->half_buf + (halves - act_halves) : NULL,
+                &act_halves);
     st = plan_ops(m, ctx, err);
     if (st != RZ_OK) {
         model_destroy(m);
@@ -546,6 +611,7 @@ void model_destroy(struct model *m)
     free(m->gview);
     free(m->seg);
     free(m->act_buf);
+    free(m->half_buf);
     free(m);
 }
 
@@ -632,6 +698,31 @@ void model_set_dropout(struct model *m, bool on, uint64_t seed, uint64_t step,
                                     .first_sample = first_sample};
 }
 
+/* ---- matmul operands: fp32, or their bf16 rounding in bf16 mode ------------------------------- */
+
+/* The operand the matmuls read for x (n floats): x itself, or in bf16 mode h, which gets x
+ * rounded (kept for the backward when h is a saved activation). */
+static const void *mm_round(const struct model *m, kern_bf16 *h, const float *x, int64_t n)
+{
+    if (!m->dims.bf16)
+        return x;
+    kern_round_bf16(h, x, n);
+    return h;
+}
+
+/* A matmul operand kept in one form: x in fp32 mode, h in bf16 mode (written by mm_round or by
+ * a kernel with bf16 output). */
+static void *mm_saved(const struct model *m, kern_bf16 *h, float *x)
+{
+    return m->dims.bf16 ? (void *)h : (void *)x;
+}
+
+/* A weight as the matmuls read it: the parameter, or its bf16 copy (rounded at each forward). */
+static const void *mm_weight(const struct model *m, const float *w)
+{
+    return m->dims.bf16 ? (const void *)(m->params_h + (w - m->params)) : (const void *)w;
+}
+
 /* ---- forward ----------------------------------------------------------------------------------- */
 
 /* Block l from a->x to x_next; x_next NULL stops after the MLP's GELU, all that backward needs
@@ -641,18 +732,24 @@ static void block_forward(struct model *m, const struct layer_params *p, struct 
 {
     struct acts *s = &m->a;
     int64_t NC = m->dims.batch * m->dims.seq_len * m->dims.d_model;
-    kern_layernorm_forward(m->ln, a->ln1, a->ln1_mean, a->ln1_var, a->x, p->ln1_w, p->ln1_b);
-    linear_forward(&m->qkv, a->qkv, a->ln1, p->qkv_w, p->qkv_b);
+    int64_t NF = m->dims.batch * m->dims.seq_len * m->dims.d_ff;
+    kern_layernorm_forward(m->ln, mm_saved(m, a->ln1_h, a->ln1), a->ln1_mean, a->ln1_var, a->x,
+                           p->ln1_w, p->ln1_b);
+    linear_forward(&m->qkv, a->qkv, mm_saved(m, a->ln1_h, a->ln1), mm_weight(m, p->qkv_w),
+                   p->qkv_b);
     kern_attention_forward(m->attn, a->atty, a->lse, a->qkv);
-    linear_forward(&m->proj, s->tmp, a->atty, p->proj_w, p->proj_b);
+    linear_forward(&m->proj, s->tmp, mm_round(m, a->atty_h, a->atty, NC),
+                   mm_weight(m, p->proj_w), p->proj_b);
     drop_forward(m, s->tmp, l, DROP_ATTN);
     vec_add(a->x2, a->x, s->tmp, NC);
-    kern_layernorm_forward(m->ln, a->ln2, a->ln2_mean, a->ln2_var, a->x2, p->ln2_w, p->ln2_b);
-    linear_forward(&m->fc, a->fc, a->ln2, p->fc_w, p->fc_b);
+    kern_layernorm_forward(m->ln, mm_saved(m, a->ln2_h, a->ln2), a->ln2_mean, a->ln2_var, a->x2,
+                           p->ln2_w, p->ln2_b);
+    linear_forward(&m->fc, a->fc, mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w), p->fc_b);
     kern_gelu_forward(m->gelu, a->fcg, a->fc);
+    const void *fcg_in = mm_round(m, a->fcg_h, a->fcg, NF); /* fc2's operand, saved */
     if (x_next == NULL)
         return;
-    linear_forward(&m->fc2, s->tmp, a->fcg, p->fc2_w, p->fc2_b);
+    linear_forward(&m->fc2, s->tmp, fcg_in, mm_weight(m, p->fc2_w), p->fc2_b);
     drop_forward(m, s->tmp, l, DROP_MLP);
     vec_add(x_next, a->x2, s->tmp, NC);
 }
@@ -674,8 +771,10 @@ float model_forward(struct model *m, const int32_t *inputs, const int32_t *targe
         progress(m);
     }
     seg_needed(m, (size_t)(L + 1));
-    kern_layernorm_forward(m->ln, a->lnf, a->lnf_mean, a->lnf_var, a->x_out, m->p.lnf_w, m->p.lnf_b);
-    linear_forward(&m->head, a->probs, a->lnf, m->p.head_w, m->p.head_b);
+    kern_layernorm_forward(m->ln, mm_saved(m, a->lnf_h, a->lnf), a->lnf_mean, a->lnf_var,
+                           a->x_out, m->p.lnf_w, m->p.lnf_b);
+    linear_forward(&m->head, a->probs, mm_saved(m, a->lnf_h, a->lnf), mm_weight(m, m->p.head_w),
+                   m->p.head_b);
     kern_xent_forward(m->xent, a->losses, a->probs, a->probs, targets);
     double sum = 0.0;
     for (int64_t i = 0; i < N; i++)
@@ -695,20 +794,26 @@ static void block_backward(struct model *m, const struct layer_params *p, struct
                            const struct block_acts *a, int64_t l)
 {
     struct acts *s = &m->a;
+    int64_t N = m->dims.batch * m->dims.seq_len, C = m->dims.d_model, F = m->dims.d_ff;
     const float *dy = drop_backward(m, s->dresid, s->ddrop, l, DROP_MLP);
-    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, dy, a->fcg, p->fc2_w);
+    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, dy, mm_round(m, s->dy_h, dy, N * C),
+                    mm_saved(m, a->fcg_h, a->fcg), mm_weight(m, p->fc2_w));
     progress(m);
     kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
-    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, a->ln2, p->fc_w);
+    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, mm_round(m, s->dy_h, s->dfcg, N * F),
+                    mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w));
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
                             a->ln2_var, p->ln2_w, true);
     dy = drop_backward(m, s->dresid, s->ddrop, l, DROP_ATTN);
-    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, dy, a->atty, p->proj_w);
+    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, dy, mm_round(m, s->dy_h, dy, N * C),
+                    mm_saved(m, a->atty_h, a->atty), mm_weight(m, p->proj_w));
     progress(m);
     kern_attention_backward(m->attn, s->dqkv, s->datty, a->qkv, a->atty, a->lse);
     progress(m);
-    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv, a->ln1, p->qkv_w);
+    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv,
+                    mm_round(m, s->dy_h, s->dqkv, 3 * N * C), mm_saved(m, a->ln1_h, a->ln1),
+                    mm_weight(m, p->qkv_w));
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
                             a->ln1_var, p->ln1_w, true);
@@ -724,8 +829,12 @@ void model_backward(struct model *m, float loss_scale)
     if (d->tie_embeddings)
         seg_begin(m, 0); /* the head's weight gradient is wte's */
     seg_begin(m, head);
-    kern_xent_backward(m->xent, a->probs, g->head_b, a->probs, m->targets, loss_scale / (float)N);
-    linear_backward(&m->head, a->dln, g->head_w, NULL, a->probs, a->lnf, m->p.head_w);
+    /* d logits in place of the probabilities, or (bf16) rounded into dy_h; the head's bias
+     * gradient is summed in the same pass */
+    void *dlogits = mm_saved(m, a->dy_h, a->probs);
+    kern_xent_backward(m->xent, dlogits, g->head_b, a->probs, m->targets, loss_scale / (float)N);
+    linear_backward(&m->head, a->dln, g->head_w, NULL, NULL, dlogits,
+                    mm_saved(m, a->lnf_h, a->lnf), mm_weight(m, m->p.head_w));
     progress(m);
     kern_layernorm_backward(m->ln, a->dresid, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
                             a->lnf_var, m->p.lnf_w, false);

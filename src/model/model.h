@@ -5,7 +5,8 @@
  *   loss = mean over (B, T) of cross-entropy(logits, next token)
  *
  * Memory: parameters, gradients and activations are each ONE allocation; typed views point into
- * them.  One descriptor table {name, shape, offset} (model_tensors) drives the views, the sizes,
+ * them.  With bf16, one more allocation holds the bf16 copies the matmuls read: the parameters
+ * (rounded at each forward), the saved matmul inputs, and a gradient scratch.  One descriptor table {name, shape, offset} (model_tensors) drives the views, the sizes,
  * the initialization and the checkpoint dataset names.  The math goes through kernels/ (oneDNN or
  * the reference backend); every kernel op is planned once in model_create.
  *
@@ -35,6 +36,8 @@ struct model_dims {
     float dropout;     /* p of the dropout on the embeddings and each block's two residual
                         * branches (model_set_dropout turns it on per forward); 0: none */
     /* How the model is run, not its shape: */
+    bool bf16;         /* matmuls on bf16-rounded operands (training.precision bf16); the
+                        * parameters, gradients, activations and everything else stay fp32 */
     int recompute;     /* MODEL_RECOMPUTE_BLOCK: keep only each block's input, recompute the
                         * block in backward (gradients bit-identical to NONE) */
     int segment_grads; /* no full gradient buffer: each gradient segment (model_set_hooks) lives
@@ -68,6 +71,8 @@ struct model_memory {
     size_t grads;         /* the gradient buffer, or the segment buffers with segment_grads */
     size_t acts;          /* the activation buffer: what backward keeps plus the scratch */
     size_t acts_kept;     /* of it, what forward keeps for backward (the rest is scratch) */
+    /* bf16 mode: 2-byte values of the parameters' rounded copy and of the bf16 activations */
+    size_t params_halves, acts_halves, acts_halves_kept;
     size_t largest_tensor;/* floats of the largest table entry */
     size_t largest_segment;/* floats of the largest gradient segment (model_set_hooks) */
 };

@@ -6,7 +6,7 @@
  * backend's closed forms; the rest are constants measured on this code (runtime, MPI's buffers),
  * which is why the prediction is checked against measured peak RSS (summary.json,
  * tools/bench-memory).  Deliberately not planned: the reference backend's scratch (it is for
- * tests), page-cache pages of a token file (released after each sample, data/file.c), bf16. */
+ * tests), page-cache pages of a token file (released after each sample, data/file.c). */
 #include "config.h"
 
 #include "plan/plan.h"
@@ -48,7 +48,7 @@ struct model_dims plan_model_dims(const struct cfg *c, const struct plan_setting
         .batch = s->batch, .ln_eps = (float)c->model.ln_eps,
         .init_std = (float)c->model.init_std,
         .tie_embeddings = strcmp(c->model.tie_embeddings, "true") == 0,
-        .dropout = (float)c->model.dropout,
+        .dropout = (float)c->model.dropout, .bf16 = strcmp(c->training.precision, "bf16") == 0,
         .recompute = s->recompute ? MODEL_RECOMPUTE_BLOCK : MODEL_RECOMPUTE_NONE,
         .segment_grads = s->zero_stage == 2};
     return d;
@@ -64,6 +64,12 @@ static uint64_t kernel_floats(const struct model_dims *d)
     uint64_t layernorm = 2 * chunks * (uint64_t)d->d_model;
     uint64_t xent = chunks * (uint64_t)d->vocab;
     return attention + layernorm + xent;
+}
+
+/* The activations forward keeps for backward: fp32, and bf16 copies of matmul inputs. */
+static uint64_t kept_bytes(const struct model_memory *mm)
+{
+    return (uint64_t)mm->acts_kept * 4 + (uint64_t)mm->acts_halves_kept * 2;
 }
 
 enum rz_status plan_compute(struct plan *p, const struct cfg *c, int world,
@@ -92,17 +98,18 @@ enum rz_status plan_compute(struct plan *p, const struct cfg *c, int world,
     }
     size_t part = p->s.zero_stage > 0 ? hi - lo : mm.params;
     p->n_params = (int64_t)mm.params;
-    p->params = (uint64_t)mm.params * 4;
+    p->params = (uint64_t)mm.params * 4 + (uint64_t)mm.params_halves * 2; /* bf16: the copy */
     p->grads = (uint64_t)mm.grads * 4 + (p->s.zero_stage > 0 ? (uint64_t)part * 4 : 0);
     p->optimizer = 2 * (uint64_t)part * 4;
-    p->acts_kept = (uint64_t)mm.acts_kept * 4;
-    p->acts_scratch = (uint64_t)(mm.acts - mm.acts_kept) * 4;
+    p->acts_kept = kept_bytes(&mm);
+    p->acts_scratch = (uint64_t)(mm.acts - mm.acts_kept) * 4 +
+                      (uint64_t)(mm.acts_halves - mm.acts_halves_kept) * 2;
     d.recompute = MODEL_RECOMPUTE_NONE;
     model_memory_plan(&d, &other);
-    p->acts_kept_none = (uint64_t)other.acts_kept * 4;
+    p->acts_kept_none = kept_bytes(&other);
     d.recompute = MODEL_RECOMPUTE_BLOCK;
     model_memory_plan(&d, &other);
-    p->acts_kept_block = (uint64_t)other.acts_kept * 4;
+    p->acts_kept_block = kept_bytes(&other);
     p->kernel_ws = kernel_floats(&d) * 4;
     p->comm = 8 * (uint64_t)optim_norm_blocks(mm.params);
     if (world > 1)
@@ -203,9 +210,9 @@ static void plan_print_settings(FILE *f, const struct plan *p, const struct cfg 
             c->model.d_model, c->model.n_heads, c->model.n_layers, c->model.d_ff,
             c->model.seq_len, strcmp(c->model.tie_embeddings, "true") == 0 ? ", tied head" : "");
     fprintf(f, "  settings   micro-batch %" PRId64 " x accum %" PRId64 " per rank (global batch "
-            "%" PRId64 "), ZeRO stage %d, recompute %s, dropout %g, fp32\n", p->s.batch,
+            "%" PRId64 "), ZeRO stage %d, recompute %s, dropout %g, %s\n", p->s.batch,
             p->s.accum, p->s.batch * p->s.accum * p->world, p->s.zero_stage,
-            p->s.recompute ? "block" : "none", c->model.dropout);
+            p->s.recompute ? "block" : "none", c->model.dropout, c->training.precision);
 }
 
 /* Every combination of ZeRO stage, recomputation and micro-batch (the same global batch), its
@@ -237,7 +244,8 @@ void plan_print(FILE *f, const struct plan *p, const struct cfg *c, uint64_t lim
 {
     char note[256];
     plan_print_settings(f, p, c);
-    plan_row(f, "parameters", p->params, "every rank holds them all");
+    plan_row(f, "parameters", p->params, strcmp(c->training.precision, "bf16") == 0
+             ? "every rank holds them all, fp32 and a bf16 copy" : "every rank holds them all");
     snprintf(note, sizeof note, "%s", p->s.zero_stage == 2 ? "ZeRO-2: this rank's part, and "
              "per-segment buffers during backward" : p->s.zero_stage == 1 ? "the whole buffer, "
              "and this rank's part reduced" : "the whole buffer");

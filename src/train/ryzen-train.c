@@ -35,6 +35,7 @@ struct args {
     const char *resume;
     long long stop_at_step;
     int quiet;
+    int profile;
     int reference;
     int preflight;
     int plan;                 /* --plan: print the memory plan, no MPI */
@@ -81,7 +82,7 @@ static void env_read(struct env *e)
 static void usage(FILE *f)
 {
     fputs("usage: ryzen-train --config FILE [--set key=value]... [--run-dir DIR]\n"
-          "                   [--resume auto|never|PATH] [--stop-at-step N] [--quiet]\n"
+          "                   [--resume auto|never|PATH] [--stop-at-step N] [--quiet] [--profile]\n"
           "       ryzen-train --config FILE [--set key=value]... [--run-dir DIR] --preflight\n"
           "       ryzen-train --config FILE [--set key=value]... --plan [--world N]\n"
           "                   [--mem-limit SIZE]\n"
@@ -100,6 +101,9 @@ static void usage(FILE *f)
           "  --stop-at-step N  checkpoint after step N and exit 0 (a run segment; the schedule\n"
           "                    still spans training.steps)\n"
           "  --quiet           no progress lines\n"
+          "  --profile         time per op class (matmul, attention, norm, loss, optimizer,\n"
+          "                    communication, other) over the steady steps, and the share of the\n"
+          "                    GEMM-only bound reached (rank 0; printed even with --quiet)\n"
           "  --preflight       only check the launch on every rank (world size, ring, allreduce,\n"
           "                    CPUs, memory against the job's limit, checkpoint directory,\n"
           "                    oneDNN); RUN_DIR/health.json; 0 or 70\n"
@@ -137,7 +141,7 @@ static int usage_error(int launcher_rank, const char *fmt, ...)
 static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
 {
     enum { O_SET = 1, O_RUN_DIR, O_RESUME, O_STOP_AT, O_PREFLIGHT, O_QUIET, O_REFERENCE,
-           O_VERSION, O_PLAN, O_WORLD, O_MEM_LIMIT };
+           O_VERSION, O_PLAN, O_WORLD, O_MEM_LIMIT, O_PROFILE };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, O_SET},
         {"run-dir", required_argument, NULL, O_RUN_DIR},
@@ -145,6 +149,7 @@ static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
         {"stop-at-step", required_argument, NULL, O_STOP_AT},
         {"preflight", no_argument, NULL, O_PREFLIGHT}, {"quiet", no_argument, NULL, O_QUIET},
         {"config-reference", no_argument, NULL, O_REFERENCE},
+        {"profile", no_argument, NULL, O_PROFILE},
         {"plan", no_argument, NULL, O_PLAN}, {"world", required_argument, NULL, O_WORLD},
         {"mem-limit", required_argument, NULL, O_MEM_LIMIT},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, O_VERSION},
@@ -169,6 +174,7 @@ static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
                                    "'%s'", optarg);
             break;
         case O_PREFLIGHT: a->preflight = 1; break;
+        case O_PROFILE: a->profile = 1; break;
         case O_PLAN: a->plan = 1; break;
         case O_WORLD:
             a->world = strtol(optarg, &end, 10);
@@ -321,7 +327,7 @@ static void run(const struct args *a, const struct cfg *c, struct comm *comm, co
                               .log = a->quiet || rank != 0 ? NULL : stdout,
                               .events = rank != 0 ? NULL : stdout, .peak_seconds = 0.5,
                               .resume = a->resume, .stop_at_step = a->stop_at_step,
-                              .attempt_dir = e->attempt_dir};
+                              .attempt_dir = e->attempt_dir, .profile = a->profile};
     st = train_run(&opts, &res, &err);
     if (res.end_reason[0] != '\0')
         out->end_reason = res.end_reason;

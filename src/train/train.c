@@ -49,6 +49,16 @@ struct train_live {
     bool warned;               /* a failed write was reported once */
 };
 
+/* --profile: wall time per op class over the steady steps.  The kernels time their own ops
+ * (matmul, attention, norm, loss; GELU counts as other); the trainer times the optimizer and the
+ * communication it waits for; "other" is the rest of the step (GELU, embeddings, residual adds,
+ * bias gradients, bf16 rounding, data). */
+struct profile {
+    struct kern_profile k;
+    double optimizer_s, comm_s, step_s;
+    int64_t steps;
+};
+
 struct trainer {
     const struct cfg *cfg;
     const struct train_opts *opts;
@@ -86,6 +96,7 @@ struct trainer {
     int64_t val_step;          /* step of the last validation in this process (-1: none) */
     double val_loss;
     struct ckpt_guard guard;   /* the loss guard's state, carried through checkpoints */
+    struct profile prof;
 };
 
 /* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
@@ -338,6 +349,7 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
     if (st == RZ_OK) st = optim_opts_from_cfg(&oopts, c, err);
     if (st == RZ_OK) st = kern_ctx_create(&t->kern, backend, err);
+    if (st == RZ_OK && t->dims.bf16) st = kern_check_bf16(t->kern, err); /* no silent fallback */
     if (st == RZ_OK) st = model_create(&t->model, &t->dims, t->kern, err);
     if (st == RZ_OK) st = data_create(&t->data, &dopts, err);
     uint64_t rss0 = rz_rss_bytes(); /* the optimizer's memory, measured (pages are zeroed) */
@@ -594,6 +606,7 @@ static void load_batch(struct trainer *t, uint64_t first)
 struct step_out {
     double loss, grad_norm, local_gnorm, comm_s, allreduce_s;
     double compute_s;          /* forward + backward, until the wait for the allreduce */
+    double optim_s;            /* the gradient norm, clipping and the update (--profile) */
     int stop;                  /* some rank got a stop signal */
     enum guard_verdict guard;  /* the loss guard's decision: accept, skip or stop */
     char guard_why[256];       /* why a step was skipped */
@@ -755,7 +768,9 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     /* the norm of this rank's own mean gradient (ZeRO-2 with accumulation: of its micro-steps'
      * gradients taken apart, the only ones it ever holds) */
     o->local_gnorm = sqrt(sumsq) * (double)W;
+    double t1 = rz_now();
     st = grad_norm(t, &o->grad_norm, err);
+    o->optim_s = rz_now() - t1;
     if (st == RZ_OK)
         st = step_collective(t, loss / (double)t->accum, o, err);
     if (st != RZ_OK)
@@ -763,7 +778,10 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     guard_step(t, o);
     if (o->guard != GUARD_ACCEPT)
         return RZ_OK; /* skipped: no update; the data position advances with the step */
-    return update(t, lr, o->grad_norm, err);
+    t1 = rz_now();
+    st = update(t, lr, o->grad_norm, err);
+    o->optim_s += rz_now() - t1;
+    return st;
 }
 
 /* Test-hook build only (RYZEN_TEST_DESYNC_RANK=r, core/hooks.h): perturb one parameter on rank r
@@ -895,9 +913,9 @@ static void print_banner(const struct trainer *t, double peak, double latency, c
         model_num_params(t->model), (long long)d->vocab, (long long)d->d_model,
         (long long)d->n_heads, (long long)d->n_layers, (long long)d->d_ff, (long long)d->seq_len);
     inform(t, "batch %lld x accum %lld x %d rank(s) = %lld samples/step, %lld steps; kernels %s "
-        "(%s); matmul peak %.1f GFLOP/s (measured)", (long long)d->batch, (long long)t->accum,
+        "(%s), %s; matmul peak %.1f GFLOP/s (measured)", (long long)d->batch, (long long)t->accum,
         t->world, (long long)t->global_batch, (long long)t->cfg->training.steps,
-        t->cfg->kernels.backend, kern_ctx_isa(t->kern), peak);
+        t->cfg->kernels.backend, kern_ctx_isa(t->kern), t->cfg->training.precision, peak);
     if (t->world > 1)
         inform(t, "ranks: %d on %s; allreduce latency %.1f us (median, 8 bytes)", t->world,
                hosts, latency * 1e6);
@@ -935,9 +953,68 @@ static double measure_peak(struct trainer *t, double seconds)
         return 0.0;
     /* The model's most common matmul shape: (B*T, C) x (C, 3C). */
     int64_t m = t->dims.batch * t->dims.seq_len, k = t->dims.d_model, n = 3 * t->dims.d_model;
-    if (kern_measure_peak(t->kern, m, n, k, seconds, &gflops, &ignored) != RZ_OK)
+    if (kern_measure_peak(t->kern, m, n, k, t->dims.bf16, seconds, &gflops, &ignored) != RZ_OK)
         return 0.0;
     return gflops;
+}
+
+static void profile_start(struct trainer *t)
+{
+    memset(&t->prof, 0, sizeof t->prof);
+    if (t->opts->profile)
+        kern_ctx_profile(t->kern, &t->prof.k);
+}
+
+static void profile_add(struct trainer *t, const struct step_out *o, double dt)
+{
+    t->prof.optimizer_s += o->optim_s;
+    t->prof.comm_s += o->comm_s + o->allreduce_s;
+    t->prof.step_s += dt;
+    t->prof.steps++;
+}
+
+/* The table of --profile, and how close the step came to the GEMM-only bound: the samples/s
+ * of a step that did nothing but its matmul flops (model_flops_per_sample) at the matmul peak
+ * measured at start. */
+static void print_profile(const struct trainer *t, const struct train_result *r)
+{
+    const struct profile *p = &t->prof;
+    if (p->steps == 0 || p->step_s <= 0.0) {
+        say(t, "profile: no steady steps to report (training.warmup_bench >= the steps run)");
+        return;
+    }
+    static const char *const names[] = {"matmul", "attention", "norm", "loss"};
+    double per = 1e3 / (double)p->steps, known = 0.0;
+    say(t, "profile: %lld steady steps, rank %d of %d, %s, ms per step:", (long long)p->steps,
+        t->rank, t->world, t->cfg->training.precision);
+    say(t, "  %-14s %9s %7s %10s", "class", "ms/step", "share", "calls/step");
+    for (int c = 0; c < KERN_OTHER; c++) {
+        say(t, "  %-14s %9.2f %6.1f%% %10.1f", names[c], p->k.seconds[c] * per,
+            100.0 * p->k.seconds[c] / p->step_s, (double)p->k.calls[c] / (double)p->steps);
+        known += p->k.seconds[c];
+    }
+    say(t, "  %-14s %9.2f %6.1f%%", "optimizer", p->optimizer_s * per,
+        100.0 * p->optimizer_s / p->step_s);
+    say(t, "  %-14s %9.2f %6.1f%%", "communication", p->comm_s * per,
+        100.0 * p->comm_s / p->step_s);
+    double other = p->step_s - known - p->optimizer_s - p->comm_s;
+    say(t, "  %-14s %9.2f %6.1f%%   (GELU %.2f ms: the rest is embeddings, residual adds, bias "
+        "gradients, bf16 rounding, data)", "other", other * per, 100.0 * other / p->step_s,
+        p->k.seconds[KERN_OTHER] * per);
+    say(t, "  %-14s %9.2f %6.1f%%", "step", p->step_s * per, 100.0);
+    double in_context = p->k.seconds[KERN_MATMUL] > 0 ? p->k.matmul_flops /
+                                                            p->k.seconds[KERN_MATMUL] * 1e-9 : 0;
+    if (r->peak_gflops <= 0.0) {
+        say(t, "profile: matmuls at %.1f GFLOP/s in context; no measured peak, no bound",
+            in_context);
+        return;
+    }
+    double bound = r->peak_gflops * 1e9 / model_flops_per_sample(&t->dims);
+    double reached = r->samples_per_sec / (double)t->world;
+    say(t, "profile: matmuls at %.1f GFLOP/s in context (peak measured at start %.1f); "
+        "GEMM-only bound %.1f samples/s per rank (%.3f GFLOP/sample); reached %.1f = %.1f%%",
+        in_context, r->peak_gflops, bound, model_flops_per_sample(&t->dims) * 1e-9, reached,
+        100.0 * reached / bound);
 }
 
 struct loop_stats {
@@ -1121,8 +1198,10 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         return RZ_ESIGNAL;
     }
     while (st == RZ_OK && t->step < stop_at) {
-        if (t->step == warm)
+        if (t->step == warm) {
             ls.t_steady = rz_now();
+            profile_start(t);
+        }
         struct step_out o;
         double t0 = rz_now();
         health_step_begin(t->watchdog, t->step + 1);
@@ -1134,8 +1213,10 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         double dt = rz_now() - t0;
         health_step_end(t->watchdog, t->step, dt);
         t->train_time += dt;
-        if (t->step > warm)
+        if (t->step > warm) {
             ls.steady_steps++;
+            profile_add(t, &o, dt);
+        }
         st = after_step(t, &o, dt, &ls, r, err);
         int64_t every = c->checkpoint.interval;
         if (st == RZ_OK && (o.stop || (every > 0 && t->step % every == 0)))
@@ -1148,6 +1229,7 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
             st = RZ_ESIGNAL;
         }
     }
+    kern_ctx_profile(t->kern, NULL);
     if (st == RZ_OK)
         st = save_checkpoint(t, r, err); /* the end of the run or of the segment */
     if (st == RZ_OK || st == RZ_ESIGNAL) {
@@ -1283,6 +1365,8 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
     if (st == RZ_OK) {
         print_banner(&t, r->peak_gflops, r->allreduce_latency_s, hosts);
         st = run_loop(&t, r, err);
+        if (st == RZ_OK && opts->profile)
+            print_profile(&t, r);
     }
     r->peak_rss_bytes = rz_peak_rss_bytes();
     if (st == RZ_OK || st == RZ_ESIGNAL) {

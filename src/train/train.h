@@ -40,6 +40,8 @@ struct train_opts {
     const char *resume;      /* "auto" (default when NULL), "never", or a checkpoint path */
     int64_t stop_at_step;    /* > 0: checkpoint after this step and return (a run segment) */
     const char *attempt_dir; /* where the watchdog leaves this rank's exit record (NULL: none) */
+    int profile;             /* time each op class over the steady steps; print the table and
+                              * the share of the GEMM-only bound reached (rank 0, `events`) */
 };
 
 struct train_result {
