@@ -199,6 +199,17 @@ b=$(info "$tmp/z2x2/checkpoints/step-00000030.h5" adam_sha256)
 check "... and the same checkpoint: sharded moments gathered into one world-size-free file" \
   test -n "$a" -a "$a" = "$b"
 check "ZeRO sync checks agree" grep -q '"sync_ok":true' "$tmp/z2x4/metrics/z2x4/rank-00003.jsonl"
+# global-norm clipping with sharded gradients: the norm adds the same block sums in the same
+# order, so a clipped run is the same bits as stage 0's (gnorm is 1 to 2 here: 0.5 clips)
+train zc0 2 --set training.steps=20 --set training.batch_size=8 --set optimizer.grad_clip=0.5 \
+  >/dev/null 2>&1
+train zc2 2 --set training.steps=20 --set training.batch_size=8 --set optimizer.grad_clip=0.5 \
+  --set training.zero_stage=2 >/dev/null 2>&1
+check "clipping on (grad_clip 0.5): ZeRO-2 == stage 0 on 2 ranks (the same bits)" \
+  same_hex zc0 zc0 zc2 zc2 1 20
+check "... and it clipped: gnorm above 0.5 on step 1" \
+  awk -F'"grad_norm":' 'NR == 1 { split($2, v, ","); exit !(v[1] > 0.5) }' \
+  "$tmp/zc2/metrics/zc2/rank-00000.jsonl"
 
 echo "# ZeRO-2: elastic resume 4 -> 2 -> 4 ranks"
 zel="--set training.steps=40 --set training.batch_size=4 --set training.zero_stage=2"
