@@ -58,14 +58,16 @@ field() { grep "\"event\":\"$2\"" "$1" 2>/dev/null | tail -n 1 | sed -n "s/.*\"$
 wait_event() { wait_for "$3" grep -q "\"event\":\"$2\"" "$1"; }
 verdict() { sed -n 's/.*"verdict":"\([^"]*\)".*/\1/p' "$1" | head -n 1; }
 
-# kept JOB: the site flags as Slurm holds them for JOB (sacct: one line to compare).
+# kept JOB: the site flags as Slurm holds them for JOB (scontrol), and accounting's view of the
+# account, partition and QOS (sacct): one line to compare.
 kept() {
-  echo "$(acct "$1" Account) $(acct "$1" Partition) $(acct "$1" QOS) $(acct "$1" TimelimitRaw)" \
-    "$(acct "$1" ReqMem) $(job_field "$1" CPUs/Task) $(acct "$1" Reservation)" \
-    "$(acct "$1" Constraints) $(job_field "$1" ExcNodeList) $(job_field "$1" MailUser)" \
-    "$(job_field "$1" MailType)"
+  echo "$(job_field "$1" Account) $(job_field "$1" Partition) $(job_field "$1" QOS)" \
+    "$(job_field "$1" TimeLimit) $(job_field "$1" MinMemoryNode) $(job_field "$1" CPUs/Task)" \
+    "$(job_field "$1" Reservation) $(job_field "$1" Features) $(job_field "$1" ExcNodeList)" \
+    "$(job_field "$1" MailUser) $(job_field "$1" MailType)" \
+    "sacct: $(acct "$1" Account) $(acct "$1" Partition) $(acct "$1" QOS)"
 }
-want="ml batch ryzen 20 1800M 1 rzchain ryzen n4 rzuser@localhost END,FAIL"
+want="ml batch ryzen 00:20:00 1800M 1 rzchain ryzen n4 rzuser@localhost END,FAIL sacct: ml batch ryzen"
 
 echo "# decoys: rzother's pending job and a second rzuser lineage, named like a later phase"
 d_other=$(submit_as rzother -A other -p batch --hold -J ryzen-phase2b_12proc --wrap "sleep 1" \

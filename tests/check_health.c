@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -98,14 +99,57 @@ START_TEST(watchdog_fires_and_names_the_rank_behind)
     ck_assert_double_lt(rz_now() - t0, 10.0);
     char *text = NULL;
     ck_assert_int_eq(rz_read_file(log, &text, NULL, NULL), RZ_OK);
-    ck_assert_msg(strstr(text, "ranks behind: 1 (last at sync of step 4)") != NULL, "%s", text);
-    ck_assert_ptr_null(strstr(text, "2 (last"));
+    ck_assert_msg(strstr(text, "held up by: rank 1 (last at the sync of step 4)") != NULL, "%s",
+                  text);
+    ck_assert_ptr_null(strstr(text, "rank 2 (last"));
     ck_assert_ptr_nonnull(strstr(text, "step 5 has run"));
     free(text);
     char path[256];
     snprintf(path, sizeof path, "%s/health/rank-00000.hb", dir);
     ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
     ck_assert_msg(strncmp(text, "step 5 sync 5 ", 14) == 0, "%s", text);
+    free(text);
+}
+END_TEST
+
+/* A rank whose heartbeat stopped being rewritten (its whole process is stopped) is named as not
+ * responding, although it had arrived at the sync: SIGSTOP inside the allreduce. */
+START_TEST(watchdog_names_a_rank_that_stopped_responding)
+{
+    char log[128], path[256];
+    snprintf(log, sizeof log, "%s/stderr.txt", dir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (freopen(log, "w", stderr) == NULL)
+            _exit(99);
+        struct health_watchdog *w;
+        struct health_watchdog_opts o = {.run_dir = dir, .rank = 0, .world = 3, .floor_s = 0.5,
+                                         .factor = 3};
+        if (health_watchdog_start(&w, &o, NULL) != RZ_OK)
+            _exit(98);
+        snprintf(path, sizeof path, "%s/health/rank-00002.hb", dir);
+        FILE *f = fopen(path, "w");
+        fprintf(f, "step 5 sync 5 pid 4242 wall %ld\n", (long)time(NULL) - 10);
+        fclose(f);
+        snprintf(path, sizeof path, "%s/health/rank-00001.hb", dir);
+        f = fopen(path, "w");
+        fprintf(f, "step 5 sync 5 pid 4241 wall %ld\n", (long)time(NULL) + 60); /* fresh */
+        fclose(f);
+        health_step_begin(w, 5);
+        health_sync_arrived(w, 5);
+        sleep(30);
+        _exit(97);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 76);
+    char *text = NULL;
+    ck_assert_int_eq(rz_read_file(log, &text, NULL, NULL), RZ_OK);
+    ck_assert_msg(strstr(text, "held up by: rank 2 (pid 4242) not responding for 1") != NULL,
+                  "%s", text);
+    ck_assert_ptr_null(strstr(text, "rank 1"));
     free(text);
 }
 END_TEST
@@ -172,6 +216,7 @@ static Suite *health_suite(void)
     tcase_add_test(core, sigterm_sets_the_flag_too);
     tcase_add_test(core, watchdog_fires_and_names_the_rank_behind);
     tcase_add_test(core, watchdog_quiet_for_healthy_and_paused_steps);
+    tcase_add_test(core, watchdog_names_a_rank_that_stopped_responding);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

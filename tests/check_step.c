@@ -241,6 +241,7 @@ static const char *job_line(const char *state, double end, const char *extra)
              "NumTasks=4 CPUs/Task=2 ReqB:S:C:T=0:0:*:* TRES=cpu=8,mem=512M,node=1 "
              "MinCPUsNode=2 MinMemoryNode=512M MinTmpDiskNode=0 Features=avx512 "
              "DelayBoot=00:00:00 Reservation=train Command=/site/share/ryzen-llm/sbatch/p1.sh "
+             "--set data.path=/data/x.bin "
              "WorkDir=/home/rzuser/exp Comment=p1: running (attempt 1) "
              "StdOut=/home/rzuser/exp/ryzen-p1-100.out MailUser=rz@example.org "
              "MailType=END,FAIL %s\n", state, stamp, extra);
@@ -266,7 +267,7 @@ START_TEST(scontrol_show_job_is_parsed)
     ck_assert_str_eq(j.reservation, "train");
     ck_assert_str_eq(j.mail_user, "rz@example.org");
     ck_assert_str_eq(j.mail_type, "END,FAIL");
-    ck_assert_str_eq(j.command, "/site/share/ryzen-llm/sbatch/p1.sh");
+    ck_assert_str_eq(j.command, "/site/share/ryzen-llm/sbatch/p1.sh --set data.path=/data/x.bin");
     ck_assert_str_eq(j.comment, "p1: running (attempt 1)"); /* a value with spaces */
     ck_assert_str_eq(j.preempt_time, "");                   /* None reads as empty */
     ck_assert(j.end_epoch > 0.0);
@@ -386,10 +387,11 @@ START_TEST(attempts_are_classified_from_the_ranks)
     ck_assert_int_eq(step_classify(75, r, 4, 4, who, sizeof who), CLASS_SIGNAL);
     /* A hung rank that srun killed reaches the wrapper as 137, but the peers' watchdog said 76
      * naming it: a hang, not a crash (the dead one left no record). */
-    r[0] = rec(0, 76, "hang", "watchdog: rank 1 (n1) is behind at step 22");
-    r[1] = rec(2, 76, "hang", "watchdog: rank 1 (n1) is behind at step 22");
+    r[0] = rec(2, 76, "hang", "watchdog: rank 2: held up by: none (every rank reached the sync)");
+    r[1] = rec(0, 76, "hang", "watchdog: rank 0: held up by: rank 1 (pid 7) not responding for 4 s");
     ck_assert_int_eq(step_classify(137, r, 2, 3, who, sizeof who), CLASS_HANG);
-    ck_assert_msg(has(who, "rank 1 (n1) is behind"), "%s", who);
+    ck_assert_msg(has(who, "rank 0 (n1): watchdog: rank 0: held up by: rank 1 (pid 7) not "
+                  "responding"), "%s", who);
     /* kill -9 of rank 2: the others stopped by srun left nothing either */
     r[0] = rec(0, 75, "signal", "");
     ck_assert_int_eq(step_classify(137, r, 1, 4, who, sizeof who), CLASS_CRASH);
@@ -443,19 +445,29 @@ START_TEST(stop_causes_come_from_slurm)
     struct slurm_job j;
     double t = NOW;
     slurm_job_parse(JOB_LINE("CANCELLED", ""), &j);
-    ck_assert_int_eq(step_stop_cause(&j, true, t, 120), CAUSE_CANCELLED);
+    ck_assert_int_eq(step_stop_cause(&j, 0, true, t, 120), CAUSE_CANCELLED);
     slurm_job_parse(JOB_LINE("RUNNING", "PreemptTime=2026-11-22T10:05:00"), &j);
-    ck_assert_int_eq(step_stop_cause(&j, true, t, 120), CAUSE_PREEMPTED);
+    ck_assert_int_eq(step_stop_cause(&j, 0, true, t, 120), CAUSE_PREEMPTED);
     slurm_job_parse(JOB_LINE("REQUEUED", ""), &j);
-    ck_assert_int_eq(step_stop_cause(&j, true, t, 120), CAUSE_REQUEUED);
+    ck_assert_int_eq(step_stop_cause(&j, 0, true, t, 120), CAUSE_REQUEUED);
+    /* scontrol requeue as Slurm 22.05 shows it: COMPLETING with Restarts one higher at once */
+    slurm_job_parse(job_line("COMPLETING", NOW, "Restarts=3"), &j);
+    ck_assert_int_eq(step_stop_cause(&j, 2, true, t, 120), CAUSE_REQUEUED);
+    slurm_job_parse(job_line("COMPLETING", NOW, "Restarts=3 Reason=NodeDown"), &j);
+    ck_assert_int_eq(step_stop_cause(&j, 2, true, t, 120), CAUSE_NODE_FAILURE);
+    /* scancel: COMPLETING, Restarts unchanged, EndTime = now (never a time limit) */
+    slurm_job_parse(job_line("COMPLETING", NOW, "Restarts=2"), &j);
+    ck_assert_int_eq(step_stop_cause(&j, 2, true, t, 120), CAUSE_CANCELLED);
+    slurm_job_parse(job_line("COMPLETING", NOW, "Restarts=2 Reason=TimeLimit"), &j);
+    ck_assert_int_eq(step_stop_cause(&j, 2, true, t, 120), CAUSE_TIME_LIMIT);
     slurm_job_parse(JOB_LINE("NODE_FAIL", ""), &j);
-    ck_assert_int_eq(step_stop_cause(&j, false, t, 120), CAUSE_NODE_FAILURE);
+    ck_assert_int_eq(step_stop_cause(&j, 0, false, t, 120), CAUSE_NODE_FAILURE);
     slurm_job_parse(JOB_LINE("TIMEOUT", ""), &j);
-    ck_assert_int_eq(step_stop_cause(&j, false, t, 120), CAUSE_TIME_LIMIT);
+    ck_assert_int_eq(step_stop_cause(&j, 0, false, t, 120), CAUSE_TIME_LIMIT);
     slurm_job_parse(JOB_LINE("RUNNING", ""), &j);
-    ck_assert_int_eq(step_stop_cause(&j, false, j.end_epoch - 1000, 120), CAUSE_NONE);
-    ck_assert_int_eq(step_stop_cause(&j, true, j.end_epoch - 1000, 120), CAUSE_USER_SIGNAL);
-    ck_assert_int_eq(step_stop_cause(&j, true, j.end_epoch - 150, 120), CAUSE_TIME_LIMIT);
+    ck_assert_int_eq(step_stop_cause(&j, 0, false, j.end_epoch - 1000, 120), CAUSE_NONE);
+    ck_assert_int_eq(step_stop_cause(&j, 0, true, j.end_epoch - 1000, 120), CAUSE_USER_SIGNAL);
+    ck_assert_int_eq(step_stop_cause(&j, 0, true, j.end_epoch - 150, 120), CAUSE_TIME_LIMIT);
     ck_assert_str_eq(step_cause_name(CAUSE_PREEMPTED), "preempted");
 }
 END_TEST
@@ -474,7 +486,7 @@ START_TEST(decisions_and_budgets)
     ck_assert_int_eq(d.action, ACT_REQUEUE);
     ck_assert_int_eq(d.reason, RQ_TIME_LIMIT);
     step_decide(CLASS_SIGNAL, CAUSE_PREEMPTED, 75, true, &h, &b, &d);
-    ck_assert_int_eq(d.action, ACT_SLURM_REQUEUES); /* PreemptMode=REQUEUE does it */
+    ck_assert_int_eq(d.action, ACT_REQUEUE); /* exiting in GraceTime would end it: PREEMPTED */
     ck_assert_int_eq(d.reason, RQ_PREEMPTION);
     step_decide(CLASS_CRASH, CAUSE_REQUEUED, 143, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_SLURM_REQUEUES); /* never "requeue_failed" after Slurm's */
@@ -646,6 +658,23 @@ START_TEST(names_and_places)
     ck_assert(has(cfg, "/sub/configs/p1.yaml"));
     ck_assert(!step_find_config(cfg, sizeof cfg, "p9", &e, tdir));
     ck_assert(!step_find_config(cfg, sizeof cfg, "/nonexistent/p1.yaml", &e, tdir));
+    /* the environment, read once: array tasks are named ARRAY_TASK for scontrol */
+    char *envp[] = {(char *)"SLURM_JOB_ID=57", (char *)"SLURM_ARRAY_JOB_ID=55",
+                    (char *)"SLURM_ARRAY_TASK_ID=2", (char *)"SLURM_CPUS_PER_TASK=4",
+                    (char *)"SLURM_RESTART_COUNT=3", (char *)"SBATCH_SIGNAL=B:USR1@30", NULL};
+    step_env_parse(&e, envp);
+    ck_assert_str_eq(e.job_id, "57");
+    ck_assert_str_eq(e.display_id, "55_2"); /* `scontrol requeue 57` would requeue the array */
+    ck_assert_int_eq(e.cpus_per_task, 4);
+    ck_assert_int_eq(e.restart_count, 3);
+    ck_assert_str_eq(e.cpu_bind, "cores");
+    ck_assert_str_eq(e.srun_mpi, "pmix");
+    ck_assert_str_eq(e.sbatch_signal, "B:USR1@30");
+    char *plain[] = {(char *)"RYZEN_CPU_BIND=none", NULL};
+    step_env_parse(&e, plain);
+    ck_assert_str_eq(e.job_id, "local");
+    ck_assert_str_eq(e.display_id, "local");
+    ck_assert_str_eq(e.cpu_bind, "none");
 }
 END_TEST
 
@@ -683,6 +712,7 @@ static void world_init(struct world *w, const char *state)
     snprintf(w->env.run_root, sizeof w->env.run_root, "%s/runs,a", dir);
     snprintf(w->env.sbatch_dir, sizeof w->env.sbatch_dir, "%s/site/sbatch", dir);
     snprintf(w->env.srun_mpi, sizeof w->env.srun_mpi, "pmix");
+    snprintf(w->env.cpu_bind, sizeof w->env.cpu_bind, "cores");
     snprintf(w->env.train, sizeof w->env.train, "ryzen-train");
     snprintf(w->env.gate, sizeof w->env.gate, "ryzen-gate");
     w->args.config = "p1";
@@ -737,6 +767,7 @@ START_TEST(go_promotes_with_the_jobs_flags)
 {
     struct world w;
     world_init(&w, "RUNNING");
+    w.env.sbatch_dir[0] = '\0'; /* the next template is found beside the running one */
     step(&w, preflight_ok);
     step(&w, ranks(0, 0, 20));
     rule(&w.f, "ryzen-gate", 0, "", 0);
@@ -752,7 +783,7 @@ START_TEST(go_promotes_with_the_jobs_flags)
     snprintf(want, sizeof want, "sbatch --parsable --partition=batch --account=ml --qos=normal "
              "--time=00:30:00 --mem=512M --cpus-per-task=2 --reservation=train "
              "--constraint=avx512 --exclude=n4 --mail-type=END,FAIL --mail-user=rz@example.org "
-             "--dependency=afterok:100 %s/site/sbatch/p2.sh --lineage 100", dir);
+             "--dependency=afterok:100 /site/share/ryzen-llm/sbatch/p2.sh --lineage 100");
     ck_assert_msg(strcmp(sb, want) == 0, "%s", sb);
     const char *c = call(&w.f, "scontrol update JobId=100 Comment=p1: GO");
     ck_assert_ptr_nonnull(c);
@@ -963,7 +994,7 @@ START_TEST(a_start_inside_the_warning_window_does_not_train)
     w.f.rules[0].out = JOB_LINE("RUNNING", "PreemptTime=2026-11-22T10:05:00");
     ck_assert_int_eq(run(&w), 75);
     ck_assert_ptr_null(call(&w.f, "srun"));
-    ck_assert_ptr_null(call(&w.f, "scontrol requeue")); /* Slurm requeues a preempted job */
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100")); /* ours: exiting ends the job */
     ev = events_of(&w);
     ck_assert(has(ev, "\"reason\":\"preemption\""));
     free(ev);
@@ -1027,8 +1058,9 @@ START_TEST(a_stop_before_training_requeues_cleanly_then_holds)
 }
 END_TEST
 
-/* A node that fails the preflight is excluded from the next attempt: requeuehold, update,
- * release; a failure on every node is a NO-GO (health) report and exit 70. */
+/* A node that fails the preflight for a reason of its own is excluded from the next attempt:
+ * requeuehold, update, release; a failure of the job's own settings (no failed host) is a NO-GO
+ * (health) report and exit 70. */
 START_TEST(a_node_that_fails_the_preflight_is_excluded)
 {
     struct world w;
@@ -1044,7 +1076,7 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
     world_init(&w, "RUNNING");
     step(&w, (struct fake_step){.status = 70, .ranks_recorded = 4, .record_status = 70,
                                 .health = "{\"ok\":false,\"hosts\":[\"n1\"],"
-                                          "\"failed_hosts\":[\"n1\"]}\n"});
+                                          "\"failed_hosts\":[]}\n"});
     ck_assert_int_eq(run(&w), 70);
     ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
     const char *g = call(&w.f, "ryzen-gate");

@@ -39,21 +39,10 @@ small="$lenient --set model.vocab_size=128 --set model.d_model=64 --set model.n_
 run() {
   name=$1 u=$2
   shift 2
-  mkdir -p "$sub/runs/$name"
-  chown "$u": "$sub/runs/$name"
+  as "$u" mkdir -p "$sub/runs/$name"
   RYZEN_RUN_ROOT=$sub/runs/$name submit_as "$u" "$@"
 }
 R() { echo "$sub/runs/$1/$2"; }
-ended() {
-  got=$(acct "$2" State)
-  code=$(acct "$2" ExitCode)
-  if [ "$got" = "$3" ] && [ "$code" = "$4" ]; then
-    ok "$1 (job $2: $got $code)"
-  else
-    bad "$1 (job $2: $got $code, expected $3 $4)"
-    show_job "$2"
-  fi
-}
 same_params() { # NAME REF-RUN RUN STEP
   a=$(ckpt_info "$3/checkpoints/step-$(printf %08d "$4").h5" params_sha256)
   b=$(ckpt_info "$2/checkpoints/step-$(printf %08d "$4").h5" params_sha256)
@@ -71,7 +60,7 @@ j=$(run pre rzuser $site -w n4 "$P1" $small --set training.steps=60)
 r=$(R pre phase1_4proc)
 wait_for 300 step_reached "$r" "$j" 15
 u=$(submit_as rzother -A other -p urgent -w n4 -N 1 -n 8 --time=00:05:00 --mem=500M \
-  -o "$tmp/urgent-%j.out" --wrap "sleep 5")
+  -o /dev/null --wrap "sleep 5")
 wait_for 120 has_event "$r" "$j" requeue '"reason":"preemption"'
 check "... the batch job was requeued as a preemption" has_event "$r" "$j" requeue '"reason":"preemption"'
 check "... after a checkpoint on the user signal" has_event "$r" "$j" attempt_end '"progress":1'

@@ -72,6 +72,7 @@ site_setup() {
   sub=$tmp/sub
   mkdir -p "$sub"
   chown rzuser: "$sub"
+  runuser -u rzuser -- mkdir -p "$sub/runs"
   cd "$sub" || exit 1
 }
 
@@ -90,10 +91,35 @@ submit_as() {
 }
 
 # job_field ID FIELD: a field of `scontrol show job` (empty once the job is gone).
-job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s|^$2=||p" | head -n 1; }
 
 # acct ID FIELD: a field of the job's allocation in accounting (sacct), newest record.
 acct() { sacct -n -P -X -j "$1" -o "$2" 2>/dev/null | tail -n 1; }
+
+# acct_settled ID: wait (10 s at most) until accounting has the job's final state; slurmdbd
+# learns it a moment after scontrol does.
+acct_settled() {
+  i=0
+  while [ $i -lt 40 ]; do
+    case $(acct "$1" State) in PENDING|RUNNING|REQUEUED|SUSPENDED|"") ;; *) return 0 ;; esac
+    sleep 0.25
+    i=$((i + 1))
+  done
+  return 1
+}
+
+# ended NAME ID STATE EXIT: the job ended in STATE with ExitCode EXIT (sacct); else its output.
+ended() {
+  acct_settled "$2"
+  got=$(acct "$2" State)
+  code=$(acct "$2" ExitCode)
+  if [ "$got" = "$3" ] && [ "$code" = "$4" ]; then
+    ok "$1 (job $2: $got $code)"
+  else
+    bad "$1 (job $2: $got $code, expected $3 $4)"
+    show_job "$2"
+  fi
+}
 
 # wait_done ID SECONDS: wait until the job has ended for good; prints its state.
 wait_done() {
@@ -101,7 +127,9 @@ wait_done() {
   while [ $i -lt $(($2 * 2)) ]; do
     state=$(job_field "$1" JobState)
     case $state in
-      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|DEADLINE) echo "$state"; return 0 ;;
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|DEADLINE)
+        acct_settled "$1" # so that sacct agrees when the caller reads it
+        echo "$state"; return 0 ;;
     esac
     sleep 0.5
     i=$((i + 1))

@@ -389,7 +389,8 @@ victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$tmp/hang/health/rank-00001.hb")
 kill -STOP "$victim"
 finished "a stopped rank 1: the watchdog ends the step" 76 hang
 kill -CONT "$victim" 2>/dev/null
-check "... naming rank 1 as behind" grep -q "watchdog: rank 0: .*ranks behind: 1 (last at sync of step" "$tmp/hang.out"
+check "... naming rank 1 as not responding" \
+  grep -q "watchdog: rank 0: .*held up by: rank 1 (pid $victim) not responding for" "$tmp/hang.out"
 
 expect "ranks that disagree on parameters exit 76, naming the rank" 76 "differ on rank\(s\) 1 " -- \
   env RYZEN_TEST_DESYNC_RANK=1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/desync" \

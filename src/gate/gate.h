@@ -116,6 +116,7 @@ struct gate_rank {
     char host[GATE_NAME_MAX];   /* health.json, else summary.json, else "unknown" */
     double mem_total_bytes;     /* health.json; 0 when unknown */
     double predicted_peak_rss;  /* summary.json: the memory planner's peak RSS; 0 when unknown */
+    double mem_limit_bytes;     /* health.json: the job\'s own limit on the node; 0 = none */
     struct gate_row *rows;      /* ascending step */
     size_t n_rows;
 };

@@ -575,6 +575,7 @@ static void gate_memory(struct gate_result *res, const struct gate_input *in)
         return;
     }
     double worst = -1;
+    bool limited = false;
     const char *worst_host = "";
     for (int r = 0; r < in->world_size; r++) {
         if (!(in->ranks[r].mem_total_bytes > 0)) {
@@ -586,17 +587,20 @@ static void gate_memory(struct gate_result *res, const struct gate_input *in)
             first = strcmp(in->ranks[q].host, in->ranks[r].host) != 0;
         if (!first)
             continue;
-        double used = 0;
+        double used = 0, total = in->ranks[r].mem_total_bytes, limit = in->ranks[r].mem_limit_bytes;
+        double room = limit > 0 && limit < total ? limit : total; /* the job's own limit first */
         for (int q = r; q < in->world_size; q++)
             if (strcmp(in->ranks[q].host, in->ranks[r].host) == 0)
                 used += (double)res->rank_stats[q].peak_rss_bytes;
-        if (used / in->ranks[r].mem_total_bytes > worst) {
-            worst = used / in->ranks[r].mem_total_bytes;
+        if (used / room > worst) {
+            worst = used / room;
             worst_host = in->ranks[r].host;
+            limited = room < total;
         }
     }
     gate_measure(k, worst, in->world_size);
-    gate_note(k, "worst node %s: sum of its ranks' peak RSS / its memory", worst_host);
+    gate_note(k, "worst node %s: sum of its ranks' peak RSS / %s", worst_host,
+              limited ? "the job's memory limit there (cgroup or --mem)" : "its memory");
     gate_memory_plan(k, res, in);
 }
 

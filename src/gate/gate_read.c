@@ -471,7 +471,8 @@ static enum rz_status gate_classify_events(struct gate_input *in, struct rz_err 
         if (strcmp(e->event, "requeue") == 0)
             in->requeues[gate_requeue_of(e->reason)]++;
         in->give_ups += strcmp(e->event, "give_up") == 0;
-        in->resumes += strcmp(e->event, "resume") == 0;
+        /* a "resume" event with a checkpoint; a fresh start says "resume" too, without one */
+        in->resumes += strcmp(e->event, "resume") == 0 && strstr(e->json, "\"checkpoint\":") != NULL;
         if (strcmp(e->event, "start") == 0 && isnan(in->first_start_t))
             in->first_start_t = e->t;
         in->last_event_t = e->t;
@@ -605,6 +606,9 @@ static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err
             continue; /* preflight of another launch size: ignore that rank */
         rz_fmt(in->ranks[rank].host, sizeof in->ranks[rank].host, "%s", host);
         in->ranks[rank].mem_total_bytes = total;
+        double limit = 0.0; /* absent in health.json written before the job's limit was read */
+        (void)gj_get_num(o, "mem_limit_bytes", &limit);
+        in->ranks[rank].mem_limit_bytes = limit;
     }
     in->has_health = true;
     in->health_ok = true;

@@ -114,6 +114,7 @@ enum rz_status health_exit_record(const char *dir, int rank, const char *host, i
 /* ---- heartbeats and watchdog ------------------------------------------------------------------- */
 
 #define HB_RECORD 64     /* fixed-width text record, rewritten in place */
+#define HB_STALE_S 2     /* a heartbeat not rewritten for longer: the rank is not responding */
 #define MEDIAN_WINDOW 64
 
 struct health_watchdog {
@@ -162,7 +163,8 @@ static double median_step(const struct health_watchdog *w)
 }
 
 /* Read another rank's record; returns false when it has none yet. */
-static bool read_heartbeat(const char *dir, int rank, long long *step, long long *sync)
+static bool read_heartbeat(const char *dir, int rank, long long *step, long long *sync,
+                           long *pid, long *wall)
 {
     char path[4200], rec[HB_RECORD + 1];
     snprintf(path, sizeof path, "%s/rank-%05d.hb", dir, rank);
@@ -174,35 +176,46 @@ static bool read_heartbeat(const char *dir, int rank, long long *step, long long
     if (got <= 0)
         return false;
     rec[got] = '\0';
-    return sscanf(rec, "step %lld sync %lld", step, sync) == 2;
+    *pid = *wall = 0;
+    return sscanf(rec, "step %lld sync %lld pid %ld wall %ld", step, sync, pid, wall) >= 2;
 }
 
-/* Which ranks are behind at the gradient sync: the ones that have not arrived where the
- * furthest rank has. */
+/* Which ranks hold the others up.  A rank whose heartbeat has not been rewritten for
+ * HB_STALE_S is not responding at all: its watchdog thread, which rewrites it every tick even
+ * while the rank waits in a collective, is stopped too (SIGSTOP, a frozen node, a swap storm,
+ * a dead process).  Otherwise the ones that have not arrived at the gradient synchronization
+ * where the furthest rank has are behind. */
 static void diagnose(const struct health_watchdog *w, char *out, size_t len)
 {
     long long best = -1, step = 0, sync = 0;
+    long pid = 0, wall = 0, now = (long)time(NULL);
     for (int r = 0; r < w->opts.world; r++)
-        if (read_heartbeat(w->dir, r, &step, &sync) && sync > best)
+        if (read_heartbeat(w->dir, r, &step, &sync, &pid, &wall) && sync > best)
             best = sync;
     size_t used = 0;
     out[0] = '\0';
-    for (int r = 0; r < w->opts.world && used + 32 < len; r++) {
-        bool ok = read_heartbeat(w->dir, r, &step, &sync);
+    for (int r = 0; r < w->opts.world && used + 96 < len; r++) {
+        bool ok = read_heartbeat(w->dir, r, &step, &sync, &pid, &wall);
         if (!ok)
-            used += (size_t)snprintf(out + used, len - used, "%s%d (no heartbeat)",
+            used += (size_t)snprintf(out + used, len - used, "%srank %d (no heartbeat)",
                                      used ? ", " : "", r);
+        else if (r != w->opts.rank && wall > 0 && now - wall > HB_STALE_S)
+            used += (size_t)snprintf(out + used, len - used, "%srank %d (pid %ld) not "
+                                     "responding for %ld s", used ? ", " : "", r, pid,
+                                     now - wall);
         else if (sync < best)
-            used += (size_t)snprintf(out + used, len - used, "%s%d (last at sync of step %lld)",
-                                     used ? ", " : "", r, sync);
+            used += (size_t)snprintf(out + used, len - used, "%srank %d (last at the sync of "
+                                     "step %lld)", used ? ", " : "", r, sync);
     }
     if (out[0] == '\0')
-        snprintf(out, len, "none (every rank reached the sync of step %lld; stuck after it)", best);
+        snprintf(out, len, "none (every rank reached the sync of step %lld and is responding; "
+                 "stuck after it)", best);
 }
 
 static void *watchdog_main(void *arg)
 {
     struct health_watchdog *w = arg;
+    double last_tick = rz_now();
     for (;;) {
         struct timespec nap = {0, 250 * 1000 * 1000};
         nanosleep(&nap, NULL);
@@ -211,20 +224,28 @@ static void *watchdog_main(void *arg)
             pthread_mutex_unlock(&w->lock);
             return NULL;
         }
+        /* A tick that comes seconds late means this whole process was stopped (SIGSTOP, a
+         * frozen VM): then it is the one that held the others up, not a victim. */
+        double now = rz_now(), frozen = now - last_tick > HB_STALE_S ? now - last_tick : 0.0;
+        last_tick = now;
+        write_heartbeat(w); /* liveness, even while the main thread waits in a collective */
         double med = median_step(w);
         double limit = w->opts.factor * med > w->opts.floor_s ? w->opts.factor * med
                                                               : w->opts.floor_s;
-        double ran = rz_now() - w->step_start;
+        double ran = now - w->step_start;
         bool fire = w->in_step && !w->paused && ran > limit;
         long long step = (long long)w->step;
         pthread_mutex_unlock(&w->lock);
         if (!fire)
             continue;
-        char behind[1024];
-        diagnose(w, behind, sizeof behind);
-        char msg[1600];
+        char behind[1024], msg[1600];
+        if (frozen > 0.0)
+            rz_fmt(behind, sizeof behind, "this rank itself was frozen (stopped or starved) for "
+                   "%.1f s", frozen);
+        else
+            diagnose(w, behind, sizeof behind);
         rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
-               "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); ranks behind: %s",
+               "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); held up by: %s",
                w->opts.rank, step, ran, limit, w->opts.factor, med, w->opts.floor_s, behind);
         fprintf(stderr, "ryzen-train: %s; exiting %d\n", msg, RZ_EXIT_WATCHDOG);
         fflush(stderr);

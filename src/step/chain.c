@@ -57,7 +57,7 @@ void chain_comment(struct wrapper *w, const char *text)
     if (strcmp(w->env->job_id, "local") == 0)
         return;
     rz_fmt(arg, sizeof arg, "Comment=%s", text);
-    if (slurm_control(w->r, "update", w->env->job_id, arg, &err) != 0)
+    if (slurm_control(w->r, "update", w->env->display_id, arg, &err) != 0)
         step_event(&w->ev, "comment_failed", "scontrol update Comment failed: sacct will not "
                    "show the verdict", NULL, 0);
 }
@@ -161,12 +161,12 @@ static bool promote(struct wrapper *w)
         step_event(&w->ev, "promote_skipped", msg, NULL, 0);
         return true;
     }
-    rz_fmt(dep, sizeof dep, "--dependency=afterok:%s", w->env->job_id);
+    rz_fmt(dep, sizeof dep, "--dependency=afterok:%s", w->env->display_id);
     const char *extra[] = {dep, NULL}, *none[] = {NULL};
     if (!submit(w, next, extra, none, job, sizeof job))
         return false;
     rz_fmt(msg, sizeof msg, "GO: submitted %s as job %s (starts after job %s succeeds)", next,
-           job, w->env->job_id);
+           job, w->env->display_id);
     struct step_kv kv[] = {{"next_phase", next, 0}, {"next_job", job, 0}};
     step_event(&w->ev, "promote", msg, kv, 2);
     return true;

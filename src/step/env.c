@@ -68,6 +68,7 @@ void step_env_parse(struct step_env *e, char *const *envp)
     copy(e->config_dir, sizeof e->config_dir, envp, "RYZEN_CONFIG_DIR", "");
     copy(e->sbatch_dir, sizeof e->sbatch_dir, envp, "RYZEN_SBATCH_DIR", "");
     copy(e->srun_mpi, sizeof e->srun_mpi, envp, "RYZEN_SRUN_MPI", "pmix");
+    copy(e->cpu_bind, sizeof e->cpu_bind, envp, "RYZEN_CPU_BIND", "cores");
     copy(e->sbatch_signal, sizeof e->sbatch_signal, envp, "SBATCH_SIGNAL", "");
     self_dir(e->self_dir, sizeof e->self_dir);
 }

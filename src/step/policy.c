@@ -101,6 +101,13 @@ static int severity(enum step_class c)
     return rank[c];
 }
 
+static int rank_record(const struct step_exit_record *r)
+{
+    bool names = strstr(r->message, "not responding") != NULL ||
+                 strstr(r->message, "was frozen") != NULL;
+    return 2 * severity(record_class(r)) + names;
+}
+
 static enum step_class status_class(int status)
 {
     struct step_exit_record r = {.status = status};
@@ -118,9 +125,13 @@ enum step_class step_classify(int status, const struct step_exit_record *rec, in
                    status);
         return c;
     }
+    /* The most severe record speaks for the attempt; among hang records, one that names the
+     * culprit (a rank not responding, or one that was frozen itself) before one that cannot,
+     * then the lowest rank. */
     const struct step_exit_record *worst = NULL;
     for (int i = 0; i < n_rec; i++)
-        if (worst == NULL || severity(record_class(&rec[i])) > severity(record_class(worst)))
+        if (worst == NULL || rank_record(&rec[i]) > rank_record(worst) ||
+            (rank_record(&rec[i]) == rank_record(worst) && rec[i].rank < worst->rank))
             worst = &rec[i];
     enum step_class c = record_class(worst);
     /* A rank that left no record died without a word (kill -9, OOM, a lost node). */
@@ -153,25 +164,37 @@ enum step_class step_classify(int status, const struct step_exit_record *rec, in
     return c;
 }
 
-enum step_cause step_stop_cause(const struct slurm_job *j, bool signalled, double now,
-                                long lead_s)
+/* What Slurm 22.05 shows while it stops a job (measured, docs/devcluster.md):
+ *   scancel            COMPLETING, then CANCELLED; Restarts unchanged; PreemptTime None
+ *   scontrol requeue   COMPLETING, REQUEUED or PENDING; Restarts + 1 at once
+ *   a node goes down   COMPLETING, then NODE_FAIL; Restarts + 1 (Slurm requeues it)
+ *   preemption         RUNNING with PreemptTime set, for GraceTime; exiting then ends the job
+ *                      for good (PREEMPTED is not requeued), so the wrapper requeues it
+ *   time-limit warning RUNNING; EndTime - now <= the --signal lead (Slurm may send it up to a
+ *                      minute early)
+ *   time limit reached COMPLETING, then TIMEOUT; Reason TimeLimit */
+enum step_cause step_stop_cause(const struct slurm_job *j, long restarts_at_start, bool signalled,
+                                double now, long lead_s)
 {
     const char *s = j->state;
+    bool node = strcmp(s, "NODE_FAIL") == 0 || strstr(j->reason, "Node") != NULL;
     if (strcmp(s, "CANCELLED") == 0)
         return CAUSE_CANCELLED;
     if (j->preempt_time[0] != '\0' || strcmp(s, "PREEMPTED") == 0)
         return CAUSE_PREEMPTED;
-    if (strcmp(s, "NODE_FAIL") == 0 || strstr(j->reason, "NodeDown") != NULL ||
-        strstr(j->reason, "NodeFail") != NULL)
+    if (j->found && j->restarts > restarts_at_start)
+        return node ? CAUSE_NODE_FAILURE : CAUSE_REQUEUED; /* Slurm requeues it already */
+    if (node)
         return CAUSE_NODE_FAILURE;
+    if (strcmp(s, "TIMEOUT") == 0 || strstr(j->reason, "TimeLimit") != NULL)
+        return CAUSE_TIME_LIMIT;
     if (strcmp(s, "REQUEUED") == 0 || strcmp(s, "REQUEUE_FED") == 0 ||
         strcmp(s, "REQUEUE_HOLD") == 0 || strcmp(s, "PENDING") == 0)
         return CAUSE_REQUEUED;
-    if (strcmp(s, "TIMEOUT") == 0)
-        return CAUSE_TIME_LIMIT;
+    if (strcmp(s, "COMPLETING") == 0)
+        return CAUSE_CANCELLED; /* ending while we run, not requeued, not out of time: scancel */
     if (!signalled)
         return CAUSE_NONE;
-    /* Slurm sends the warning `lead` seconds before the end, and up to a minute earlier. */
     if (j->end_epoch > 0.0 && j->end_epoch - now <= (double)lead_s + 90.0)
         return CAUSE_TIME_LIMIT;
     return CAUSE_USER_SIGNAL;
@@ -244,7 +267,7 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
         return;
     }
     switch (cause) {
-    case CAUSE_PREEMPTED: requeue(d, RQ_PREEMPTION, true, h, b); return;
+    case CAUSE_PREEMPTED: requeue(d, RQ_PREEMPTION, false, h, b); return;
     case CAUSE_REQUEUED: requeue(d, RQ_SLURM, true, h, b); return;
     case CAUSE_NODE_FAILURE: requeue(d, RQ_NODE_FAILURE, true, h, b); return;
     case CAUSE_TIME_LIMIT: requeue(d, RQ_TIME_LIMIT, false, h, b); return;

@@ -253,16 +253,24 @@ static bool signal_in_words(char *words, const char *script, char *out, size_t l
     return false;
 }
 
+/* sacct's SubmitLine; accounting fills it about a second into the job, so an empty answer is
+ * asked again for a few seconds (a failing sacct means no accounting: no retry). */
 static bool from_submit_line(const struct step_runner *r, const char *job, const char *script,
                              char *out, size_t len)
 {
     static char text[8192];
     const char *argv[] = {"sacct", "-n", "-P", "-X", "-j", job, "-o", "SubmitLine", NULL};
     struct rz_err ignored;
-    if (r->run(r, argv, text, sizeof text, &ignored) != 0 || text[0] == '\0')
-        return false;
-    text[strcspn(text, "\n")] = '\0';
-    return signal_in_words(text, script, out, len);
+    for (int tries = 0;; tries++) {
+        if (r->run(r, argv, text, sizeof text, &ignored) != 0)
+            return false;
+        text[strcspn(text, "\n")] = '\0';
+        if (text[0] != '\0')
+            return signal_in_words(text, script, out, len);
+        if (tries == 10)
+            return false;
+        r->sleep(r, 0.5);
+    }
 }
 
 static bool from_script(const struct step_runner *r, const char *job, char *out, size_t len)

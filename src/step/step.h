@@ -50,6 +50,7 @@ struct step_env {
     char config_dir[STEP_PATH_MAX]; /* RYZEN_CONFIG_DIR ("" = search, see step_find_config) */
     char sbatch_dir[STEP_PATH_MAX]; /* RYZEN_SBATCH_DIR ("" = the running template's dir) */
     char srun_mpi[64];              /* RYZEN_SRUN_MPI (default "pmix") */
+    char cpu_bind[64];              /* RYZEN_CPU_BIND: srun --cpu-bind (default "cores") */
     char sbatch_signal[64];         /* SBATCH_SIGNAL as exported into the job ("" = unset) */
     char self_dir[STEP_PATH_MAX];   /* directory of the ryzen-step executable */
 };

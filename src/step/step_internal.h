@@ -186,15 +186,17 @@ enum step_class step_classify(int status, const struct step_exit_record *rec, in
 enum step_cause {
     CAUSE_NONE,                 /* not stopped by anyone */
     CAUSE_CANCELLED,            /* scancel: never requeue */
-    CAUSE_PREEMPTED,            /* Slurm requeues it itself */
+    CAUSE_PREEMPTED,            /* checkpoint within GraceTime, then requeue (ours to do) */
     CAUSE_TIME_LIMIT,           /* the warning before the time limit: requeue */
     CAUSE_REQUEUED,             /* scontrol requeue by someone: Slurm requeues */
     CAUSE_NODE_FAILURE,         /* a node went down: Slurm requeues */
     CAUSE_USER_SIGNAL,          /* a stop signal by hand: requeue */
 };
 const char *step_cause_name(enum step_cause c);
-enum step_cause step_stop_cause(const struct slurm_job *j, bool signalled, double now,
-                                long lead_s);
+/* restarts_at_start: SLURM_RESTART_COUNT of this attempt (a higher Restarts means Slurm is
+ * requeueing the job already). */
+enum step_cause step_stop_cause(const struct slurm_job *j, long restarts_at_start, bool signalled,
+                                double now, long lead_s);
 
 enum step_action {
     ACT_FINISH,                 /* run the gate and the chain */

@@ -101,15 +101,17 @@ int step_select_sets(const char *const *sets, int n, const char *phase, const ch
     return k;
 }
 
-/* The directory of the running template: Slurm's Command, relative to the submit directory. */
+/* The directory of the running template: the first word of Slurm's Command (the script; its
+ * arguments follow), relative to the submit directory. */
 static void template_dir(const struct wrapper *w, char *out, size_t len)
 {
+    char cmd[STEP_PATH_MAX];
     out[0] = '\0';
     if (w->env->sbatch_dir[0] != '\0') {
         rz_fmt(out, len, "%s", w->env->sbatch_dir);
         return;
     }
-    const char *cmd = w->job.command;
+    rz_fmt(cmd, sizeof cmd, "%.*s", (int)strcspn(w->job.command, " "), w->job.command);
     const char *slash = strrchr(cmd, '/');
     if (cmd[0] == '\0' || slash == NULL) {
         if (cmd[0] != '\0')
@@ -261,11 +263,11 @@ static int check_signal(struct wrapper *w)
     return 0;
 }
 
-/* srun --mpi=X -K1 [--cpus-per-task=C --cpu-bind=cores] TRAINER --config F [--set]... --run-dir D */
+/* srun --mpi=X -K1 [--cpus-per-task=C --cpu-bind=B] TRAINER --config F [--set]... --run-dir D */
 static enum rz_status trainer_argv(const struct wrapper *w, struct step_argv *v,
                                    const char *const *extra, struct rz_err *err)
 {
-    char mpi[96], cpus[64];
+    char mpi[96], cpus[64], bind[96];
     rz_fmt(mpi, sizeof mpi, "--mpi=%s", w->env->srun_mpi);
     const char *head[] = {"srun", mpi, "--kill-on-bad-exit=1", NULL};
     enum rz_status st = step_argv_addv(v, head, err);
@@ -273,8 +275,9 @@ static enum rz_status trainer_argv(const struct wrapper *w, struct step_argv *v,
      * would share one CPU. */
     if (st == RZ_OK && w->env->cpus_per_task > 0) {
         rz_fmt(cpus, sizeof cpus, "--cpus-per-task=%ld", w->env->cpus_per_task);
-        const char *bind[] = {cpus, "--cpu-bind=cores", NULL};
-        st = step_argv_addv(v, bind, err);
+        rz_fmt(bind, sizeof bind, "--cpu-bind=%s", w->env->cpu_bind);
+        const char *flags[] = {cpus, bind, NULL};
+        st = step_argv_addv(v, flags, err);
     }
     const char *train[] = {w->train, "--config", w->config, NULL};
     if (st == RZ_OK)
@@ -343,7 +346,7 @@ static int requeue_self(struct wrapper *w, enum step_requeue reason, const char 
     char msg[1400];
     struct rz_err err;
     long used = w->hist.requeues[reason] + 1;
-    rz_fmt(msg, sizeof msg, "%s: scontrol requeue %s (%s requeue %ld)", why, w->env->job_id,
+    rz_fmt(msg, sizeof msg, "%s: scontrol requeue %s (%s requeue %ld)", why, w->env->display_id,
            step_requeue_name(reason), used);
     struct step_kv kv[] = {{"reason", step_requeue_name(reason), 0}, {"count", NULL, (double)used}};
     step_event(&w->ev, "requeue", msg, kv, 2);
@@ -351,15 +354,15 @@ static int requeue_self(struct wrapper *w, enum step_requeue reason, const char 
         step_event(&w->ev, "requeue_skipped", "not a Slurm job: nothing to requeue", NULL, 0);
         return RZ_EXIT_REQUEUE;
     }
-    int rc = slurm_control(w->r, "requeue", w->env->job_id, NULL, &err);
+    int rc = slurm_control(w->r, "requeue", w->env->display_id, NULL, &err);
     if (rc == 0)
         return RZ_EXIT_REQUEUE;
     struct slurm_job now;
-    if (slurm_job_query(w->r, w->env->job_id, &now, &err) == RZ_OK &&
-        step_stop_cause(&now, false, 0, 0) == CAUSE_REQUEUED)
-        return RZ_EXIT_REQUEUE; /* Slurm is requeueing it already */
+    if (slurm_job_query(w->r, w->env->display_id, &now, &err) == RZ_OK &&
+        now.restarts > w->env->restart_count)
+        return RZ_EXIT_REQUEUE; /* requeued already, by Slurm or by someone */
     rz_fmt(msg, sizeof msg, "scontrol requeue %s failed (status %d): the job ends here; the last "
-           "checkpoint stays, and a new submission resumes from it", w->env->job_id, rc);
+           "checkpoint stays, and a new submission resumes from it", w->env->display_id, rc);
     step_event(&w->ev, "requeue_failed", msg, NULL, 0);
     return RZ_EXIT_REQUEUE;
 }
@@ -378,13 +381,13 @@ static int requeue_excluding(struct wrapper *w, const char *nodes, const char *w
     if (!in_slurm(w))
         return RZ_EXIT_HEALTH;
     rz_fmt(arg, sizeof arg, "ExcNodeList=%s", all);
-    int rc = slurm_control(w->r, "requeuehold", w->env->job_id, NULL, &err);
+    int rc = slurm_control(w->r, "requeuehold", w->env->display_id, NULL, &err);
     if (rc == 0)
-        rc = slurm_control(w->r, "update", w->env->job_id, arg, &err);
-    int rel = slurm_control(w->r, "release", w->env->job_id, NULL, &err);
+        rc = slurm_control(w->r, "update", w->env->display_id, arg, &err);
+    int rel = slurm_control(w->r, "release", w->env->display_id, NULL, &err);
     if (rc != 0 || rel != 0) {
         rz_fmt(msg, sizeof msg, "excluding %s failed (scontrol status %d, release %d): "
-               "scontrol release %s by hand", all, rc, rel, w->env->job_id);
+               "scontrol release %s by hand", all, rc, rel, w->env->display_id);
         step_event(&w->ev, "requeue_failed", msg, NULL, 0);
     }
     return RZ_EXIT_REQUEUE;
@@ -423,12 +426,13 @@ static int apply(struct wrapper *w, const struct step_decision *d, int status)
     }
     case ACT_HOLD:
         rz_fmt(msg, sizeof msg, "%s: scontrol requeuehold %s; `scontrol release %s` lets it run "
-               "again", d->why, w->env->job_id, w->env->job_id);
+               "again", d->why, w->env->display_id, w->env->display_id);
         step_event(&w->ev, d->ended, msg, NULL, 0);
         chain_run_gate(w, d->ended, d->why, status);
         rz_fmt(msg, sizeof msg, "%s: NO-GO (%s), held", w->phase, d->ended);
         chain_comment(w, msg);
-        if (in_slurm(w) && slurm_control(w->r, "requeuehold", w->env->job_id, NULL, &err) != 0)
+        if (in_slurm(w) &&
+            slurm_control(w->r, "requeuehold", w->env->display_id, NULL, &err) != 0)
             step_event(&w->ev, "requeue_failed", "scontrol requeuehold failed: the job ends",
                        NULL, 0);
         return d->exit_status;
@@ -483,9 +487,9 @@ static enum step_cause stop_cause(struct wrapper *w, bool signalled)
     struct rz_err err;
     if (!in_slurm(w))
         return signalled ? CAUSE_USER_SIGNAL : CAUSE_NONE;
-    if (slurm_job_query(w->r, w->env->job_id, &now, &err) != RZ_OK)
+    if (slurm_job_query(w->r, w->env->display_id, &now, &err) != RZ_OK)
         now = w->job;
-    return step_stop_cause(&now, signalled, w->r->now(w->r),
+    return step_stop_cause(&now, w->env->restart_count, signalled, w->r->now(w->r),
                            w->signal.found ? w->signal.lead_s : 0);
 }
 
@@ -515,47 +519,45 @@ static int stop_before_training(struct wrapper *w, const char *stage)
     return conclude(w, CLASS_SIGNAL, cause, RZ_EXIT_REQUEUE, false, "");
 }
 
-/* health.json's hosts that failed a node-local check, and whether every host failed. */
-static void preflight_hosts(const struct wrapper *w, char *failed, size_t len, bool *all)
+/* health.json's hosts that failed for a reason of their own (another node may pass). */
+static void preflight_hosts(const struct wrapper *w, char *failed, size_t len)
 {
     char path[STEP_PATH_MAX + 400], *text = NULL;
     size_t n = 0;
     struct gj_value *v = NULL;
     failed[0] = '\0';
-    *all = true;
     rz_fmt(path, sizeof path, "%s/health.json", w->run_dir);
     if (rz_read_file(path, &text, &n, NULL) == RZ_OK &&
         gj_parse(&v, text, n, path, 1, NULL) == RZ_OK) {
-        const struct gj_value *f = gj_get(v, "failed_hosts"), *h = gj_get(v, "hosts");
+        const struct gj_value *f = gj_get(v, "failed_hosts");
         for (size_t i = 0; f != NULL && f->type == GJ_ARR && i < f->n; i++) {
             if (f->items[i].type != GJ_STR)
                 continue;
             size_t used = strlen(failed);
             rz_fmt(failed + used, len - used, "%s%s", used ? "," : "", f->items[i].str);
         }
-        *all = f == NULL || h == NULL || f->type != GJ_ARR || h->type != GJ_ARR || f->n >= h->n;
     }
     gj_free(v);
     free(text);
 }
 
-/* The preflight's NO-GO: exclude the failing nodes and requeue when other nodes passed, else a
- * NO-GO (health) report and exit 70. */
+/* The preflight's NO-GO: nodes that failed for a reason of their own are excluded and the job
+ * requeued (two such attempts in a row: held); a failure the job's own settings cause is a NO-GO
+ * (health) report and exit 70. */
 static int preflight_failed(struct wrapper *w, int rc, const char *who)
 {
     char failed[512], msg[1400];
-    bool all;
-    preflight_hosts(w, failed, sizeof failed, &all);
+    preflight_hosts(w, failed, sizeof failed);
     struct step_decision d = {.action = ACT_END, .ended = "health",
                               .exit_status = RZ_EXIT_HEALTH};
     rz_fmt(d.why, sizeof d.why, "the preflight failed (status %d)%s%s; details in health.json",
            rc, who[0] ? ": " : "", who);
     rz_fmt(msg, sizeof msg, "FAILED with status %d%s%s", rc, failed[0] ? " on " : "", failed);
     struct step_kv kv[] = {{"status", NULL, rc}, {"failed_hosts", failed, 0},
-                           {"excluded_nodes", failed[0] && !all ? failed : "", 0}};
+                           {"excluded_nodes", failed, 0}};
     step_event(&w->ev, "preflight_failed", msg, kv, 3);
     attempt_end(w, CLASS_HEALTH, CAUSE_NONE, rc, false, who);
-    if (failed[0] == '\0' || all || !in_slurm(w))
+    if (failed[0] == '\0' || !in_slurm(w))
         return apply(w, &d, rc);
     if (w->hist.no_progress_run >= 1) {
         d.action = ACT_HOLD;
@@ -675,7 +677,7 @@ static bool locate(struct wrapper *w)
     const struct step_env *e = w->env;
     char tdir[STEP_PATH_MAX];
     struct rz_err err;
-    if (in_slurm(w) && slurm_job_query(w->r, e->job_id, &w->job, &err) != RZ_OK)
+    if (in_slurm(w) && slurm_job_query(w->r, e->display_id, &w->job, &err) != RZ_OK)
         fprintf(w->out, "ryzen-step: warning: %s (the job's flags and state are unknown)\n",
                 err.msg);
     template_dir(w, tdir, sizeof tdir);
@@ -749,7 +751,7 @@ static int prepare(struct wrapper *w)
         return rc;
     step_history_read(w->ev.path, w->env->job_id, &w->hist);
     if (in_slurm(w))
-        slurm_job_signal(w->r, w->env->job_id, &w->job, w->env->sbatch_signal, &w->signal);
+        slurm_job_signal(w->r, w->env->display_id, &w->job, w->env->sbatch_signal, &w->signal);
     rc = check_signal(w);
     if (rc != 0)
         return rc;

@@ -294,8 +294,7 @@ static void judge_cpus(const struct probe *all, int n, struct verdict *v)
     for (int r = 0; r < n; r++) {
         const struct probe *p = &all[r];
         if (p->n_cpus > 0 && p->omp_threads > p->n_cpus) {
-            v->ok[CHECK_CPUS] = false;
-            fail_host(v, p->host);
+            v->ok[CHECK_CPUS] = false; /* the launch's settings: another node would not help */
             add_detail(v, CHECK_CPUS, "rank %d (%s) may run on %d CPU(s) (%s) but OMP_NUM_THREADS "
                        "is %d: give srun --cpus-per-task=%d; ", r, p->host, p->n_cpus,
                        p->cpu_list, p->omp_threads, p->omp_threads);
@@ -306,7 +305,6 @@ static void judge_cpus(const struct probe *all, int n, struct verdict *v)
             if (c < 0)
                 continue;
             v->ok[CHECK_CPUS] = false;
-            fail_host(v, p->host);
             add_detail(v, CHECK_CPUS, "ranks %d and %d on %s are bound to overlapping CPUs (%s and "
                        "%s share CPU %d): they would compete for one core; ", r, q, p->host,
                        p->cpu_list, all[q].cpu_list, c);
@@ -357,7 +355,9 @@ static void judge_memory(const struct probe *all, int n, const struct cfg *c, st
         double usable = capped ? limit : avail;
         bool ok = need <= MEMORY_MARGIN * usable && !all[r].fail_hook;
         v->ok[CHECK_MEMORY] = v->ok[CHECK_MEMORY] && ok;
-        if (!ok)
+        /* Too little under the job's own limit is the job's setting (every node has it); too
+         * little available on this node is the node's: only then may another node help. */
+        if (!ok && (!capped || all[r].fail_hook))
             fail_host(v, all[r].host);
         add_detail(v, CHECK_MEMORY, "%s%s: %d rank(s) need %.0f MB of %.0f MB %s%s%s%s", r ? "; " : "",
                    all[r].host, ranks, need / 1e6, usable / 1e6,

@@ -12,8 +12,10 @@
  *   checkpoint  the checkpoint directory is writable on every rank with room for a checkpoint
  *               (a warning below two: the commit writes the new file before the old goes)
  *   isa         oneDNN initializes on every rank; the ISAs in use are recorded
- * Results go to RUN_DIR/health.json (rank 0, written durably), with the hosts that failed a
- * node-local check (cpus, memory, checkpoint, isa), so the job wrapper can exclude them.
+ * Results go to RUN_DIR/health.json (rank 0, written durably), with the hosts that failed for a
+ * reason of their own (memory available on the node, the checkpoint directory there, oneDNN
+ * there), so the job wrapper can exclude them; a failure the job's settings cause (its memory
+ * limit, its CPU binding) would follow it to any node.
  * Ownership: nothing kept. */
 #ifndef RZ_TRAIN_PREFLIGHT_H
 #define RZ_TRAIN_PREFLIGHT_H
