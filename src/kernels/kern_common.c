@@ -145,10 +145,11 @@ void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile)
         }                                                                                         \
     } while (0)
 
-/* The body of every x_destroy: the backend state, then the op. */
-static void op_release(void *op, struct kern_ctx *ctx, void *impl)
+/* The body of every x_destroy: the backend state (with the table's x_free, or free()), then the
+ * op. */
+static void op_release(void *op, void (*state_free)(void *), void *impl)
 {
-    ctx->ops->op_free(impl);
+    (state_free != NULL ? state_free : free)(impl);
     free(op);
 }
 
@@ -215,7 +216,7 @@ void kern_matmul_run(struct kern_matmul *op, float *c, const void *a, const void
 void kern_matmul_destroy(struct kern_matmul *op)
 {
     if (op != NULL)
-        op_release(op, op->ctx, op->impl);
+        op_release(op, op->ctx->ops->matmul_free, op->impl);
 }
 
 /* ---- layer normalization ------------------------------------------------------------------- */
@@ -270,7 +271,7 @@ void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma
 void kern_layernorm_destroy(struct kern_layernorm *op)
 {
     if (op != NULL)
-        op_release(op, op->ctx, op->impl);
+        op_release(op, op->ctx->ops->layernorm_free, op->impl);
 }
 
 /* ---- GELU ---------------------------------------------------------------------------------- */
@@ -311,7 +312,7 @@ void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const 
 void kern_gelu_destroy(struct kern_gelu *op)
 {
     if (op != NULL)
-        op_release(op, op->ctx, op->impl);
+        op_release(op, op->ctx->ops->gelu_free, op->impl);
 }
 
 /* ---- attention ----------------------------------------------------------------------------- */
@@ -366,7 +367,7 @@ void kern_attention_backward(struct kern_attention *op, float *dqkv, const float
 void kern_attention_destroy(struct kern_attention *op)
 {
     if (op != NULL)
-        op_release(op, op->ctx, op->impl);
+        op_release(op, op->ctx->ops->attention_free, op->impl);
 }
 
 /* ---- cross-entropy ------------------------------------------------------------------------- */
@@ -427,7 +428,7 @@ void kern_xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const
 void kern_xent_destroy(struct kern_xent *op)
 {
     if (op != NULL)
-        op_release(op, op->ctx, op->impl);
+        op_release(op, op->ctx->ops->xent_free, op->impl);
 }
 
 /* ---- measured peak ------------------------------------------------------------------------- */

@@ -4,19 +4,18 @@
  * allocated once) are made by one generic builder, prims_build, at x_init; the execute path only
  * sets data handles and executes on the context's stream, so it never allocates.  The backend
  * state of every op is the same struct prims (a forward primitive and, for layers with a
- * gradient, a backward one), released by one prims_free.  Matmul, layer normalization, GELU
- * (gelu_erf) and the plain row softmax are oneDNN primitives; the causal softmax and the softmax
- * cross-entropy are our own row kernels (kern_simd.c).
+ * gradient, a backward one), released by one prims_free.  Matmul and GELU (gelu_erf) are oneDNN
+ * primitives; layer normalization and the softmax cross-entropy are our own row kernels
+ * (kern_simd.c), and the attention's tile matmuls are libxsmm's (kern_xsmm.c), each where it
+ * measured faster than oneDNN at the model's shapes.
  *
  * Matmuls run in fp32 or, with desc.bf16, on bf16 operands with fp32 sums (AMX or avx512_bf16;
  * check_bf16 refuses a CPU without them).  Deliberately not here: argument validation
- * (kern_common.c), the attention in bf16 (its matmuls are a few percent of the flops), and
- * error reporting from the execute path: an execute failure after a successful create is a
- * programming error and is caught by assert(). */
+ * (kern_common.c), and error reporting from the execute path: an execute failure after a
+ * successful create is a programming error and is caught by assert(). */
 #include "config.h"
 
 #include <assert.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,7 +201,8 @@ static void prim_fini(struct prim *pr)
     memset(pr, 0, sizeof *pr);
 }
 
-/* The op_free of this backend (accepts NULL and half-built state). */
+/* The x_free of every op of this backend but the attention (accepts NULL and half-built
+ * state). */
 static void prims_free(void *impl)
 {
     struct prims *p = impl;
@@ -435,209 +435,6 @@ static void gelu_backward(struct kern_gelu *op, float *dx, const float *dy, cons
     PRIM_RUN(prim_of(op->impl, 1), op->ctx, x, dy, dx);
 }
 
-/* ---- attention: tile matmuls of a blocked causal attention with an online softmax -----------
- * Per (b, h), queries and keys go in tiles of `tile` rows (the last one may be shorter: the
- * edge).  Forward, for each query tile i: for each key tile j <= i (the tiles above the diagonal
- * are skipped), S = Q_i K_j^T / sqrt(D) into a (B, H, tile, tile) score tile, the online softmax
- * step (kern_simd.c), then Y_i (+)= P V_j straight into y; at the end of the row of tiles, the
- * normalization and lse.  Backward (FlashAttention-2's order): delta = rowsum(dY * Y); for each
- * key tile j, for each query tile i >= j: P recomputed from S and lse, dV_j (+)= P^T dY_i,
- * dP = dY_i V_j^T, dS = P (dP - delta), dK_j (+)= dS^T Q_i / sqrt(D), dQ_i (+)= dS K_j / sqrt(D),
- * straight into dqkv.  Every matmul is batched over (B, H) and reads and writes qkv, y, dy and
- * dqkv in place through strides: no head is ever copied out.  The order of every sum is fixed,
- * so results are deterministic and independent of the thread count. */
-
-enum attn_mm { AM_S, AM_MIX, AM_MIX_ACC, AM_DP, AM_DV, AM_DV_ACC, AM_DK, AM_DK_ACC, AM_DQ,
-               AM_DQ_ACC, AM_KINDS };
-/* Tile shapes: (tile, tile); the last query tile against a full key tile (edge, tile); the last
- * diagonal tile (edge, edge).  A full query tile never meets the edge key tile (causality). */
-enum attn_shape { AS_FULL, AS_EDGE_Q, AS_EDGE, AS_SHAPES };
-
-/* How a tile matmul sees its operands: a third of qkv or dqkv (B, T, 3C) as (n, D) rows or
- * transposed as (D, n); y or dy (B, T, C) as (n, D); a score tile as (bq, bk) or transposed. */
-enum attn_view { VIEW_QKV, VIEW_QKV_T, VIEW_OUT, VIEW_TILE, VIEW_TILE_T };
-
-struct attn_kind {
-    enum attn_view src, wei, dst;
-    char src_n, wei_n, dst_n; /* rows of a QKV/OUT view ('q': bq, 'k': bk); transposed: cols */
-    bool scaled, accumulate;
-};
-
-static const struct attn_kind attn_kinds[AM_KINDS] = {
-    [AM_S] = {VIEW_QKV, VIEW_QKV_T, VIEW_TILE, 'q', 'k', 0, true, false},
-    [AM_MIX] = {VIEW_TILE, VIEW_QKV, VIEW_OUT, 0, 'k', 'q', false, false},
-    [AM_MIX_ACC] = {VIEW_TILE, VIEW_QKV, VIEW_OUT, 0, 'k', 'q', false, true},
-    [AM_DP] = {VIEW_OUT, VIEW_QKV_T, VIEW_TILE, 'q', 'k', 0, false, false},
-    [AM_DV] = {VIEW_TILE_T, VIEW_OUT, VIEW_QKV, 0, 'q', 'k', false, false},
-    [AM_DV_ACC] = {VIEW_TILE_T, VIEW_OUT, VIEW_QKV, 0, 'q', 'k', false, true},
-    [AM_DK] = {VIEW_TILE_T, VIEW_QKV, VIEW_QKV, 0, 'q', 'k', true, false},
-    [AM_DK_ACC] = {VIEW_TILE_T, VIEW_QKV, VIEW_QKV, 0, 'q', 'k', true, true},
-    [AM_DQ] = {VIEW_TILE, VIEW_QKV, VIEW_QKV, 0, 'k', 'q', true, false},
-    [AM_DQ_ACC] = {VIEW_TILE, VIEW_QKV, VIEW_QKV, 0, 'k', 'q', true, true},
-};
-
-/* The oneDNN backend's default tile: (64, 64) blocks already skip a quarter of the scores at
- * T = 128 and keep the matmuls near oneDNN's rate for the shape. */
-#define ATTN_TILE 64
-
-static int attn_slot(enum attn_mm kind, enum attn_shape shape)
-{
-    return (int)kind * AS_SHAPES + (int)shape;
-}
-
-/* Rows of query or key tile i, and the shape of the (i, j) tile pair. */
-static int64_t tile_len(const struct kern_attention *op, int64_t i)
-{
-    int64_t left = op->T - i * op->tile;
-    return left < op->tile ? left : op->tile;
-}
-
-static enum attn_shape tile_shape(const struct kern_attention *op, int64_t bq, int64_t bk)
-{
-    return bq == op->tile ? AS_FULL : bk == op->tile ? AS_EDGE_Q : AS_EDGE;
-}
-
-/* The (B, H, rows, cols) descriptor of one operand view for tile rows bq and columns bk. */
-static dnnl_status_t attn_md(dnnl_memory_desc_t *md, const struct kern_attention *op,
-                             enum attn_view v, char which, int64_t bq, int64_t bk)
-{
-    int64_t T = op->T, H = op->H, D = op->D, C = H * D, t2 = op->tile * op->tile;
-    int64_t n = which == 'q' ? bq : bk;
-    dnnl_dims_t dims = {op->B, H, 0, 0}, strides = {T * 3 * C, D, 0, 0};
-    switch (v) {
-    case VIEW_QKV: dims[2] = n, dims[3] = D, strides[2] = 3 * C, strides[3] = 1; break;
-    case VIEW_QKV_T: dims[2] = D, dims[3] = n, strides[2] = 1, strides[3] = 3 * C; break;
-    case VIEW_OUT: dims[2] = n, dims[3] = D, strides[0] = T * C, strides[2] = C, strides[3] = 1;
-        break;
-    case VIEW_TILE: dims[2] = bq, dims[3] = bk, strides[0] = H * t2, strides[1] = t2,
-        strides[2] = op->tile, strides[3] = 1; break;
-    case VIEW_TILE_T: dims[2] = bk, dims[3] = bq, strides[0] = H * t2, strides[1] = t2,
-        strides[2] = 1, strides[3] = op->tile; break;
-    }
-    return dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
-}
-
-/* The attributes of a tile matmul kind: the 1/sqrt(D) output scale and the accumulating sum. */
-static enum rz_status attn_attr(dnnl_primitive_attr_t *attr, const struct kern_attention *op,
-                                const struct attn_kind *k, const char *what, struct rz_err *err)
-{
-    const struct kern_matmul_desc d = {.alpha = k->scaled ? 1.0f / sqrtf((float)op->D) : 1.0f,
-                                       .accumulate = k->accumulate};
-    return matmul_attr(attr, &d, NULL, what, err);
-}
-
-static enum rz_status attention_init(struct kern_attention *op, struct rz_err *err)
-{
-    if (op->tile == 0)
-        op->tile = op->T < ATTN_TILE ? op->T : ATTN_TILE;
-    char what[128];
-    snprintf(what, sizeof what, "attention B=%lld T=%lld H=%lld D=%lld tile %lld",
-             (long long)op->B, (long long)op->T, (long long)op->H, (long long)op->D,
-             (long long)op->tile);
-    enum rz_status st = RZ_OK;
-    int64_t edge = tile_len(op, (op->T - 1) / op->tile);
-    const int64_t shape_bq[AS_SHAPES] = {op->tile, edge, edge};
-    const int64_t shape_bk[AS_SHAPES] = {op->tile, op->tile, edge};
-    const int ids[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-    dnnl_primitive_attr_t attrs[AM_KINDS] = {NULL};
-    dnnl_matmul_desc_t mds[AM_KINDS * AS_SHAPES];
-    struct prim_spec specs[AM_KINDS * AS_SHAPES];
-    memset(specs, 0, sizeof specs);
-    for (int k = 0; k < AM_KINDS && st == RZ_OK; k++) {
-        const struct attn_kind *ak = &attn_kinds[k];
-        if ((st = attn_attr(&attrs[k], op, ak, what, err)) != RZ_OK)
-            break;
-        for (int sh = 0; sh < AS_SHAPES; sh++) {
-            /* the edge shapes exist only when the tile does not divide T (and T > tile) */
-            if (sh != AS_FULL && (edge == op->tile || (sh == AS_EDGE_Q && edge == op->T)))
-                continue;
-            int64_t bq = shape_bq[sh], bk = shape_bk[sh];
-            dnnl_memory_desc_t src, wei, dst;
-            DNNL_CHECK(attn_md(&src, op, ak->src, ak->src_n, bq, bk));
-            DNNL_CHECK(attn_md(&wei, op, ak->wei, ak->wei_n, bq, bk));
-            DNNL_CHECK(attn_md(&dst, op, ak->dst, ak->dst_n, bq, bk));
-            int slot = attn_slot((enum attn_mm)k, (enum attn_shape)sh);
-            DNNL_CHECK(dnnl_matmul_desc_init(&mds[slot], &src, &wei, NULL, &dst));
-            specs[slot] = (struct prim_spec){&mds[slot], attrs[k], ids, 3, false};
-        }
-    }
-    /* scratch: two score tiles (S or P, dP or dS), m and l of a query tile, delta (B, H, T) */
-    size_t bh = (size_t)(op->B * op->H), tile = (size_t)op->tile;
-    if (st == RZ_OK)
-        st = prims_build(&op->impl, op->ctx, specs, AM_KINDS * AS_SHAPES,
-                         bh * (2 * tile * tile + 2 * tile + (size_t)op->T), what, err);
-cleanup:
-    for (int k = 0; k < AM_KINDS; k++)
-        if (attrs[k] != NULL)
-            dnnl_primitive_attr_destroy(attrs[k]);
-    return st;
-}
-
-/* The op's scratch: score tiles s and dp, statistics m and l, and delta. */
-struct attn_bufs {
-    float *s, *dp, *m, *l, *delta;
-};
-
-static struct attn_bufs attn_bufs(const struct kern_attention *op)
-{
-    int64_t bh = op->B * op->H;
-    struct attn_bufs w = {.s = ((struct prims *)op->impl)->buf};
-    w.dp = w.s + bh * op->tile * op->tile;
-    w.m = w.dp + bh * op->tile * op->tile;
-    w.l = w.m + bh * op->tile;
-    w.delta = w.l + bh * op->tile;
-    return w;
-}
-
-/* One tile matmul of `kind` for tile rows bq and columns bk. */
-static void attn_run(const struct kern_attention *op, enum attn_mm kind, int64_t bq, int64_t bk,
-                     const float *src, const float *wei, float *dst)
-{
-    PRIM_RUN(prim_of(op->impl, attn_slot(kind, tile_shape(op, bq, bk))), op->ctx, src, wei, dst);
-}
-
-static void attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv)
-{
-    const int64_t C = op->H * op->D, nt = (op->T + op->tile - 1) / op->tile;
-    const float *q = qkv, *k = qkv + C, *v = qkv + 2 * C;
-    struct attn_bufs w = attn_bufs(op);
-    for (int64_t i = 0; i < nt; i++) {
-        int64_t q0 = i * op->tile, bq = tile_len(op, i);
-        for (int64_t j = 0; j <= i; j++) {
-            int64_t k0 = j * op->tile, bk = tile_len(op, j);
-            attn_run(op, AM_S, bq, bk, q + q0 * 3 * C, k + k0 * 3 * C, w.s);
-            kern_simd_attn_online(op, w.s, w.m, w.l, y, q0, bq, k0, bk);
-            attn_run(op, j == 0 ? AM_MIX : AM_MIX_ACC, bq, bk, w.s, v + k0 * 3 * C, y + q0 * C);
-        }
-        kern_simd_attn_finish(op, y, lse, w.m, w.l, q0, bq);
-    }
-}
-
-static void attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
-                               const float *qkv, const float *y, const float *lse)
-{
-    const int64_t C = op->H * op->D, nt = (op->T + op->tile - 1) / op->tile;
-    const float *q = qkv, *k = qkv + C, *v = qkv + 2 * C;
-    float *dq = dqkv, *dk = dqkv + C, *dv = dqkv + 2 * C;
-    struct attn_bufs w = attn_bufs(op);
-    kern_simd_attn_delta(op, w.delta, dy, y);
-    for (int64_t j = 0; j < nt; j++) {
-        int64_t k0 = j * op->tile, bk = tile_len(op, j);
-        for (int64_t i = j; i < nt; i++) {
-            int64_t q0 = i * op->tile, bq = tile_len(op, i);
-            attn_run(op, AM_S, bq, bk, q + q0 * 3 * C, k + k0 * 3 * C, w.s);
-            kern_simd_attn_probs(op, w.s, lse, q0, bq, k0, bk);
-            attn_run(op, i == j ? AM_DV : AM_DV_ACC, bq, bk, w.s, dy + q0 * C, dv + k0 * 3 * C);
-            attn_run(op, AM_DP, bq, bk, dy + q0 * C, v + k0 * 3 * C, w.dp);
-            kern_simd_attn_dscores(op, w.dp, w.s, w.delta, q0, bq, k0, bk);
-            attn_run(op, i == j ? AM_DK : AM_DK_ACC, bq, bk, w.dp, q + q0 * 3 * C,
-                     dk + k0 * 3 * C);
-            attn_run(op, j == 0 ? AM_DQ : AM_DQ_ACC, bq, bk, w.dp, k + k0 * 3 * C,
-                     dq + q0 * 3 * C);
-        }
-    }
-}
-
 /* ---- cross-entropy: our own row kernels (kern_simd.c); the state is the column sums' scratch */
 
 static enum rz_status xent_init(struct kern_xent *op, struct rz_err *err)
@@ -662,19 +459,23 @@ const struct kern_ops kern_dnnl_ops = {
     .ctx_fini = ctx_fini,
     .isa = isa,
     .check_bf16 = check_bf16,
-    .op_free = prims_free,
     .matmul_init = matmul_init,
+    .matmul_free = prims_free,
     .matmul_run = matmul_run,
     .layernorm_init = layernorm_init,
+    .layernorm_free = prims_free,
     .layernorm_forward = kern_simd_layernorm_forward,
     .layernorm_backward = layernorm_backward,
     .gelu_init = gelu_init,
+    .gelu_free = prims_free,
     .gelu_forward = gelu_forward,
     .gelu_backward = gelu_backward,
-    .attention_init = attention_init,
-    .attention_forward = attention_forward,
-    .attention_backward = attention_backward,
+    .attention_init = kern_xsmm_attention_init,
+    .attention_free = kern_xsmm_attention_free,
+    .attention_forward = kern_xsmm_attention_forward,
+    .attention_backward = kern_xsmm_attention_backward,
     .xent_init = xent_init,
+    .xent_free = prims_free,
     .xent_forward = kern_simd_xent_forward,
     .xent_backward = xent_backward,
 };

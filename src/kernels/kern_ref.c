@@ -368,7 +368,6 @@ const struct kern_ops kern_ref_ops = {
     .name = "ref",
     .isa = isa,
     .check_bf16 = check_bf16,
-    .op_free = free,
     .matmul_init = matmul_init,
     .matmul_run = matmul_run,
     .layernorm_forward = layernorm_forward,

@@ -1,8 +1,10 @@
 /* kern_simd.c: the oneDNN backend's own row kernels, for what oneDNN has no primitive for (or
  * none that fits), on a vectorized exp: the softmax cross-entropy, and the row steps of the
  * blocked causal attention (online softmax, normalization, recomputed probabilities, score
- * gradients) that kern_dnnl.c runs between its tile matmuls.
+ * gradients) that kern_xsmm.c runs between its tile matmuls.
  *
+ * The attention's steps work on one head's tiles and open no parallel region: kern_xsmm.c runs
+ * them inside its loop over heads.
  * The cross-entropy computes the loss as logsumexp - z[t] (-log p is inf once p underflows);
  * measured on 1 thread (Xeon, AVX-512), 2048x2048 fwd ~2.7 ms vs oneDNN's softmax alone ~2.4 ms
  * without the loss.  Masked attention scores come out as exact zeros.
@@ -245,130 +247,84 @@ void kern_simd_xent_backward(struct kern_xent *op, float *scratch, void *dlogits
         sum_partials(dbias, scratch, (op->rows + ROW_CHUNK - 1) / ROW_CHUNK, v);
 }
 
-/* ---- attention: the row steps between the tile matmuls (kern_impl.h) ----------------------- */
+/* ---- attention: the row steps of one head between its tile matmuls (kern_impl.h) ---------- */
 
-/* Row rr of a (B, H, bq, bk) score tile of queries [q0, q0 + bq) and keys [k0, k0 + bk). */
-struct tile_row {
-    int64_t score;            /* offset of its scores in the tile buffer */
-    int64_t stat;             /* index in the (B, H, tile) statistics of the query tile */
-    int64_t seq;              /* index in the (B, H, T) statistics */
-    int64_t out;              /* offset of its head's slice in a (B, T, C) row */
-    int64_t len;              /* visible keys: all bk, or up to the query on the diagonal */
-};
-
-static inline struct tile_row tile_row(const struct kern_attention *op, int64_t rr, int64_t q0,
-                                       int64_t bq, int64_t k0, int64_t bk)
+/* Visible keys of row r of the tile: all bk, or up to the query on the diagonal. */
+static inline int64_t tile_len(const struct kern_attn_tile *t, int64_t r)
 {
-    int64_t bh = rr / bq, r = rr % bq, b = bh / op->H, h = bh % op->H;
-    struct tile_row g = {.score = (bh * op->tile + r) * op->tile, .stat = bh * op->tile + r,
-                         .seq = bh * op->T + q0 + r,
-                         .out = (b * op->T + q0 + r) * op->H * op->D + h * op->D,
-                         .len = k0 == q0 ? r + 1 : bk};
-    return g;
+    return t->k0 == t->q0 ? r + 1 : t->bk;
 }
 
-/* p = exp(s - shift) on the visible keys, exactly 0 on the rest of [0, bk); returns sum(p). */
-static inline float tile_exp(float *s, const struct tile_row *g, int64_t bk, float shift)
+/* p = exp(scale * s - shift) on the visible keys [0, len), exactly 0 on the rest of [0, bk);
+ * returns sum(p). */
+static inline float tile_exp(float *s, int64_t len, int64_t bk, float scale, float shift)
 {
-    int64_t n = window(g->len, bk);
-    float sum = exp_shift_sum(s, s, g->len, n, shift);
+    int64_t n = window(len, bk);
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; j++) {
+        float e = exp_approx((j < len ? scale * s[j] : -INFINITY) - shift);
+        s[j] = e;
+        sum += e;
+    }
     memset(s + n, 0, (size_t)(bk - n) * sizeof *s);
     return sum;
 }
 
-KERN_CLONES static void online_rows(const struct kern_attention *op, float *s, float *m,
-                                    float *l, float *y, int64_t q0, int64_t bq, int64_t k0,
-                                    int64_t bk, int64_t r0, int64_t r1)
+KERN_CLONES void kern_simd_attn_online(const struct kern_attn_tile *t, float scale, float *m,
+                                       float *l, float *y, int64_t ldy, int64_t D)
 {
-    for (int64_t rr = r0; rr < r1; rr++) {
-        struct tile_row g = tile_row(op, rr, q0, bq, k0, bk);
-        float *sr = s + g.score;
-        float mx = row_max(sr, g.len, window(g.len, bk));
-        if (k0 == 0) { /* the first key tile: no earlier sums to rescale */
-            l[g.stat] = tile_exp(sr, &g, bk, mx);
-            m[g.stat] = mx;
+    for (int64_t r = 0; r < t->bq; r++) {
+        float *sr = t->s + r * t->ld, *yr = y + (t->q0 + r) * ldy;
+        int64_t len = tile_len(t, r);
+        float mx = scale * row_max(sr, len, window(len, t->bk)); /* scale > 0 */
+        if (t->k0 == 0) { /* the first key tile: no earlier sums to rescale */
+            l[r] = tile_exp(sr, len, t->bk, scale, mx);
+            m[r] = mx;
             continue;
         }
-        float m_new = mx > m[g.stat] ? mx : m[g.stat];
-        float alpha = exp_approx(m[g.stat] - m_new);
-        l[g.stat] = l[g.stat] * alpha + tile_exp(sr, &g, bk, m_new);
-        m[g.stat] = m_new;
-        scale_row(y + g.out, y + g.out, op->D, alpha);
+        float m_new = mx > m[r] ? mx : m[r];
+        float alpha = exp_approx(m[r] - m_new);
+        l[r] = l[r] * alpha + tile_exp(sr, len, t->bk, scale, m_new);
+        m[r] = m_new;
+        scale_row(yr, yr, D, alpha);
     }
 }
 
-KERN_CLONES static void finish_rows(const struct kern_attention *op, float *y, float *lse,
-                                    const float *m, const float *l, int64_t q0, int64_t bq,
-                                    int64_t r0, int64_t r1)
+KERN_CLONES void kern_simd_attn_finish(float *y, int64_t ldy, int64_t D, float *lse,
+                                       const float *m, const float *l, int64_t q0, int64_t bq)
 {
-    for (int64_t rr = r0; rr < r1; rr++) {
-        struct tile_row g = tile_row(op, rr, q0, bq, q0, bq);
-        scale_row(y + g.out, y + g.out, op->D, 1.0f / l[g.stat]);
-        lse[g.seq] = (float)((double)m[g.stat] + log((double)l[g.stat]));
+    for (int64_t r = 0; r < bq; r++) {
+        float *yr = y + (q0 + r) * ldy;
+        scale_row(yr, yr, D, 1.0f / l[r]);
+        lse[q0 + r] = (float)((double)m[r] + log((double)l[r]));
     }
 }
 
-KERN_CLONES static void delta_rows(const struct kern_attention *op, float *delta,
-                                   const float *dy, const float *y, int64_t r0, int64_t r1)
+KERN_CLONES void kern_simd_attn_delta(float *delta, const float *dy, const float *y, int64_t ld,
+                                      int64_t D, int64_t T)
 {
-    for (int64_t rr = r0; rr < r1; rr++) {
-        struct tile_row g = tile_row(op, rr, 0, op->T, 0, op->T);
-        delta[g.seq] = dot_row(dy + g.out, y + g.out, op->D);
-    }
+    for (int64_t t = 0; t < T; t++)
+        delta[t] = dot_row(dy + t * ld, y + t * ld, D);
 }
 
-KERN_CLONES static void probs_rows(const struct kern_attention *op, float *s, const float *lse,
-                                   int64_t q0, int64_t bq, int64_t k0, int64_t bk, int64_t r0,
-                                   int64_t r1)
+KERN_CLONES void kern_simd_attn_probs(const struct kern_attn_tile *t, float scale,
+                                      const float *lse)
 {
-    for (int64_t rr = r0; rr < r1; rr++) {
-        struct tile_row g = tile_row(op, rr, q0, bq, k0, bk);
-        tile_exp(s + g.score, &g, bk, lse[g.seq]);
-    }
+    for (int64_t r = 0; r < t->bq; r++)
+        tile_exp(t->s + r * t->ld, tile_len(t, r), t->bk, scale, lse[t->q0 + r]);
 }
 
-KERN_CLONES static void dscores_rows(const struct kern_attention *op, float *dp, const float *p,
-                                     const float *delta, int64_t q0, int64_t bq, int64_t k0,
-                                     int64_t bk, int64_t r0, int64_t r1)
+KERN_CLONES void kern_simd_attn_dscores(const struct kern_attn_tile *t, const float *p,
+                                        const float *delta, float scale)
 {
-    for (int64_t rr = r0; rr < r1; rr++) {
-        struct tile_row g = tile_row(op, rr, q0, bq, k0, bk);
-        float *ds = dp + g.score, d = delta[g.seq];
-        const float *pr = p + g.score;
+    for (int64_t r = 0; r < t->bq; r++) {
+        float *ds = t->s + r * t->ld, d = delta[t->q0 + r];
+        const float *pr = p + r * t->ld;
 #pragma omp simd
-        for (int64_t c = 0; c < bk; c++)
-            ds[c] = pr[c] * (ds[c] - d); /* 0 where masked: p is exactly 0 there */
+        for (int64_t c = 0; c < t->bk; c++)
+            ds[c] = scale * (pr[c] * (ds[c] - d)); /* 0 where masked: p is exactly 0 there */
     }
-}
-
-void kern_simd_attn_online(const struct kern_attention *op, float *s, float *m, float *l,
-                           float *y, int64_t q0, int64_t bq, int64_t k0, int64_t bk)
-{
-    FOR_ROW_CHUNKS(op->B * op->H * bq, online_rows(op, s, m, l, y, q0, bq, k0, bk, r0, r1));
-}
-
-void kern_simd_attn_finish(const struct kern_attention *op, float *y, float *lse,
-                           const float *m, const float *l, int64_t q0, int64_t bq)
-{
-    FOR_ROW_CHUNKS(op->B * op->H * bq, finish_rows(op, y, lse, m, l, q0, bq, r0, r1));
-}
-
-void kern_simd_attn_delta(const struct kern_attention *op, float *delta, const float *dy,
-                          const float *y)
-{
-    FOR_ROW_CHUNKS(op->B * op->H * op->T, delta_rows(op, delta, dy, y, r0, r1));
-}
-
-void kern_simd_attn_probs(const struct kern_attention *op, float *s, const float *lse,
-                          int64_t q0, int64_t bq, int64_t k0, int64_t bk)
-{
-    FOR_ROW_CHUNKS(op->B * op->H * bq, probs_rows(op, s, lse, q0, bq, k0, bk, r0, r1));
-}
-
-void kern_simd_attn_dscores(const struct kern_attention *op, float *dp, const float *p,
-                            const float *delta, int64_t q0, int64_t bq, int64_t k0, int64_t bk)
-{
-    FOR_ROW_CHUNKS(op->B * op->H * bq, dscores_rows(op, dp, p, delta, q0, bq, k0, bk, r0, r1));
 }
 
 /* ---- layer normalization: one pass per row each way ------------------------------------------
