@@ -172,5 +172,12 @@ step_reached() {
 ckpt_info() { "$prefix/bin/ryzen-ckpt" info "$1" 2>/dev/null | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
 newest_ckpt() { ls "$1"/checkpoints/step-*.h5 2>/dev/null | sort | tail -n 1; }
 
+# same_params NAME REF-RUN RUN STEP: the two runs' step-STEP checkpoints hold the same parameters.
+same_params() {
+  a=$(ckpt_info "$3/checkpoints/step-$(printf %08d "$4").h5" params_sha256)
+  b=$(ckpt_info "$2/checkpoints/step-$(printf %08d "$4").h5" params_sha256)
+  check "$1: params_sha256 $a" test -n "$a" -a "$a" = "$b"
+}
+
 # show_job ID: the end of its output, for a failed check.
 show_job() { for f in "$sub"/*-"$1".out; do [ -f "$f" ] && grep -v '^step ' "$f" | tail -n 25 | sed 's/^/     | /'; done; }

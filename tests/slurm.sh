@@ -68,6 +68,10 @@ j_mis=$(run mismatch rzuser $site --signal=B:USR1@60 "$P1" $small --set training
 j_input=$(run input rzuser $site "$P1" $small --set data.kind=tokens --set data.path=/nonexistent/corpus.bin)
 j_wrong=$(RYZEN_SRUN_MPI=none run wrong rzuser $site "$P1" $small --set training.steps=5)
 
+# uninterrupted references for the faults that resume (same workload, nothing happens to them)
+ref40=$(run ref40 rzuser $site "$P1" $small --set training.steps=40)
+ref300=$(run ref300 rzuser $site "$P1" $small --set training.steps=300)
+
 # a run directory that another live job owns, and one whose owner is dead
 j_busy1=$(run busy rzuser $site "$P1" $small --set training.steps=200)
 wait_for 60 test -s "$(R busy phase1_4proc)/owner"
@@ -132,6 +136,8 @@ ended "the USR1 job completes" "$j_u1" COMPLETED 0:0
 check "... the wrapper forwarded SIGUSR1" grep -q "forwarded User defined signal 1" "ryzen-phase1_4proc-$j_u1.out"
 check "... requeued after a signal checkpoint" has_event "$r" "$j_u1" requeue '"reason":"signal"'
 check "... resumed from it" has_event "$r" "$j_u1" resume "resuming from"
+st=$(wait_done "$ref300" 400)
+same_params "... bit-identical to an uninterrupted run" "$(R ref300 phase1_4proc)" "$r" 300
 
 echo "# scancel: the job ends CANCELLED, is not requeued; its last checkpoint verifies"
 r=$(R cancel phase1_4proc)
@@ -205,15 +211,16 @@ j=$(run lead rzuser -A ml -p batch --time=1 --mem=2000M "$P1" $small --set train
 r=$(R lead phase1_4proc)
 wait_for 200 has_event "$r" "$j" no_progress
 check "... the job said --time is shorter than the lead" has_event "$r" "$j" signal_lead
+held() { scontrol show job "$1" | grep -q 'JobState=PENDING.*Reason=.*[Hh]eld\|Reason=job_requeued_in_held_state'; }
+wait_for 60 held "$j"
 check "... it is held, not looping (state $(job_field "$j" JobState), $(job_field "$j" Reason))" \
-  sh -c "scontrol show job $j | grep -q 'JobState=PENDING.*Reason=.*Held\|Reason=JobHeldUser\|Reason=job_requeued_in_held_state'"
+  held "$j"
 check "... after $(job_field "$j" Restarts) restart(s)" test "$(job_field "$j" Restarts)" -le 3
 wait_for 30 test -s "$r/reports/$j/report.json"
 check "... a NO-GO report says why" grep -q '"ended":"no_progress"' "$r/reports/$j/report.json"
 scancel "$j"
 
 echo "# scontrol requeue mid-run: resumes; same final parameters as an uninterrupted run"
-ref=$(run ref rzuser $site "$P1" $small --set training.steps=40)
 j=$(run rq rzuser $site "$P1" $small --set training.steps=40)
 r=$(R rq phase1_4proc)
 wait_for 200 step_reached "$r" "$j" 17
@@ -222,13 +229,11 @@ st=$(wait_done "$j" 400)
 ended "the requeued job completes" "$j" COMPLETED 0:0
 check "... Slurm requeued it; no requeue_failed" sh -c "! grep -q requeue_failed '$r/events.jsonl'"
 check "... it resumed from a checkpoint" has_event "$r" "$j" resume "resuming from"
-st=$(wait_done "$ref" 400)
-a=$(ckpt_info "$r/checkpoints/step-00000040.h5" params_sha256)
-b=$(ckpt_info "$(R ref phase1_4proc)/checkpoints/step-00000040.h5" params_sha256)
-check "... final params_sha256 identical: $a" test -n "$a" -a "$a" = "$b"
+st=$(wait_done "$ref40" 400)
+same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
 
 echo "# a hung rank (SIGSTOP): the watchdog's 76 reaches the report as a hang naming the rank"
-j=$(run hang rzuser $site "$P1" $small --set training.steps=60 --set health.watchdog_floor_s=4)
+j=$(run hang rzuser $site "$P1" $small --set training.steps=40 --set health.watchdog_floor_s=4)
 r=$(R hang phase1_4proc)
 wait_for 200 step_reached "$r" "$j" 12
 victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$r/health/rank-00002.hb")
@@ -240,6 +245,7 @@ kill -CONT "$victim" 2>/dev/null
 st=$(wait_done "$j" 400)
 ended "... then it completes" "$j" COMPLETED 0:0
 check "... after a failure requeue" has_event "$r" "$j" requeue '"reason":"failure"'
+same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
 
 echo "# kill -9 of a rank with the budget spent: a NO-GO report that says why, exit 76"
 j=$(run k9 rzuser $site "$P1" $small --set training.steps=400 --set restart.max_restarts=0)
@@ -252,6 +258,8 @@ ended "the budget-spent job" "$j" FAILED 76:0
 check "... a give_up event" has_event "$r" "$j" give_up "restart budget is spent"
 check "... a NO-GO report: ended give_up" grep -q '"ended":"give_up"' "$r/reports/$j/report.json"
 check "... naming the last good checkpoint" grep -q 'step-000000[0-9]*.h5' "$r/reports/$j/report.md"
+ck=$(newest_ckpt "$r")
+check "... which verifies: $(basename "$ck")" "$prefix/bin/ryzen-ckpt" verify "$ck"
 
 echo "# the preflight's CPU checks under Slurm's own binding (a launch by hand, not by ryzen-step)"
 cat >"$sub/cpus.sh" <<EOF
