@@ -38,7 +38,7 @@ AC_DEFUN([RYZEN_SANITIZERS], [
   AC_SUBST([RYZEN_SAN_CFLAGS])
 ])
 
-# RYZEN_CHECK_DEPS: oneDNN, HDF5, libyaml, Check, Open MPI.
+# RYZEN_CHECK_DEPS: oneDNN, libxsmm, HDF5, libyaml, Check, Open MPI.
 AC_DEFUN([RYZEN_CHECK_DEPS], [
   # oneDNN ships no pkg-config file in Debian; check the header and the library.
   AC_CHECK_HEADER([oneapi/dnnl/dnnl.h], [],
@@ -46,6 +46,17 @@ AC_DEFUN([RYZEN_CHECK_DEPS], [
   AC_CHECK_LIB([dnnl], [dnnl_engine_create], [DNNL_LIBS="-ldnnl"],
     [AC_MSG_ERROR([oneDNN library not found: install the Debian package libdnnl-dev])])
   AC_SUBST([DNNL_LIBS])
+
+  # libxsmm: JIT kernels for the attention's small tile matmuls (src/kernels/kern_xsmm.c).  Its
+  # pkg-config file lists libxsmmnoblas (its stand-in for the BLAS fallback we never call)
+  # before libxsmm, which static linking cannot resolve: the order is given here.
+  AC_CHECK_HEADER([libxsmm.h], [],
+    [AC_MSG_ERROR([libxsmm headers not found: install the Debian package libxsmm-dev])])
+  AC_CHECK_LIB([xsmm], [libxsmm_smmdispatch],
+    [XSMM_LIBS="-lxsmm -lxsmmnoblas -lpthread -lrt -ldl"],
+    [AC_MSG_ERROR([libxsmm library not found: install the Debian package libxsmm-dev])],
+    [-lxsmmnoblas -lpthread -lrt -ldl -lm])
+  AC_SUBST([XSMM_LIBS])
 
   PKG_CHECK_MODULES([HDF5], [hdf5 >= 1.10], [],
     [AC_MSG_ERROR([HDF5 >= 1.10 not found: install the Debian package libhdf5-dev])])

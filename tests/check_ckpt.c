@@ -83,7 +83,9 @@ static void tiny_table(struct tiny *m, int64_t V, int64_t C, int64_t L, int64_t 
     const int64_t rows[12] = {C, C, 3 * C, 3 * C, C, C, C, C, F, F, C, C};
     const int64_t cols[12] = {1, 1, C, 1, C, 1, 1, 1, C, 1, F, 1};
     memset(m, 0, sizeof *m);
-    m->dims = (struct model_dims){V, C, 2, L, F, T, 4, 1e-5f, 0.02f};
+    m->dims = (struct model_dims){.vocab = V, .d_model = C, .n_heads = 2, .n_layers = L,
+                                  .d_ff = F, .seq_len = T, .batch = 4, .ln_eps = 1e-5f,
+                                  .init_std = 0.02f};
     m->t.table = m->table;
     add(m, "wte", V, C);
     add(m, "wpe", T, C);
@@ -299,6 +301,76 @@ START_TEST(round_trip_is_bit_exact)
     ckpt_meta_free(&out);
     ckpt_meta_free(&only);
     ck_assert_ptr_null(out.config_yaml);
+    tiny_free(&a);
+    tiny_free(&b);
+}
+END_TEST
+
+/* ZeRO: moments that come tensor by tensor from a fetch callback make the same file as whole
+ * buffers, and a load that keeps only a part of the layout gets exactly that part. */
+struct fetch_log {
+    const struct tiny *from;
+    int calls, fail_at;
+    int order_ok;
+};
+
+static enum rz_status fetch_from(void *user, int which, size_t index, float *out,
+                                 struct rz_err *err)
+{
+    struct fetch_log *f = user;
+    const struct model_tensor *e = &f->from->table[index];
+    size_t count = f->from->t.count;
+    f->order_ok &= (size_t)f->calls == (size_t)which * count + index; /* m of all, then v */
+    if (f->calls++ == f->fail_at)
+        return rz_fail(err, RZ_EHANG, "gather failed on purpose");
+    memcpy(out, (which == 0 ? f->from->t.adam_m : f->from->t.adam_v) + e->offset,
+           (size_t)(e->rows * e->cols) * sizeof(float));
+    return RZ_OK;
+}
+
+START_TEST(sharded_moments_same_file_and_part_loads)
+{
+    struct tiny a, b;
+    char whole[4096], fetched[4096];
+    struct rz_err err;
+    make_tiny(&a, 11);
+    make_tiny(&b, 0);
+    save_step(&a, 1, whole, sizeof whole);
+    struct fetch_log log = {.from = &a, .fail_at = -1, .order_ok = 1};
+    float *spare_p = b.t.params, *spare_m = b.t.adam_m, *spare_v = b.t.adam_v;
+    b.t.params = a.t.params;
+    memset(spare_m, 0xff, b.t.n_floats * sizeof(float)); /* must not be written out */
+    b.t.moments_sharded = 1;
+    b.t.moment_lo = 100;
+    b.t.moment_hi = 700;
+    b.t.fetch = fetch_from;
+    b.t.fetch_user = &log;
+    save_step(&b, 2, fetched, sizeof fetched);
+    ck_assert_int_eq(log.calls, 2 * (int)a.t.count);
+    ck_assert(log.order_ok);
+    struct ckpt_meta ma, mb;
+    ck_assert_int_eq(ckpt_inspect(whole, &ma, &err), RZ_OK);
+    ck_assert_int_eq(ckpt_inspect(fetched, &mb, &err), RZ_OK);
+    ck_assert_str_eq(ma.adam_sha256, mb.adam_sha256);
+    ck_assert_str_eq(ma.params_sha256, mb.params_sha256);
+    ckpt_meta_free(&ma);
+    ckpt_meta_free(&mb);
+    /* a part of [100, 700): the moments of that part only, in a (600)-float buffer */
+    b.t.params = spare_m;
+    b.t.adam_m = calloc(600, sizeof(float));
+    b.t.adam_v = calloc(600, sizeof(float));
+    b.t.fetch = NULL;
+    ck_assert_msg(ckpt_load(whole, &mb, &b.t, &err) == RZ_OK, "%s", err.msg);
+    ck_assert(memcmp(b.t.adam_m, a.t.adam_m + 100, 600 * sizeof(float)) == 0);
+    ck_assert(memcmp(b.t.adam_v, a.t.adam_v + 100, 600 * sizeof(float)) == 0);
+    ck_assert(memcmp(spare_m, a.t.params, a.t.n_floats * sizeof(float)) == 0);
+    ck_assert_str_eq(mb.adam_sha256, ma.adam_sha256); /* every moment was still read, checked */
+    ckpt_meta_free(&mb);
+    free(b.t.adam_m);
+    free(b.t.adam_v);
+    b.t.params = spare_p;
+    b.t.adam_m = spare_m;
+    b.t.adam_v = spare_v;
     tiny_free(&a);
     tiny_free(&b);
 }
@@ -884,6 +956,32 @@ START_TEST(newest_committed_reads_names_only)
 }
 END_TEST
 
+/* A fetch that fails mid-write: the save fails naming the tensor, leaves no file, and the
+ * caller can tell how many fetches were made (train.c makes the rest, so no rank waits). */
+START_TEST(failed_fetch_fails_the_save)
+{
+    struct tiny a, b;
+    char path[4096];
+    struct rz_err err;
+    make_tiny(&a, 3);
+    make_tiny(&b, 3);
+    struct fetch_log log = {.from = &a, .fail_at = 5, .order_ok = 1};
+    b.t.moments_sharded = 1;
+    b.t.fetch = fetch_from;
+    b.t.fetch_user = &log;
+    struct ckpt_meta meta = make_meta(&b, 4);
+    ck_assert_int_eq(ckpt_save(tmpdir, &meta, &b.t, path, sizeof path, &err), RZ_EIO);
+    ck_assert_msg(strstr(err.msg, "moments of 'h0.attn.qkv.bias': gather failed on "
+                                   "purpose") != NULL, "%s", err.msg);
+    ck_assert_int_eq(log.calls, 6);
+    path_in(path, sizeof path, "step-00000004.h5");
+    ck_assert(!exists(path));
+    ck_assert(!exists(strcat(path, ".tmp")));
+    tiny_free(&a);
+    tiny_free(&b);
+}
+END_TEST
+
 START_TEST(missing_directory_is_empty_not_error)
 {
     char dir[4096], found[4096] = "junk";
@@ -965,6 +1063,7 @@ static Suite *ckpt_suite(void)
     tcase_add_test(core, sha256_accel_matches_portable);
     tcase_add_test(core, round_trip_is_bit_exact);
     tcase_add_test(core, params_sha256_stable_and_sensitive);
+    tcase_add_test(core, sharded_moments_same_file_and_part_loads);
     tcase_add_test(core, find_latest_picks_newest_valid);
     tcase_add_test(core, newest_committed_reads_names_only);
     tcase_add_test(core, prune_keeps_n_and_never_the_last_good);
@@ -982,6 +1081,7 @@ static Suite *ckpt_suite(void)
                         NEWER_VERSION + 1);
     tcase_add_test(errors, all_damaged_gives_none_and_quarantines_each);
     tcase_add_test(errors, shape_mismatch_is_refused_naming_the_tensor);
+    tcase_add_test(errors, failed_fetch_fails_the_save);
     tcase_add_test(errors, missing_directory_is_empty_not_error);
     tcase_add_test(errors, unwritable_directory_is_eio);
     tcase_add_test(errors, unreadable_paths_are_eio);

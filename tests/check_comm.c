@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "core/util.h"
 
 static struct comm *world; /* MPI_COMM_WORLD, set up once in main */
 
@@ -21,8 +22,8 @@ START_TEST(gradient_buckets_average_over_ranks)
     for (int i = 0; i < N; i++)
         g[i] = (float)(i % 7) + (float)r; /* rank r adds r */
     comm_grads_begin(world, g, N, 64 * sizeof(float), true); /* 16 buckets */
-    comm_grads_ready(world, 600, 400);                  /* as backward would: the end first */
-    comm_grads_ready(world, 0, 600);
+    comm_grads_ready(world, 600, 400, g + 600);         /* as backward would: the end first */
+    comm_grads_ready(world, 0, 600, g);
     double exposed = -1, sumsq = 0;
     ck_assert_int_eq(comm_grads_finish(world, &exposed, &sumsq, NULL), RZ_OK);
     ck_assert(exposed >= 0.0);
@@ -34,6 +35,51 @@ START_TEST(gradient_buckets_average_over_ranks)
         local += mine * mine;
     }
     ck_assert_double_eq_tol(sumsq, local, 1e-6 * local); /* this rank's sum before the reduce */
+}
+END_TEST
+
+/* ZeRO: reduce-scatter into shards (overwrite, then accumulate), from segment buffers that are
+ * reused once their ranges were sent; then the parameter all-gather and the gather of a range
+ * onto rank 0 for checkpoints.  Small integers: every sum is exact. */
+START_TEST(zero_shards_reduce_gather_and_accumulate)
+{
+    int r = comm_rank(world), n = comm_size(world);
+    enum { N = 1000, ALIGN = 16, SEG = 250 };
+    size_t lo, hi;
+    rz_shard(N, n, r, ALIGN, &lo, &hi);
+    float *shard = calloc(hi - lo + 1, sizeof *shard), slot[SEG], params[N], out[N];
+    for (int micro = 0; micro < 2; micro++) {
+        ck_assert_int_eq(comm_grads_begin_sharded(world, shard, N, ALIGN, 64 * sizeof(float),
+                                                  false, micro > 0, NULL), RZ_OK);
+        for (int s0 = N - SEG; s0 >= 0; s0 -= SEG) { /* the end first, one slot reused */
+            comm_grads_reuse(world, slot, SEG);
+            for (int i = 0; i < SEG; i++)
+                slot[i] = (float)((s0 + i) % 7) + (float)r;
+            comm_grads_ready(world, (size_t)s0, SEG, slot);
+        }
+        double exposed = -1, sumsq = 0;
+        ck_assert_int_eq(comm_grads_finish(world, &exposed, &sumsq, NULL), RZ_OK);
+        for (size_t i = lo; i < hi; i++) {
+            float want = (float)(micro + 1) * ((float)n * (float)(i % 7) + (float)(n * (n - 1) / 2));
+            ck_assert_msg(shard[i - lo] == want, "micro %d: shard[%zu] = %g, want %g", micro, i,
+                          (double)shard[i - lo], (double)want);
+        }
+    }
+    for (int i = 0; i < N; i++) /* only this rank's part is right before the gather */
+        params[i] = (size_t)i >= lo && (size_t)i < hi ? 0.5f * (float)i : -1.0f;
+    ck_assert_int_eq(comm_params_begin(world, params, N, ALIGN, 256, NULL), RZ_OK);
+    comm_params_need(world, 0, 100);
+    for (int i = 0; i < 100; i++)
+        ck_assert(params[i] == 0.5f * (float)i);
+    ck_assert_int_eq(comm_params_finish(world, NULL), RZ_OK);
+    for (int i = 0; i < N; i++)
+        ck_assert(params[i] == 0.5f * (float)i);
+    for (size_t i = lo; i < hi; i++)
+        shard[i - lo] = 2.0f * (float)i;
+    ck_assert_int_eq(comm_gather_range(world, shard, N, ALIGN, 10, 990, out, NULL), RZ_OK);
+    for (int i = 10; r == 0 && i < 990; i++)
+        ck_assert(out[i - 10] == 2.0f * (float)i);
+    free(shard);
 }
 END_TEST
 
@@ -182,6 +228,7 @@ static Suite *comm_suite(void)
     Suite *s = suite_create("comm");
     TCase *core = tcase_create("core");
     tcase_add_test(core, gradient_buckets_average_over_ranks);
+    tcase_add_test(core, zero_shards_reduce_gather_and_accumulate);
     tcase_add_test(core, small_collectives);
     tcase_add_test(core, preflight_probes);
     tcase_add_test(core, sync_check_agrees_on_identical_parameters);

@@ -141,6 +141,7 @@ START_TEST(defaults_are_the_reference_workload)
     ck_assert_int_eq(c.training.seed, 1234);
     ck_assert_int_eq(c.training.log_interval, 10);
     ck_assert_int_eq(c.training.warmup_bench, 5);
+    ck_assert_str_eq(c.training.precision, "fp32");
     ck_assert_str_eq(c.optimizer.name, "adam");
     ck_assert(c.optimizer.lr == 5e-4);
     ck_assert(c.optimizer.beta1 == 0.9);
@@ -179,7 +180,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 75);
+    ck_assert_uint_eq(cfg_n_keys, 85);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;
@@ -279,7 +280,13 @@ START_TEST(full_file_sets_every_key)
     ck_assert_str_eq(c.data.path, "data/train: tokens #1.bin");
     ck_assert_str_eq(c.kernels.backend, "ref");
     ck_assert_int_eq(c.health.sync_check_interval, 0);
-    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 46);
+    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 56);
+    /* data.val_fraction and data.val_path exclude each other: one problem, then valid */
+    ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
+    ck_assert_int_eq(count_lines(err.msg), 1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "data.val_fraction = 0.05 ("));
+    ck_assert_ptr_nonnull(strstr(err.msg, "are both set; hold out one or the other"));
+    c.data.val_path[0] = '\0';
     ck_assert_int_eq(cfg_validate(&c, &err), RZ_OK);
 }
 END_TEST
@@ -400,7 +407,7 @@ START_TEST(reference_lists_every_key)
         snprintf(head, sizeof head, "\n## %s\n\n%s\n", cfg_sections[s].name, cfg_sections[s].doc);
         ck_assert_msg(strstr(buf, head) != NULL, "reference lacks section %s", cfg_sections[s].name);
     }
-    ck_assert_ptr_nonnull(strstr(buf, "| `model.vocab_size` | integer | `2048` | `[2, 65536]` |"));
+    ck_assert_ptr_nonnull(strstr(buf, "| `model.vocab_size` | integer | `2048` | `[2, 16777216]` |"));
     ck_assert_ptr_nonnull(strstr(buf, "| `optimizer.lr` | float | `5e-4` | `(0, 10]` |"));
     ck_assert_ptr_nonnull(strstr(buf, "| `optimizer.beta1` | float | `0.9` | `[0, 1)` |"));
     ck_assert_ptr_nonnull(strstr(buf, "| `optimizer.name` | enum | `adam` | `adam`, `adamw` |"));
@@ -477,7 +484,7 @@ static const struct bad_case {
      "expected an integer, got the quoted string \"256\""},
     {"not_float.yaml", "2:7: optimizer.lr: ", "expected a number, got 'fast'"},
     {"nonfinite.yaml", "2:7: optimizer.lr: ", "expected a finite number, got '1e999'"},
-    {"int_range.yaml", "2:15: model.vocab_size: ", "expected an integer in [2, 65536], got 1"},
+    {"int_range.yaml", "2:15: model.vocab_size: ", "expected an integer in [2, 16777216], got 1"},
     {"float_range.yaml", "2:10: optimizer.beta1: ", "expected a number in [0, 1), got 1"},
     {"lr_zero.yaml", "2:7: optimizer.lr: ", "expected a number in (0, 10], got 0"},
     {"duplicate_key.yaml", "4:3: model.d_model: ", "duplicate key (first set at 2:3)"},
@@ -615,7 +622,7 @@ START_TEST(bad_overrides_are_rejected)
         {"training.steps=1e3", "--set training.steps: expected an integer, got '1e3'"},
         {"training.seed=-9223372036854775809", "(does not fit in 64 bits)"},
         {"training.seed=-1", "--set training.seed: expected an integer in [0, 9223372036854775807]"},
-        {"model.vocab_size=70000", "--set model.vocab_size: expected an integer in [2, 65536], got 70000"},
+        {"model.vocab_size=20000000", "--set model.vocab_size: expected an integer in [2, 16777216], got 20000000"},
         {"optimizer.lr=0", "--set optimizer.lr: expected a number in (0, 10], got 0"},
         {"optimizer.lr=nan", "--set optimizer.lr: expected a number, got 'nan'"},
         {"optimizer.lr=inf", "--set optimizer.lr: expected a number, got 'inf'"},
@@ -721,6 +728,22 @@ START_TEST(cross_key_problems_are_all_collected)
     ck_assert_ptr_nonnull(strstr(err.msg, "m.yaml:3:21: data.markov_branching: "
                                           "data.markov_branching = 4000 (m.yaml:3:21) must not "
                                           "exceed model.vocab_size = 2048 (default)"));
+    /* uint16 ids for a vocabulary they cannot reach */
+    cfg_defaults(&c);
+    ck_assert_int_eq(cfg_load_string(&c, "u.yaml", "model:\n  vocab_size: 70000\ndata:\n  kind: "
+                                     "tokens\n  path: x.tok\n  token_dtype: uint16\n", &err), RZ_OK);
+    ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "u.yaml:6:16: data.token_dtype: data.token_dtype = "
+                                          "uint16 (u.yaml:6:16) cannot hold the ids of "
+                                          "model.vocab_size = 70000 (u.yaml:2:15)"));
+    snprintf(c.data.token_dtype, sizeof c.data.token_dtype, "uint32");
+    ck_assert_int_eq(cfg_validate(&c, &err), RZ_OK);
+    /* a validation file for data that has no file */
+    cfg_defaults(&c);
+    ck_assert_int_eq(cfg_set(&c, "data.val_path=v.tok", &err), RZ_OK);
+    ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "data.val_path = \"v.tok\" (--set) needs a file kind, "
+                                          "not data.kind = random (default)"));
 }
 END_TEST
 

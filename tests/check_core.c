@@ -108,6 +108,35 @@ START_TEST(sumsq_lanes_and_tail)
 }
 END_TEST
 
+/* Shards cover [0, n) in order without overlap, start at multiples of the alignment, and are
+ * as even as that allows; tiny buffers leave later shards empty. */
+START_TEST(shards_partition_the_buffer)
+{
+    const size_t ns[] = {0, 1, 1000, 4096, 4097, 2138112};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        for (int parts = 1; parts <= 16; parts++) {
+            size_t end = 0, biggest = 0, smallest = (size_t)-1;
+            for (int r = 0; r < parts; r++) {
+                size_t lo, hi;
+                rz_shard(ns[k], parts, r, 1024, &lo, &hi);
+                ck_assert_uint_eq(lo, end);
+                ck_assert_uint_le(lo, hi);
+                ck_assert(lo % 1024 == 0 || lo == ns[k]);
+                end = hi;
+                biggest = hi - lo > biggest ? hi - lo : biggest;
+                smallest = hi - lo < smallest ? hi - lo : smallest;
+            }
+            ck_assert_uint_eq(end, ns[k]);
+            if (ns[k] >= (size_t)parts * 1024 * 2)
+                ck_assert_uint_le(biggest - smallest, 1024 + ns[k] % 1024);
+        }
+    size_t lo, hi;
+    rz_shard(2138112, 4, 1, 4096, &lo, &hi); /* the seed model on 4 ranks */
+    ck_assert_uint_eq(lo, 130 * 4096); /* 522 blocks: 130, 131, 130, 131 */
+    ck_assert_uint_eq(hi, 261 * 4096);
+}
+END_TEST
+
 START_TEST(rng_is_a_pure_function)
 {
     ck_assert_uint_eq(rz_rand64(7, 11), rz_rand64(7, 11));
@@ -299,6 +328,7 @@ static Suite *core_suite(void)
     tcase_add_test(core, json_writer_output);
     tcase_add_test(core, json_fixed_keeps_unix_time_precision);
     tcase_add_test(core, rng_is_a_pure_function);
+    tcase_add_test(core, shards_partition_the_buffer);
     tcase_add_test(core, sumsq_lanes_and_tail);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);

@@ -81,10 +81,24 @@ static const char *write_tokens(const char *name, const unsigned *ids, size_t n)
     return path;
 }
 
+/* A tokens file of the ids ids[0..n) as little-endian uint32. */
+static const char *write_tokens32(const char *name, const uint32_t *ids, size_t n)
+{
+    unsigned char *buf = malloc(4 * n + 1);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 4; b++)
+            buf[4 * i + (size_t)b] = (unsigned char)(ids[i] >> (8 * b));
+    const char *path = write_file(name, buf, 4 * n);
+    free(buf);
+    return path;
+}
+
 static struct data_opts make_opts(enum data_kind kind, int64_t vocab, int64_t seq_len,
                                   uint64_t seed, const char *path, int64_t branching)
 {
-    struct data_opts o = {kind, vocab, seq_len, seed, path, branching};
+    struct data_opts o = {.kind = kind, .vocab_size = vocab, .seq_len = seq_len, .seed = seed,
+                          .path = path, .markov_branching = branching};
     return o;
 }
 
@@ -436,8 +450,145 @@ START_TEST(test_tokens_roundtrip)
     ck_assert_int_eq(hi, N_TOK - T - 1);
     ck_assert_double_lt(data_entropy_floor(d), 0.0);
     char want[PATH_LEN + 64];
-    snprintf(want, sizeof want, "tokens file '%s' (3000 tokens)", path);
+    snprintf(want, sizeof want, "tokens file '%s' (3000 uint16 tokens)", path);
     ck_assert_str_eq(data_describe(d), want);
+    data_destroy(d);
+}
+END_TEST
+
+/* A vocabulary above 65536 reads uint32 ids (auto), ids above 65535 included. */
+START_TEST(test_tokens_uint32_roundtrip)
+{
+    enum { N_TOK = 3000, T = 16, V = 100000, BASE = 96000 };
+    uint32_t ids[N_TOK];
+    for (uint32_t i = 0; i < N_TOK; i++)
+        ids[i] = BASE + i; /* the top id is V - 1 */
+    const char *path = write_tokens32("wide.tok", ids, N_TOK);
+    struct data_opts o = make_opts(DATA_TOKENS, V, T, 8, path, 0);
+    struct data *d = create_ok(&o);
+    int32_t t[T + 1];
+    int32_t hi = -1;
+    for (uint64_t i = 0; i < 5000; i++) {
+        data_sample(d, i, t);
+        ck_assert_int_ge(t[0], BASE);
+        for (int j = 0; j <= T; j++)
+            ck_assert_int_eq(t[j], t[0] + j);
+        hi = t[0] > hi ? t[0] : hi;
+    }
+    ck_assert_int_eq(hi, BASE + N_TOK - T - 1);
+    char want[PATH_LEN + 64];
+    snprintf(want, sizeof want, "tokens file '%s' (3000 uint32 tokens)", path);
+    ck_assert_str_eq(data_describe(d), want);
+    data_destroy(d);
+    o.token_bytes = 2; /* the same bytes read as uint16 are other ids: the width is honoured */
+    o.vocab_size = 65536;
+    d = create_ok(&o);
+    data_sample(d, 0, t);
+    ck_assert_int_lt(t[0], 65536);
+    data_destroy(d);
+}
+END_TEST
+
+/* A large file is mapped, not read into memory: opening it and sampling from its far end adds
+ * far less than its size to the resident set. */
+START_TEST(test_tokens_file_is_mapped)
+{
+    enum { T = 64 };
+    const size_t n = (size_t)16 << 20; /* 16 Mi uint16 ids = 32 MiB */
+    unsigned char *buf = malloc(2 * n);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < n; i++) {
+        buf[2 * i] = (unsigned char)(i & 0xff);
+        buf[2 * i + 1] = (unsigned char)((i >> 8) & 0x7);   /* ids (i mod 2048) */
+    }
+    const char *path = write_file("large.tok", buf, 2 * n);
+    free(buf);
+    uint64_t before = rz_rss_bytes();
+    struct data_opts o = make_opts(DATA_TOKENS, 2048, T, 3, path, 0);
+    struct data *d = create_ok(&o);
+    int32_t t[T + 1];
+    for (uint64_t i = 0; i < 100; i++) {
+        data_sample(d, i, t);
+        for (int j = 1; j <= T; j++)
+            ck_assert_int_eq(t[j], (t[j - 1] + 1) % 2048);
+    }
+    uint64_t grown = rz_rss_bytes() - before;
+    ck_assert_uint_gt(before, 0);
+    ck_assert_msg(grown < ((uint64_t)8 << 20), "RSS grew by %llu bytes for a 32 MiB file",
+                  (unsigned long long)grown);
+    data_destroy(d);
+}
+END_TEST
+
+/* val_fraction of a file: validation windows lie in its last tokens, training windows before
+ * them, and neither crosses the cut. */
+START_TEST(test_val_fraction_of_a_file)
+{
+    enum { N_TOK = 3000, T = 16, CUT = 2400 };
+    const char *path = counting_tokens_file(N_TOK);
+    struct data_opts o = make_opts(DATA_TOKENS, N_TOK, T, 8, path, 0);
+    o.val_fraction = 0.2;
+    struct data *d = create_ok(&o);
+    ck_assert(data_has_val(d));
+    int32_t t[T + 1], v[T + 1];
+    int32_t train_hi = -1, val_lo = N_TOK, val_hi = -1;
+    for (uint64_t i = 0; i < 20000; i++) {
+        data_sample(d, i, t);
+        data_val_sample(d, i, v);
+        train_hi = t[0] > train_hi ? t[0] : train_hi;
+        val_lo = v[0] < val_lo ? v[0] : val_lo;
+        val_hi = v[0] > val_hi ? v[0] : val_hi;
+        ck_assert_int_eq(v[T], v[0] + T);
+    }
+    ck_assert_int_eq(train_hi, CUT - T - 1); /* the last training window ends at CUT - 1 */
+    ck_assert_int_eq(val_lo, CUT);
+    ck_assert_int_eq(val_hi, N_TOK - T - 1);
+    data_val_sample(d, 5, t);
+    data_val_sample(d, 5, v);
+    ck_assert_int_eq(memcmp(t, v, sizeof t), 0); /* a fixed set: sample j is always the same */
+    char want[PATH_LEN + 128];
+    snprintf(want, sizeof want, "tokens file '%s' (3000 uint16 tokens); validation: its last 600 "
+             "tokens (0.2), held out", path);
+    ck_assert_str_eq(data_describe(d), want);
+    data_destroy(d);
+}
+END_TEST
+
+/* Synthetic data holds out a stream of its own; a separate validation file is read as such. */
+START_TEST(test_val_stream_and_file)
+{
+    enum { T = 16 };
+    struct data_opts o = make_opts(DATA_MARKOV, 64, T, 5, NULL, 4);
+    struct data *d = create_ok(&o);
+    ck_assert(!data_has_val(d));
+    data_destroy(d);
+    o.val_fraction = 0.01;
+    d = create_ok(&o);
+    ck_assert(data_has_val(d));
+    int32_t t[T + 1], v[T + 1];
+    int differ = 0;
+    for (uint64_t i = 0; i < 50; i++) {
+        data_sample(d, i, t);
+        data_val_sample(d, i, v);
+        differ += memcmp(t, v, sizeof t) != 0;
+    }
+    ck_assert_int_eq(differ, 50);
+    ck_assert_ptr_nonnull(strstr(data_describe(d), "; validation: a sample stream of its own"));
+    data_destroy(d);
+    unsigned ids[100];
+    for (unsigned i = 0; i < 100; i++)
+        ids[i] = 1000 + i;
+    const char *val = write_tokens("val.tok", ids, 100);
+    o = make_opts(DATA_TOKENS, 2048, T, 5, counting_tokens_file(500), 0);
+    o.val_path = val;
+    d = create_ok(&o);
+    for (uint64_t i = 0; i < 200; i++) {
+        data_sample(d, i, t);
+        data_val_sample(d, i, v);
+        ck_assert_int_lt(t[0], 500);
+        ck_assert_int_ge(v[0], 1000);
+        ck_assert_int_le(v[T], 1099);
+    }
     data_destroy(d);
 }
 END_TEST
@@ -504,6 +655,79 @@ START_TEST(test_err_odd_length)
     unsigned char bytes[41] = {0};
     struct data_opts o = make_opts(DATA_TOKENS, 2048, 16, 1, write_file("odd.tok", bytes, 41), 0);
     create_fails(&o, RZ_EDATA, "odd.tok': size 41 bytes is odd");
+}
+END_TEST
+
+START_TEST(test_err_uint32_partial_id)
+{
+    unsigned char bytes[42] = {0};
+    bytes[40] = 0xab;
+    bytes[41] = 0xcd;
+    struct data_opts o = make_opts(DATA_TOKENS, 100000, 4, 1, write_file("part.tok", bytes, 42), 0);
+    create_fails(&o, RZ_EDATA, "part.tok': size 42 bytes is not a multiple of 4; expected "
+                 "little-endian uint32 token ids (4 bytes each): the last 2 byte(s) (0xab 0xcd) "
+                 "at byte offset 40 are part of no id");
+    unsigned char odd[41] = {0};
+    odd[40] = 0x7f;
+    o = make_opts(DATA_TOKENS, 2048, 4, 1, write_file("odd1.tok", odd, 41), 0);
+    create_fails(&o, RZ_EDATA, "the last 1 byte(s) (0x7f) at byte offset 40");
+}
+END_TEST
+
+START_TEST(test_err_uint32_id_too_large)
+{
+    uint32_t ids[100];
+    for (uint32_t i = 0; i < 100; i++)
+        ids[i] = 70000 + i;
+    ids[37] = 4000000000u; /* above INT32_MAX: reported as the unsigned value it is */
+    const char *path = write_tokens32("huge.tok", ids, 100);
+    struct data_opts o = make_opts(DATA_TOKENS, 100000, 8, 1, path, 0);
+    char want[PATH_LEN + 128];
+    snprintf(want, sizeof want, "tokens file '%s': token id 4000000000 at token #37 (byte offset "
+             "148) is >= model.vocab_size 100000", path);
+    create_fails(&o, RZ_EDATA, want);
+    ids[37] = 100000; /* exactly V */
+    o.path = write_tokens32("edge32.tok", ids, 100);
+    create_fails(&o, RZ_EDATA, "token id 100000 at token #37 (byte offset 148)");
+}
+END_TEST
+
+START_TEST(test_err_token_width)
+{
+    unsigned ids[64] = {0};
+    const char *path = write_tokens("w.tok", ids, 64);
+    struct data_opts o = make_opts(DATA_TOKENS, 70000, 8, 1, path, 0);
+    o.token_bytes = 2;
+    create_fails(&o, RZ_ECONFIG, "uint16 ids cannot reach model.vocab_size 70000");
+    o.token_bytes = 3;
+    create_fails(&o, RZ_ECONFIG, "3 bytes per id");
+    ck_assert_uint_eq(data_token_bytes("uint16"), 2);
+    ck_assert_uint_eq(data_token_bytes("uint32"), 4);
+    ck_assert_uint_eq(data_token_bytes("auto"), 0);
+}
+END_TEST
+
+START_TEST(test_err_validation)
+{
+    struct data_opts o = make_opts(DATA_TOKENS, 2048, 16, 1, counting_tokens_file(100), 0);
+    o.val_fraction = 0.1; /* 10 tokens held out: fewer than T + 1 */
+    create_fails(&o, RZ_EDATA, "data.val_fraction 0.1 of its 100 tokens leaves 10 for "
+                 "validation and 90 for training; each needs at least 17 (T+1)");
+    o.val_fraction = 0.9;
+    create_fails(&o, RZ_EDATA, "leaves 90 for validation and 10 for training");
+    o.val_fraction = 1.0;
+    create_fails(&o, RZ_ECONFIG, "data.val_fraction 1 is not in [0, 1)");
+    o.val_fraction = 0.5;
+    o.val_path = o.path;
+    create_fails(&o, RZ_ECONFIG, "data.val_fraction and data.val_path are both set");
+    o.val_fraction = 0.0;
+    char missing[PATH_LEN];
+    snprintf(missing, sizeof missing, "%s/no-val.tok", tmp_dir);
+    o.val_path = missing;
+    create_fails(&o, RZ_EIO, "validation tokens file: open '");
+    o = make_opts(DATA_RANDOM, 64, 16, 1, NULL, 0);
+    o.val_path = "v.tok";
+    create_fails(&o, RZ_ECONFIG, "data.val_path 'v.tok' needs a file kind (text or tokens)");
 }
 END_TEST
 
@@ -592,6 +816,10 @@ static Suite *data_suite(void)
     tcase_add_test(core, test_markov_plugin);
     tcase_add_test(core, test_text_roundtrip);
     tcase_add_test(core, test_tokens_roundtrip);
+    tcase_add_test(core, test_tokens_uint32_roundtrip);
+    tcase_add_test(core, test_tokens_file_is_mapped);
+    tcase_add_test(core, test_val_fraction_of_a_file);
+    tcase_add_test(core, test_val_stream_and_file);
     tcase_add_test(core, test_sample_speed);
     suite_add_tcase(s, core);
 
@@ -601,6 +829,10 @@ static Suite *data_suite(void)
     tcase_add_test(errors, test_err_empty_and_short);
     tcase_add_test(errors, test_err_odd_length);
     tcase_add_test(errors, test_err_id_too_large);
+    tcase_add_test(errors, test_err_uint32_partial_id);
+    tcase_add_test(errors, test_err_uint32_id_too_large);
+    tcase_add_test(errors, test_err_token_width);
+    tcase_add_test(errors, test_err_validation);
     tcase_add_test(errors, test_err_text_small_vocab);
     tcase_add_test(errors, test_err_bad_kind);
     tcase_add_test(errors, test_err_bad_options);

@@ -31,6 +31,7 @@
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
 static char root[256], run[512];
+static double val_base = NAN; /* not NaN: metrics() adds val_loss = val_base + 0.001 s every 5 steps */
 
 static void put(const char *rel, const char *mode, const char *text)
 {
@@ -59,6 +60,9 @@ static void metrics(int rank, int from, int to, int run0, double step_time)
                          "\"world_size\":2",
                          s, 16 * s, run0 + s - from, 4.0 - 0.001 * s, step_time,
                          rank == 1 ? 0.09375 : 0.0625);
+        if (!isnan(val_base) && s % 5 == 0)
+            n += snprintf(line + n, sizeof line - (size_t)n, ",\"val_loss\":%.9g",
+                          val_base + 0.001 * s);
         if (s % 10 == 0)
             snprintf(line + n, sizeof line - (size_t)n, ",\"sync_ok\":true,\"param_spread\":0,"
                      "\"gnorm_pre_min\":1,\"gnorm_pre_max\":1,\"gnorm_post_spread\":1e-06}\n");
@@ -68,17 +72,22 @@ static void metrics(int rank, int from, int to, int run0, double step_time)
     }
 }
 
-static void baseline_report(double throughput)
+static void baseline_report_with(double throughput, const char *more)
 {
     char text[512];
     snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"base\",\"job\":\"1\","
-             "\"throughput\":%.9g,\"world_size\":1,\"loss_curve\":[[0,3.96],[1000,3.96]]}\n",
-             throughput);
+             "\"throughput\":%.9g,\"world_size\":1,\"loss_curve\":[[0,3.96],[1000,3.96]]%s}\n",
+             throughput, more);
     char saved[512];
     snprintf(saved, sizeof saved, "%s", run);
     snprintf(run, sizeof run, "%s/base", root);
     put("reports/1/report.json", "w", text);
     snprintf(run, sizeof run, "%s", saved);
+}
+
+static void baseline_report(double throughput)
+{
+    baseline_report_with(throughput, "");
 }
 
 /* A complete, healthy run of 40 steps on 2 ranks of one node: throughput 128 samples/s, comm
@@ -195,6 +204,99 @@ START_TEST(fixture_measures_what_was_written)
                             100.0 * 0.0015 / 3.96, 1e-9);
     ck_assert_int_eq(res.crit[GATE_LOSS_VS_BASELINE_PCT].samples, 4);
     ck_assert_int_eq(res.crit[GATE_DURATION].status, GATE_GO);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+/* With validation losses in the metrics, the loss criteria judge them, against the baseline's
+ * validation curve when it has one; report.json carries them for the next phase. */
+START_TEST(validation_loss_is_judged_when_present)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    val_base = 3.0;
+    fixture();
+    val_base = NAN;
+    config(&c);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert(isnan(in.steps[3].val_loss));
+    ck_assert_double_eq_tol(in.steps[4].val_loss, 3.005, 1e-12);
+    /* validations at steps 5, 10, .., 40 (8 of them): mean 3.0225, floor 3.9 */
+    ck_assert_double_eq_tol(res.crit[GATE_ENTROPY_GAP].measured, 3.0225 - 3.9, 1e-9);
+    ck_assert_int_eq(res.crit[GATE_ENTROPY_GAP].samples, 8);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_ENTROPY_GAP].note, "mean validation loss of the "
+                                 "last 8 validations"));
+    /* overlap 80..640 samples, last 10% from 584: step 40 only, 3.04 vs the training curve */
+    ck_assert_double_eq_tol(res.crit[GATE_LOSS_VS_BASELINE_PCT].measured,
+                            100.0 * (3.04 - 3.96) / 3.96, 1e-9);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_LOSS_VS_BASELINE_PCT].note,
+                                 "(the baseline has only training losses)"));
+    ck_assert_uint_eq(res.n_val, 8);
+    ck_assert_double_eq(res.val_curve[0], 80.0);
+    char dir[1024], warn[256], path[1100];
+    struct gate_doc doc;
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
+    struct gate_baseline b = {0};
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    ck_assert_int_eq(gate_read_baseline(&b, path, &err), RZ_OK);
+    ck_assert_uint_eq(b.n_val_curve, 8);
+    ck_assert_double_eq_tol(b.val_curve[15], 3.04, 1e-12);
+    free(b.curve);
+    free(b.val_curve);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* a baseline with validation losses: compared with those */
+    baseline_report_with(64, ",\"val_loss_curve\":[[0,3.0],[1000,3.0]]");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_double_eq_tol(res.crit[GATE_LOSS_VS_BASELINE_PCT].measured,
+                            100.0 * 0.04 / 3.0, 1e-9);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_LOSS_VS_BASELINE_PCT].note,
+                                 "mean validation loss 3.04 vs baseline 3"));
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+static char *slurp(const char *path)
+{
+    char *text = NULL;
+    size_t len;
+    ck_assert_int_eq(rz_read_file(path, &text, &len, NULL), RZ_OK);
+    return text;
+}
+
+/* summary.json's predicted peak RSS (the memory planner) against the measured one, in the memory
+ * criterion's note and report.json's per_rank. */
+START_TEST(memory_plan_against_measured)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    put("summary.json", "w", "{\"num_processes\":2,\"aggregated_metrics\":{\"avg_loss\":3.9,"
+        "\"restarts\":1},\"rank_results\":[{\"rank\":0,\"host\":\"n1\",\"predicted_peak_rss_"
+        "bytes\":1000000000},{\"rank\":1,\"host\":\"n1\",\"predicted_peak_rss_bytes\":"
+        "900000000}]}\n");
+    config(&c);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_MEMORY].note, "rank 0: peak RSS 1074 MB "
+                                 "measured, 1000 MB predicted by the memory plan (+7.4%)"));
+    char dir[1024], warn[256], path[1100];
+    struct gate_doc doc;
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    char *json = slurp(path);
+    ck_assert_ptr_nonnull(strstr(json, "\"peak_rss_bytes\":1073741824,\"predicted_peak_rss_bytes\":"
+                                       "900000000"));
+    free(json);
     gate_result_free(&res);
     gate_input_free(&in);
     teardown_fixture();
@@ -461,14 +563,6 @@ START_TEST(rollback_checkpoint_choice)
     teardown_fixture();
 }
 END_TEST
-
-static char *slurp(const char *path)
-{
-    char *text = NULL;
-    size_t len;
-    ck_assert_int_eq(rz_read_file(path, &text, &len, NULL), RZ_OK);
-    return text;
-}
 
 static size_t count(const char *hay, const char *needle)
 {
@@ -978,6 +1072,12 @@ START_TEST(non_number_loss_is_an_error)
         "\"allreduce_s\":0,\"world_size\":2}\n");
     expect_error(&c, "rank-00000.jsonl:41: field 'loss' is not a number", NULL);
     teardown_fixture();
+    fixture();
+    put("metrics/7/rank-00001.jsonl", "a", "{\"step\":41,\"samples_seen\":656,\"run_step\":41,"
+        "\"loss\":3,\"step_time_s\":0.125,\"comm_time_s\":0,\"rss_bytes\":1,"
+        "\"allreduce_s\":0,\"world_size\":2,\"val_loss\":null}\n");
+    expect_error(&c, "rank-00001.jsonl:41: field 'val_loss' is null", NULL);
+    teardown_fixture();
 }
 END_TEST
 
@@ -1043,6 +1143,8 @@ static Suite *gate_suite(void)
     tcase_set_timeout(core, 60);
     tcase_add_test(core, judge_boundaries_both_directions);
     tcase_add_test(core, fixture_measures_what_was_written);
+    tcase_add_test(core, validation_loss_is_judged_when_present);
+    tcase_add_test(core, memory_plan_against_measured);
     tcase_add_test(core, each_criterion_at_its_boundaries);
     tcase_add_test(core, verdict_rules);
     tcase_add_test(core, fixture_verdicts_and_planned_actions);

@@ -1,9 +1,10 @@
 /* check_kernels.c: Check suite of the kernels module.
  *
  * "core":   hand-computed values for the reference backend; the oneDNN backend against the
- *           reference at the model's seed shapes and at odd small shapes; finite-difference
- *           gradient checks of every reference backward; exact zeros under the causal mask;
- *           accuracy of the vectorized exp; bit-identical reruns.
+ *           reference at the model's seed shapes and at odd small shapes (attention: tiles
+ *           with edges); finite-difference gradient checks of every reference backward and of
+ *           the oneDNN attention's; causality of the attention to the bit; accuracy of the
+ *           vectorized exp; bit-identical reruns, and on 1 and 2 threads.
  * "errors": bad shapes and bad backend names return RZ_ECONFIG with a message naming the op.
  *
  * Tolerance for oneDNN vs reference (fp32 against a double-accumulating reference):
@@ -16,7 +17,9 @@
 #include "config.h"
 
 #include <check.h>
+#include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,32 +196,154 @@ END_TEST
 /* The model's matmuls: weights (out, in); BT = 2048 rows; attention batched over B*H = 64. */
 static const struct kern_matmul_desc seed_mm[] = {
     /* forward Y (BT, out) = X (BT, in) W^T + b */
-    {1, 2048, 768, 256, false, true, 1.0f, true, false},
-    {1, 2048, 256, 256, false, true, 1.0f, true, false},
-    {1, 2048, 512, 256, false, true, 1.0f, true, false},
-    {1, 2048, 256, 512, false, true, 1.0f, true, false},
-    {1, 2048, 2048, 256, false, true, 1.0f, true, false},
+    {1, 2048, 768, 256, false, true, 1.0f, true, false, false},
+    {1, 2048, 256, 256, false, true, 1.0f, true, false, false},
+    {1, 2048, 512, 256, false, true, 1.0f, true, false, false},
+    {1, 2048, 256, 512, false, true, 1.0f, true, false, false},
+    {1, 2048, 2048, 256, false, true, 1.0f, true, false, false},
     /* backward data dX (BT, in) = dY (BT, out) W (out, in) */
-    {1, 2048, 256, 768, false, false, 1.0f, false, false},
-    {1, 2048, 256, 512, false, false, 1.0f, false, false},
-    {1, 2048, 512, 256, false, false, 1.0f, false, false},
-    {1, 2048, 256, 2048, false, false, 1.0f, false, false},
+    {1, 2048, 256, 768, false, false, 1.0f, false, false, false},
+    {1, 2048, 256, 512, false, false, 1.0f, false, false, false},
+    {1, 2048, 512, 256, false, false, 1.0f, false, false, false},
+    {1, 2048, 256, 2048, false, false, 1.0f, false, false, false},
     /* backward weights dW (out, in) += dY^T (out, BT) X (BT, in) */
-    {1, 768, 256, 2048, true, false, 1.0f, false, true},
-    {1, 256, 256, 2048, true, false, 1.0f, false, true},
-    {1, 512, 256, 2048, true, false, 1.0f, false, true},
-    {1, 256, 512, 2048, true, false, 1.0f, false, true},
-    {1, 2048, 256, 2048, true, false, 1.0f, false, true},
+    {1, 768, 256, 2048, true, false, 1.0f, false, true, false},
+    {1, 256, 256, 2048, true, false, 1.0f, false, true, false},
+    {1, 512, 256, 2048, true, false, 1.0f, false, true, false},
+    {1, 256, 512, 2048, true, false, 1.0f, false, true, false},
+    {1, 2048, 256, 2048, true, false, 1.0f, false, true, false},
     /* attention: S = Q K^T / 8; O = P V and dQ = dS K; dP = dO V^T; dV = P^T dO and dK = dS^T Q */
-    {64, 128, 128, 64, false, true, 0.125f, false, false},
-    {64, 128, 64, 128, false, false, 1.0f, false, false},
-    {64, 128, 128, 64, false, true, 1.0f, false, false},
-    {64, 128, 64, 128, true, false, 1.0f, false, false},
+    {64, 128, 128, 64, false, true, 0.125f, false, false, false},
+    {64, 128, 64, 128, false, false, 1.0f, false, false, false},
+    {64, 128, 128, 64, false, true, 1.0f, false, false, false},
+    {64, 128, 64, 128, true, false, 1.0f, false, false, false},
 };
 
 START_TEST(test_matmul_seed_shapes)
 {
     compare_matmul(&seed_mm[_i], 100u + (uint32_t)_i);
+}
+END_TEST
+
+/* ---- bf16 ---------------------------------------------------------------------------------- */
+
+static float bf16_value(kern_bf16 h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+START_TEST(test_round_bf16)
+{
+    /* 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even 1; 1 + 3 * 2^-8 lies
+     * halfway between 1 + 2^-7 and 1 + 2^-6: to the even 1 + 2^-6; just above a half rounds up;
+     * FLT_MAX is past the largest bf16 (0x1.fep127) by more than half an ulp: inf */
+    const float x[] = {1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f,
+                       -2.5f, FLT_MAX, INFINITY, -0.0f, 1e-40f};
+    const kern_bf16 want[] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xc020, 0x7f80, 0x7f80, 0x8000,
+                              0x0001};
+    kern_bf16 h[10];
+    kern_round_bf16(h, x, 9);
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(h[i] == want[i], "bf16(%a) = %04x, want %04x", (double)x[i], h[i], want[i]);
+    const float nan = NAN;
+    kern_round_bf16(h, &nan, 1);
+    ck_assert(isnan(bf16_value(h[0])));
+    /* a long vector (the parallel blocks and every ISA clone's loop): the nearest bf16 */
+    enum { N = 100003 };
+    float *v = random_vec(N, 9);
+    kern_bf16 *hv = malloc(N * sizeof *hv);
+    kern_round_bf16(hv, v, N);
+    for (int i = 0; i < N; i++) {
+        double err = fabs((double)bf16_value(hv[i]) - (double)v[i]);
+        ck_assert_msg(err <= fabs((double)v[i]) * 0x1p-8, "bf16(%a) = %a", (double)v[i],
+                      (double)bf16_value(hv[i]));
+    }
+    free(v), free(hv);
+}
+END_TEST
+
+/* The reference's bf16 matmul is the fp32 one on the rounded values, bit for bit; the oneDNN
+ * backend matches it within TOL_DNNL where the CPU runs bf16, and refuses it by name where not. */
+START_TEST(test_matmul_bf16)
+{
+    const struct kern_matmul_desc *d32 = &seed_mm[_i];
+    struct kern_matmul_desc d = *d32;
+    d.bf16 = true;
+    size_t na = (size_t)(d.batch * d.m * d.k), nb = (size_t)(d.batch * d.k * d.n);
+    size_t nc = (size_t)(d.batch * d.m * d.n);
+    float *a = random_vec(na, 200 + (uint32_t)_i), *b = random_vec(nb, 300 + (uint32_t)_i);
+    float *bias = random_vec((size_t)d.n, 3), *c0 = random_vec(nc, 4);
+    kern_bf16 *ah = malloc(na * sizeof *ah), *bh = malloc(nb * sizeof *bh);
+    kern_round_bf16(ah, a, (int64_t)na);
+    kern_round_bf16(bh, b, (int64_t)nb);
+    for (size_t i = 0; i < na; i++)
+        a[i] = bf16_value(ah[i]);
+    for (size_t i = 0; i < nb; i++)
+        b[i] = bf16_value(bh[i]);
+    float *c_ref32 = copy_of(c0, nc), *c_ref = copy_of(c0, nc), *c_dnnl = copy_of(c0, nc);
+    struct kern_matmul *r32 = mm_new(g_ref, d32), *r = mm_new(g_ref, &d);
+    kern_matmul_run(r32, c_ref32, a, b, bias);
+    kern_matmul_run(r, c_ref, ah, bh, bias);
+    ck_assert(memcmp(c_ref, c_ref32, nc * sizeof *c_ref) == 0);
+    struct kern_matmul *o = NULL;
+    struct rz_err err;
+    if (kern_check_bf16(g_dnnl, &err) == RZ_OK) {
+        ck_assert_int_eq(kern_matmul_create(&o, g_dnnl, &d, &err), RZ_OK);
+        kern_matmul_run(o, c_dnnl, ah, bh, bias);
+        assert_close(c_dnnl, c_ref, nc, TOL_DNNL, "bf16 matmul");
+    } else {
+        ck_assert_int_eq(kern_matmul_create(&o, g_dnnl, &d, &err), RZ_ECONFIG);
+        ck_assert_msg(strstr(err.msg, "avx512_bf16") && strstr(err.msg, "amx_bf16"), "%s",
+                      err.msg);
+    }
+    kern_matmul_destroy(o);
+    kern_matmul_destroy(r);
+    kern_matmul_destroy(r32);
+    free(a), free(b), free(bias), free(c0), free(ah), free(bh);
+    free(c_ref32), free(c_ref), free(c_dnnl);
+}
+END_TEST
+
+static int32_t *random_targets(int64_t rows, int64_t vocab, uint32_t seed);
+
+/* LayerNorm and cross-entropy with bf16 outputs write exactly the rounding of their fp32
+ * outputs (and the same dbias), on both backends. */
+START_TEST(test_bf16_outputs)
+{
+    const int64_t rows = 70, cols = 33, v = 37; /* a partial row chunk */
+    size_t n = (size_t)(rows * cols), nv = (size_t)(rows * v);
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    float *x = random_vec(n, 50), *gamma = random_vec((size_t)cols, 51);
+    float *beta = random_vec((size_t)cols, 52), *y = vec(n), *mean = vec((size_t)rows);
+    float *var = vec((size_t)rows), *want = vec(n > nv ? n : nv);
+    kern_bf16 *yh = malloc((n > nv ? n : nv) * sizeof *yh);
+    kern_bf16 *wh = malloc((n > nv ? n : nv) * sizeof *wh);
+    struct kern_layernorm *ln32 = NULL, *ln16 = NULL;
+    ck_assert_int_eq(kern_layernorm_create(&ln32, ctx, rows, cols, 1e-5f, false, NULL), RZ_OK);
+    ck_assert_int_eq(kern_layernorm_create(&ln16, ctx, rows, cols, 1e-5f, true, NULL), RZ_OK);
+    kern_layernorm_forward(ln32, want, mean, var, x, gamma, beta);
+    kern_layernorm_forward(ln16, yh, mean, var, x, gamma, beta);
+    kern_round_bf16(wh, want, (int64_t)n);
+    ck_assert_msg(memcmp(yh, wh, n * sizeof *yh) == 0, "layernorm bf16 output (backend %d)", _i);
+    float *z = random_vec(nv, 53), *p = vec(nv), *l = vec((size_t)rows);
+    float *db32 = vec((size_t)v), *db16 = vec((size_t)v);
+    int32_t *t = random_targets(rows, v, 54);
+    struct kern_xent *x32 = NULL, *x16 = NULL;
+    ck_assert_int_eq(kern_xent_create(&x32, ctx, rows, v, false, NULL), RZ_OK);
+    ck_assert_int_eq(kern_xent_create(&x16, ctx, rows, v, true, NULL), RZ_OK);
+    kern_xent_forward(x32, l, p, z, t);
+    kern_xent_backward(x32, want, db32, p, t, 0.5f);
+    kern_xent_backward(x16, yh, db16, p, t, 0.5f);
+    kern_round_bf16(wh, want, (int64_t)nv);
+    ck_assert_msg(memcmp(yh, wh, nv * sizeof *yh) == 0, "xent bf16 dlogits (backend %d)", _i);
+    ck_assert(memcmp(db16, db32, (size_t)v * sizeof *db16) == 0);
+    kern_layernorm_destroy(ln32), kern_layernorm_destroy(ln16);
+    kern_xent_destroy(x32), kern_xent_destroy(x16);
+    free(x), free(gamma), free(beta), free(y), free(mean), free(var), free(want), free(yh);
+    free(wh), free(z), free(p), free(l), free(db32), free(db16), free(t);
 }
 END_TEST
 
@@ -241,11 +366,43 @@ START_TEST(test_matmul_deterministic)
 }
 END_TEST
 
+static struct kern_layernorm *ln_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, float eps);
+
+/* An attached profile counts every op in its class, and the matmul flops; detached, nothing. */
+START_TEST(test_profile_counts)
+{
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    struct kern_profile prof;
+    memset(&prof, 0, sizeof prof);
+    const struct kern_matmul_desc d = {2, 3, 5, 7, false, false, 1.0f, false, false, false};
+    float *a = random_vec(2 * 3 * 7, 1), *b = random_vec(2 * 7 * 5, 2), *c = vec(2 * 3 * 5);
+    float *x = random_vec(12, 3), *y = vec(12), *g = random_vec(4, 4), *mean = vec(3);
+    float *var = vec(3);
+    struct kern_matmul *mm = mm_new(ctx, &d);
+    struct kern_layernorm *ln = ln_new(ctx, 3, 4, 1e-5f);
+    kern_ctx_profile(ctx, &prof);
+    kern_matmul_run(mm, c, a, b, NULL);
+    kern_matmul_run(mm, c, a, b, NULL);
+    kern_layernorm_forward(ln, y, mean, var, x, g, g);
+    kern_ctx_profile(ctx, NULL);
+    kern_matmul_run(mm, c, a, b, NULL);
+    ck_assert_int_eq(prof.calls[KERN_MATMUL], 2);
+    ck_assert_int_eq(prof.calls[KERN_NORM], 1);
+    ck_assert_int_eq(prof.calls[KERN_ATTENTION] + prof.calls[KERN_LOSS] + prof.calls[KERN_OTHER],
+                     0);
+    ck_assert(prof.matmul_flops == 2.0 * 2 * (2.0 * 3 * 5 * 7));
+    ck_assert(prof.seconds[KERN_MATMUL] > 0.0 && prof.seconds[KERN_NORM] > 0.0);
+    kern_matmul_destroy(mm);
+    kern_layernorm_destroy(ln);
+    free(a), free(b), free(c), free(x), free(y), free(g), free(mean), free(var);
+}
+END_TEST
+
 START_TEST(test_measure_peak)
 {
     double gf = 0.0;
     struct rz_err err;
-    ck_assert_msg(kern_measure_peak(g_dnnl, 512, 512, 512, 0.1, &gf, &err) == RZ_OK, "%s",
+    ck_assert_msg(kern_measure_peak(g_dnnl, 512, 512, 512, false, 0.1, &gf, &err) == RZ_OK, "%s",
                   err.msg);
     ck_assert_msg(isfinite(gf) && gf > 1.0 && gf < 1e5, "dnnl peak %g GFLOP/s", gf);
     ck_assert_str_ne(kern_ctx_isa(g_dnnl), "unknown (oneDNN)");
@@ -261,7 +418,7 @@ static struct kern_layernorm *ln_new(struct kern_ctx *ctx, int64_t rows, int64_t
 {
     struct kern_layernorm *op = NULL;
     struct rz_err err;
-    ck_assert_msg(kern_layernorm_create(&op, ctx, rows, cols, eps, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_msg(kern_layernorm_create(&op, ctx, rows, cols, eps, false, &err) == RZ_OK, "%s", err.msg);
     return op;
 }
 
@@ -287,17 +444,26 @@ static void compare_layernorm(int64_t rows, int64_t cols, uint32_t seed)
     size_t n = (size_t)(rows * cols);
     float *x = random_vec(n, seed), *dy = random_vec(n, seed + 1);
     float *gamma = random_vec((size_t)cols, seed + 2), *beta = random_vec((size_t)cols, seed + 3);
-    float *y[2], *mean[2], *var[2], *dx[2], *dg[2], *db[2];
+    float *y[2], *mean[2], *var[2], *dx[2], *dg[2], *db[2], *acc[2];
     struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
     for (int i = 0; i < 2; i++) {
         y[i] = vec(n), dx[i] = vec(n), mean[i] = vec((size_t)rows), var[i] = vec((size_t)rows);
-        dg[i] = vec((size_t)cols), db[i] = vec((size_t)cols);
+        dg[i] = random_vec((size_t)cols, seed + 4), db[i] = random_vec((size_t)cols, seed + 5);
+        acc[i] = random_vec(n, seed + 6);
         struct kern_layernorm *op = ln_new(ctx[i], rows, cols, 1e-5f);
         kern_layernorm_forward(op, y[i], mean[i], var[i], x, gamma, beta);
-        /* both backwards from the reference statistics, so only the backward is compared */
-        kern_layernorm_backward(op, dx[i], dg[i], db[i], dy, x, mean[0], var[0], gamma);
+        /* both backwards from the reference statistics, so only the backward is compared;
+         * dgamma and dbeta add to what they held, acc gets dx added */
+        kern_layernorm_backward(op, dx[i], dg[i], db[i], dy, x, mean[0], var[0], gamma, false);
+        kern_layernorm_backward(op, acc[i], dg[i], db[i], dy, x, mean[0], var[0], gamma, true);
         kern_layernorm_destroy(op);
     }
+    float *want = random_vec(n, seed + 6); /* acc's initial values + dx */
+    for (size_t j = 0; j < n; j++)
+        want[j] += dx[0][j];
+    assert_close(acc[0], want, n, 1e-6, "ref layernorm dx accumulated");
+    assert_close(acc[1], want, n, TOL_DNNL, "dnnl layernorm dx accumulated");
+    free(want), free(acc[0]), free(acc[1]);
     assert_close(y[1], y[0], n, TOL_DNNL, "layernorm y");
     assert_close(mean[1], mean[0], (size_t)rows, TOL_DNNL, "layernorm mean");
     assert_close(var[1], var[0], (size_t)rows, TOL_DNNL, "layernorm var");
@@ -342,14 +508,14 @@ static double ln_fd(struct kern_layernorm *op, const float *w, float *x, float *
 START_TEST(test_layernorm_grad_fd)
 {
     enum { R = 3, C = 5, N = R * C };
-    float x[N], w[N], gamma[C], beta[C], y[N], mean[R], var[R], dx[N], dg[C], db[C];
+    float x[N], w[N], gamma[C], beta[C], y[N], mean[R], var[R], dx[N], dg[C] = {0}, db[C] = {0};
     fill(x, N, 1, -2.0f, 2.0f);
     fill(w, N, 2, -1.0f, 1.0f);
     fill(gamma, C, 3, 0.5f, 1.5f);
     fill(beta, C, 4, -1.0f, 1.0f);
     struct kern_layernorm *op = ln_new(g_ref, R, C, 1e-5f);
     kern_layernorm_forward(op, y, mean, var, x, gamma, beta);
-    kern_layernorm_backward(op, dx, dg, db, w, x, mean, var, gamma);
+    kern_layernorm_backward(op, dx, dg, db, w, x, mean, var, gamma, false);
     for (size_t i = 0; i < N; i++)
         assert_grad(ln_fd(op, w, x, gamma, beta, N, x, i), (double)dx[i], "layernorm dx", i);
     for (size_t j = 0; j < C; j++) {
@@ -440,145 +606,189 @@ START_TEST(test_gelu_grad_fd)
 }
 END_TEST
 
-/* ---- softmax ------------------------------------------------------------------------------- */
+/* ---- attention ----------------------------------------------------------------------------- */
 
-static struct kern_softmax *sm_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, bool causal)
+struct attn_shape {
+    int64_t B, T, H, D, tile;
+};
+
+/* The seed model's shape with the backend's tile; small shapes whose tiles leave an edge (T = 7
+ * in tiles of 3, T = 10 in tiles of 4), one tile of 1 (every tile a diagonal), and one tile. */
+static const struct attn_shape attn_shapes[] = {
+    {16, 128, 4, 64, 0}, {2, 7, 3, 5, 3}, {1, 10, 2, 8, 4}, {2, 4, 1, 3, 1}, {1, 5, 2, 4, 0},
+};
+
+static struct kern_attention *attn_new(struct kern_ctx *ctx, const struct attn_shape *s)
 {
-    struct kern_softmax *op = NULL;
+    struct kern_attention *op = NULL;
     struct rz_err err;
-    ck_assert_msg(kern_softmax_create(&op, ctx, rows, cols, causal, &err) == RZ_OK, "%s",
-                  err.msg);
+    ck_assert_msg(kern_attention_create(&op, ctx, s->B, s->T, s->H, s->D, s->tile, &err) == RZ_OK,
+                  "%s", err.msg);
     return op;
 }
 
-START_TEST(test_ref_softmax_hand)
+/* The tensors of one attention call: qkv (B, T, 3C), y and dy (B, T, C), lse (B, H, T). */
+struct attn_bufs {
+    size_t nqkv, ny, nlse;
+    float *qkv, *y, *dy, *lse, *dqkv;
+};
+
+static struct attn_bufs attn_bufs(const struct attn_shape *s, uint32_t seed, float range)
 {
-    /* softmax([0, ln 2]) = [1/3, 2/3]; causal row 0 sees only column 0 */
-    const float x[] = {0.0f, 0.69314718f, 0.0f, 0.69314718f};
-    float y[4];
-    struct kern_softmax *op = sm_new(g_ref, 1, 2, false);
-    kern_softmax_forward(op, y, x);
-    ck_assert_double_eq_tol((double)y[0], 1.0 / 3.0, 1e-7);
-    ck_assert_double_eq_tol((double)y[1], 2.0 / 3.0, 1e-7);
-    kern_softmax_destroy(op);
-    op = sm_new(g_ref, 2, 2, true);
-    kern_softmax_forward(op, y, x);
-    ck_assert(y[0] == 1.0f && y[1] == 0.0f);
-    ck_assert_double_eq_tol((double)y[2], 1.0 / 3.0, 1e-7);
-    ck_assert_double_eq_tol((double)y[3], 2.0 / 3.0, 1e-7);
-    kern_softmax_destroy(op);
+    struct attn_bufs b = {.nqkv = (size_t)(s->B * s->T * 3 * s->H * s->D),
+                          .ny = (size_t)(s->B * s->T * s->H * s->D),
+                          .nlse = (size_t)(s->B * s->H * s->T)};
+    b.qkv = vec(b.nqkv), b.dy = random_vec(b.ny, seed + 1);
+    fill(b.qkv, b.nqkv, seed, -range, range);
+    b.y = vec(b.ny), b.lse = vec(b.nlse), b.dqkv = vec(b.nqkv);
+    fill(b.y, b.ny, 7, 1.0f, 2.0f); /* garbage: every output must be written */
+    fill(b.dqkv, b.nqkv, 8, 1.0f, 2.0f);
+    return b;
+}
+
+static void attn_bufs_free(struct attn_bufs *b)
+{
+    free(b->qkv), free(b->y), free(b->dy), free(b->lse), free(b->dqkv);
+}
+
+static void attn_run(struct kern_attention *op, struct attn_bufs *b)
+{
+    kern_attention_forward(op, b->y, b->lse, b->qkv);
+    kern_attention_backward(op, b->dqkv, b->dy, b->qkv, b->y, b->lse);
+}
+
+START_TEST(test_ref_attention_hand)
+{
+    /* B = H = D = 1, T = 2: q = (1, 2), k = (3, 3 + ln 2 / 2), v = (5, 7).  Token 0 sees only
+     * itself: y0 = v0, lse0 = q0 k0 = 3.  Token 1: scores 2 * 3 = 6 and 6 + ln 2, so
+     * p = (1/3, 2/3), y1 = 5/3 + 14/3 = 19/3, lse1 = 6 + ln 3. */
+    const float k1 = 3.0f + 0.5f * 0.69314718f;
+    const float qkv[] = {1, 3, 5, 2, k1, 7};
+    float y[2], lse[2];
+    const struct attn_shape s = {1, 2, 1, 1, 0};
+    struct kern_attention *op = attn_new(g_ref, &s);
+    kern_attention_forward(op, y, lse, qkv);
+    ck_assert(y[0] == 5.0f && lse[0] == 3.0f);
+    ck_assert_double_eq_tol((double)y[1], 19.0 / 3.0, 1e-6);
+    ck_assert_double_eq_tol((double)lse[1], 6.0 + log(3.0), 1e-6);
+    kern_attention_destroy(op);
 }
 END_TEST
 
-/* Every entry above the diagonal of each (cols, cols) block is exactly 0. */
-static void assert_masked_zero(const float *y, int64_t rows, int64_t cols, const char *what)
+/* Both backends from the same inputs; the backward from the reference's y and lse. */
+START_TEST(test_attention_dnnl_vs_ref)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t c = r % cols + 1; c < cols; c++)
-            ck_assert_msg(y[r * cols + c] == 0.0f, "%s: masked (%lld, %lld) = %g", what,
-                          (long long)r, (long long)c, (double)y[r * cols + c]);
-    }
-}
-
-static void compare_softmax(int64_t rows, int64_t cols, bool causal, uint32_t seed)
-{
-    size_t n = (size_t)(rows * cols);
-    float *x = vec(n), *dy = random_vec(n, seed + 1);
-    fill(x, n, seed, -8.0f, 8.0f);
-    float *y[2], *dx[2];
+    const struct attn_shape *s = &attn_shapes[_i];
+    struct attn_bufs b[2] = {attn_bufs(s, 40, 2.0f), attn_bufs(s, 40, 2.0f)};
     struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
     for (int i = 0; i < 2; i++) {
-        y[i] = vec(n), dx[i] = vec(n);
-        fill(y[i], n, 7, 1.0f, 2.0f); /* garbage in the outputs: masked zeros must be written */
-        fill(dx[i], n, 8, 1.0f, 2.0f);
-        struct kern_softmax *op = sm_new(ctx[i], rows, cols, causal);
-        kern_softmax_forward(op, y[i], x);
-        kern_softmax_backward(op, dx[i], dy, y[0]); /* both from the reference y */
-        kern_softmax_destroy(op);
-        if (causal) {
-            assert_masked_zero(y[i], rows, cols, i ? "dnnl softmax y" : "ref softmax y");
-            assert_masked_zero(dx[i], rows, cols, i ? "dnnl softmax dx" : "ref softmax dx");
-        }
+        struct kern_attention *op = attn_new(ctx[i], s);
+        kern_attention_forward(op, b[i].y, b[i].lse, b[i].qkv);
+        kern_attention_backward(op, b[i].dqkv, b[i].dy, b[i].qkv, b[0].y, b[0].lse);
+        kern_attention_destroy(op);
     }
-    assert_close(y[1], y[0], n, TOL_DNNL, causal ? "causal softmax y" : "softmax y");
-    assert_close(dx[1], dx[0], n, TOL_DNNL, causal ? "causal softmax dx" : "softmax dx");
-    for (int i = 0; i < 2; i++)
-        free(y[i]), free(dx[i]);
-    free(x), free(dy);
-}
-
-START_TEST(test_softmax_dnnl_vs_ref)
-{
-    compare_softmax(8192, 128, true, 50);
-    compare_softmax(2 * 5, 5, true, 60);
-    compare_softmax(3, 5, false, 70);
-    compare_softmax(512, 128, false, 80);
+    char what[96];
+    snprintf(what, sizeof what, "attention B=%lld T=%lld H=%lld D=%lld tile %lld",
+             (long long)s->B, (long long)s->T, (long long)s->H, (long long)s->D,
+             (long long)s->tile);
+    assert_close(b[1].y, b[0].y, b[0].ny, TOL_DNNL, what);
+    assert_close(b[1].lse, b[0].lse, b[0].nlse, TOL_DNNL, what);
+    assert_close(b[1].dqkv, b[0].dqkv, b[0].nqkv, TOL_DNNL, what);
+    attn_bufs_free(&b[0]);
+    attn_bufs_free(&b[1]);
 }
 END_TEST
 
-START_TEST(test_softmax_grad_fd)
+/* L = sum(w * y) for the finite differences. */
+static double attn_loss(struct kern_attention *op, struct attn_bufs *b)
 {
-    enum { T = 4, R = 2 * T, N = R * T };
-    float x[N], w[N], y[N], dx[N];
-    fill(x, N, 9, -2.0f, 2.0f);
-    fill(w, N, 10, -1.0f, 1.0f);
-    struct kern_softmax *op = sm_new(g_ref, R, T, true);
-    kern_softmax_forward(op, y, x);
-    kern_softmax_backward(op, dx, w, y);
-    for (size_t i = 0; i < N; i++) {
-        float x0 = x[i];
-        x[i] = x0 + FD_H;
-        double up = (double)x[i];
-        kern_softmax_forward(op, y, x);
-        double lp = dot_d(w, y, N);
-        x[i] = x0 - FD_H;
-        double um = (double)x[i];
-        kern_softmax_forward(op, y, x);
-        double lm = dot_d(w, y, N);
-        x[i] = x0;
-        assert_grad((lp - lm) / (up - um), (double)dx[i], "causal softmax dx", i);
+    kern_attention_forward(op, b->y, b->lse, b->qkv);
+    return dot_d(b->dy, b->y, b->ny);
+}
+
+/* dqkv of both backends against central differences of L, on shapes with edge tiles. */
+START_TEST(test_attention_grad_fd)
+{
+    struct kern_ctx *ctx[2] = {g_ref, g_dnnl};
+    const struct attn_shape *s = &attn_shapes[1 + _i % 3];
+    struct attn_bufs b = attn_bufs(s, 41, 1.0f);
+    struct kern_attention *op = attn_new(ctx[_i / 3], s);
+    attn_run(op, &b);
+    float *an = copy_of(b.dqkv, b.nqkv);
+    for (size_t i = 0; i < b.nqkv; i++) {
+        float x0 = b.qkv[i];
+        b.qkv[i] = x0 + FD_H;
+        double up = (double)b.qkv[i], lp = attn_loss(op, &b);
+        b.qkv[i] = x0 - FD_H;
+        double um = (double)b.qkv[i], lm = attn_loss(op, &b);
+        b.qkv[i] = x0;
+        assert_grad((lp - lm) / (up - um), (double)an[i], _i < 3 ? "ref dqkv" : "dnnl dqkv", i);
     }
-    kern_softmax_destroy(op);
+    kern_attention_destroy(op);
+    free(an);
+    attn_bufs_free(&b);
 }
 END_TEST
 
-START_TEST(test_softmax_deterministic)
+/* Causality: changing the last token's q, k and v changes no earlier output, to the bit. */
+START_TEST(test_attention_causal)
 {
-    const int64_t rows = 8192, cols = 128;
-    size_t n = (size_t)(rows * cols);
-    float *x = random_vec(n, 11), *dy = random_vec(n, 12);
-    float *y1 = vec(n), *y2 = vec(n), *d1 = vec(n), *d2 = vec(n);
-    struct kern_softmax *op = sm_new(g_dnnl, rows, cols, true);
-    kern_softmax_forward(op, y1, x);
-    kern_softmax_forward(op, y2, x);
-    kern_softmax_backward(op, d1, dy, y1);
-    kern_softmax_backward(op, d2, dy, y1);
-    ck_assert(memcmp(y1, y2, n * sizeof *y1) == 0);
-    ck_assert(memcmp(d1, d2, n * sizeof *d1) == 0);
-    kern_softmax_destroy(op);
-    free(x), free(dy), free(y1), free(y2), free(d1), free(d2);
+    const struct attn_shape *s = &attn_shapes[_i % 2 ? 2 : 0];
+    struct kern_ctx *ctx = _i < 2 ? g_ref : g_dnnl;
+    struct attn_bufs b = attn_bufs(s, 42, 2.0f);
+    struct kern_attention *op = attn_new(ctx, s);
+    kern_attention_forward(op, b.y, b.lse, b.qkv);
+    float *y0 = copy_of(b.y, b.ny);
+    size_t C = (size_t)(s->H * s->D);
+    for (int64_t bb = 0; bb < s->B; bb++)
+        fill(b.qkv + ((size_t)(bb * s->T + s->T - 1)) * 3 * C, 3 * C, 43, -2.0f, 2.0f);
+    kern_attention_forward(op, b.y, b.lse, b.qkv);
+    for (int64_t bb = 0; bb < s->B; bb++) {
+        size_t first = (size_t)(bb * s->T) * C, n = (size_t)(s->T - 1) * C;
+        ck_assert_msg(memcmp(b.y + first, y0 + first, n * sizeof *y0) == 0,
+                      "an earlier token's output moved (backend %d)", _i < 2 ? 0 : 1);
+        ck_assert(memcmp(b.y + first + n, y0 + first + n, C * sizeof *y0) != 0);
+    }
+    kern_attention_destroy(op);
+    free(y0);
+    attn_bufs_free(&b);
 }
 END_TEST
 
-/* The in-place contract of kernels.h: backward with dx == dy gives the out-of-place result bit
- * for bit, on both backends (the model relies on it to save activation memory). */
+/* Bit-identical when run again and on 1 or 2 threads (exact resume and world-size invariance
+ * rely on it).  Each op is made at the thread count it runs at, as in a process: oneDNN plans
+ * some matmuls for the thread count at creation. */
+START_TEST(test_attention_deterministic)
+{
+    const struct attn_shape *s = &attn_shapes[_i];
+    struct attn_bufs a = attn_bufs(s, 44, 2.0f), b = attn_bufs(s, 44, 2.0f);
+    struct attn_bufs c = attn_bufs(s, 44, 2.0f);
+    omp_set_num_threads(1);
+    struct kern_attention *op = attn_new(g_dnnl, s);
+    attn_run(op, &a);
+    attn_run(op, &b);
+    omp_set_num_threads(2);
+    struct kern_attention *op2 = attn_new(g_dnnl, s);
+    attn_run(op2, &c);
+    kern_attention_destroy(op2);
+    omp_set_num_threads(1);
+    ck_assert(memcmp(a.y, b.y, a.ny * sizeof *a.y) == 0);
+    ck_assert(memcmp(a.dqkv, b.dqkv, a.nqkv * sizeof *a.y) == 0);
+    ck_assert_msg(memcmp(a.y, c.y, a.ny * sizeof *a.y) == 0, "y differs on 2 threads");
+    ck_assert_msg(memcmp(a.lse, c.lse, a.nlse * sizeof *a.y) == 0, "lse differs on 2 threads");
+    ck_assert_msg(memcmp(a.dqkv, c.dqkv, a.nqkv * sizeof *a.y) == 0,
+                  "dqkv differs on 2 threads");
+    kern_attention_destroy(op);
+    attn_bufs_free(&a);
+    attn_bufs_free(&b);
+    attn_bufs_free(&c);
+}
+END_TEST
+
 START_TEST(test_backward_in_place)
 {
     struct kern_ctx *ctxs[2] = {g_ref, g_dnnl};
     for (int b = 0; b < 2; b++) {
-        for (int causal = 0; causal < 2; causal++) {
-            const int64_t rows = 96, cols = 32;
-            size_t n = (size_t)(rows * cols);
-            float *x = random_vec(n, 21), *y = vec(n), *dy = random_vec(n, 22), *dx = vec(n);
-            struct kern_softmax *op = sm_new(ctxs[b], rows, cols, causal != 0);
-            kern_softmax_forward(op, y, x);
-            kern_softmax_backward(op, dx, dy, y);
-            kern_softmax_backward(op, dy, dy, y);
-            ck_assert_msg(memcmp(dx, dy, n * sizeof *dx) == 0, "softmax backend %d causal %d", b,
-                          causal);
-            kern_softmax_destroy(op);
-            free(x), free(y), free(dy), free(dx);
-        }
         const int64_t n = 4096;
         float *x = random_vec((size_t)n, 23), *dy = random_vec((size_t)n, 24), *dx = vec((size_t)n);
         struct kern_gelu *g = NULL;
@@ -598,15 +808,15 @@ START_TEST(test_exp_accuracy)
     float *x = vec(N), *y = vec(N);
     for (int i = 0; i < N; i++) /* [-87.3, 88] */
         x[i] = -87.3f + 175.3f * (float)i / (float)(N - 1);
-    kern_dnnl_exp(y, x, N);
+    kern_simd_exp(y, x, N);
     double worst = 0.0;
     for (int i = 0; i < N; i++) {
         double want = exp((double)x[i]);
         worst = fmax(worst, fabs((double)y[i] - want) / want);
     }
-    ck_assert_msg(worst < 1e-6, "max relative error of kern_dnnl_exp %g", worst);
+    ck_assert_msg(worst < 1e-6, "max relative error of kern_simd_exp %g", worst);
     x[0] = -INFINITY, x[1] = -100.0f, x[2] = 0.0f;
-    kern_dnnl_exp(y, x, 3);
+    kern_simd_exp(y, x, 3);
     ck_assert(y[0] == 0.0f && y[1] == 0.0f && y[2] == 1.0f);
     free(x), free(y);
 }
@@ -618,7 +828,7 @@ static struct kern_xent *xent_new(struct kern_ctx *ctx, int64_t rows, int64_t vo
 {
     struct kern_xent *op = NULL;
     struct rz_err err;
-    ck_assert_msg(kern_xent_create(&op, ctx, rows, vocab, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_msg(kern_xent_create(&op, ctx, rows, vocab, false, &err) == RZ_OK, "%s", err.msg);
     return op;
 }
 
@@ -635,7 +845,7 @@ START_TEST(test_ref_xent_hand)
     ck_assert_double_eq_tol((double)losses[1], log(4.0 / 3.0), 1e-7);
     ck_assert_double_eq_tol((double)probs[2], 0.25, 1e-7);
     ck_assert_double_eq_tol((double)probs[5], 0.75, 1e-7);
-    kern_xent_backward(op, dl, probs, targets, 0.5f);
+    kern_xent_backward(op, dl, NULL, probs, targets, 0.5f);
     ck_assert_double_eq_tol((double)dl[2], 0.5 * (0.25 - 1), 1e-7);
     ck_assert_double_eq_tol((double)dl[4], 0.5 * 0.25, 1e-7);
     ck_assert_double_eq_tol((double)dl[5], 0.5 * (0.75 - 1), 1e-7);
@@ -663,14 +873,25 @@ static void compare_xent(int64_t rows, int64_t vocab, uint32_t seed)
     fill(logits, n, seed, -10.0f, 10.0f);
     int32_t *t = random_targets(rows, vocab, seed);
     float *inplace = copy_of(logits, n), *loss_r = vec((size_t)rows), *loss_d = vec((size_t)rows);
+    float *db_r = random_vec((size_t)vocab, seed + 1), *db_d = copy_of(db_r, (size_t)vocab);
+    float *want = copy_of(db_r, (size_t)vocab);
     struct kern_xent *r = xent_new(g_ref, rows, vocab), *o = xent_new(g_dnnl, rows, vocab);
     kern_xent_forward(r, loss_r, probs, logits, t);
-    kern_xent_backward(r, dl, probs, t, 1.0f / (float)rows);
+    kern_xent_backward(r, dl, db_r, probs, t, 1.0f / (float)rows);
     kern_xent_forward(o, loss_d, inplace, inplace, t);
     assert_close(inplace, probs, n, TOL_DNNL, "xent probs");
     assert_close(loss_d, loss_r, (size_t)rows, TOL_DNNL, "xent losses");
-    kern_xent_backward(o, inplace, inplace, t, 1.0f / (float)rows);
+    kern_xent_backward(o, inplace, db_d, inplace, t, 1.0f / (float)rows);
     assert_close(inplace, dl, n, TOL_DNNL, "xent dlogits");
+    for (int64_t j = 0; j < vocab; j++) { /* dbias += column sums of dlogits */
+        double sum = 0.0;
+        for (int64_t i = 0; i < rows; i++)
+            sum += (double)dl[i * vocab + j];
+        want[j] = (float)((double)want[j] + sum);
+    }
+    assert_close(db_r, want, (size_t)vocab, 1e-6, "ref xent dbias");
+    assert_close(db_d, want, (size_t)vocab, TOL_DNNL, "dnnl xent dbias");
+    free(db_r), free(db_d), free(want);
     kern_xent_destroy(r);
     kern_xent_destroy(o);
     free(logits), free(probs), free(dl), free(t), free(inplace), free(loss_r), free(loss_d);
@@ -703,7 +924,7 @@ START_TEST(test_xent_grad_fd)
     fill(z, N, 13, -3.0f, 3.0f);
     struct kern_xent *op = xent_new(g_ref, R, V);
     kern_xent_forward(op, losses, p, z, t);
-    kern_xent_backward(op, dl, p, t, scale);
+    kern_xent_backward(op, dl, NULL, p, t, scale);
     for (size_t i = 0; i < N; i++) {
         float z0 = z[i];
         z[i] = z0 + FD_H;
@@ -792,21 +1013,21 @@ START_TEST(test_bad_matmul_sizes)
     struct kern_matmul *op = (struct kern_matmul *)&err; /* must be reset to NULL */
     const int64_t huge = (int64_t)1 << 40;
     const struct kern_matmul_desc bad[] = {
-        {0, 2, 2, 2, false, false, 1.0f, false, false},
-        {1, 0, 2, 2, false, false, 1.0f, false, false},
-        {1, 2, -3, 2, false, false, 1.0f, false, false},
-        {1, 2, 2, -1, false, false, 1.0f, false, false},
-        {1, huge, huge, huge, false, false, 1.0f, false, false}, /* m*n*k overflows size_t */
-        {huge, huge, 1, 1, false, false, 1.0f, false, false},
-        {1, 2, 2, 2, false, false, NAN, false, false},
+        {0, 2, 2, 2, false, false, 1.0f, false, false, false},
+        {1, 0, 2, 2, false, false, 1.0f, false, false, false},
+        {1, 2, -3, 2, false, false, 1.0f, false, false, false},
+        {1, 2, 2, -1, false, false, 1.0f, false, false, false},
+        {1, huge, huge, huge, false, false, 1.0f, false, false, false}, /* m*n*k overflows size_t */
+        {huge, huge, 1, 1, false, false, 1.0f, false, false, false},
+        {1, 2, 2, 2, false, false, NAN, false, false, false},
     };
     for (size_t i = 0; i < RZ_ARRAY_LEN(bad); i++) {
         assert_config_error(kern_matmul_create(&op, ctx, &bad[i], &err), &err, "matmul");
         ck_assert_ptr_null(op);
     }
     double gf = 1.0;
-    assert_config_error(kern_measure_peak(ctx, 0, 8, 8, 0.1, &gf, &err), &err, "matmul");
-    assert_config_error(kern_measure_peak(ctx, 8, 8, 8, -1.0, &gf, &err), &err, "measure peak");
+    assert_config_error(kern_measure_peak(ctx, 0, 8, 8, false, 0.1, &gf, &err), &err, "matmul");
+    assert_config_error(kern_measure_peak(ctx, 8, 8, 8, false, -1.0, &gf, &err), &err, "measure peak");
 }
 END_TEST
 
@@ -816,22 +1037,27 @@ START_TEST(test_bad_other_sizes)
     struct rz_err err;
     struct kern_layernorm *ln = NULL;
     struct kern_gelu *ge = NULL;
-    struct kern_softmax *sm = NULL;
+    struct kern_attention *at = NULL;
     struct kern_xent *xe = NULL;
     const int64_t huge = (int64_t)1 << 62;
-    assert_config_error(kern_layernorm_create(&ln, ctx, 0, 256, 1e-5f, &err), &err, "layernorm");
-    assert_config_error(kern_layernorm_create(&ln, ctx, 8, -1, 1e-5f, &err), &err, "layernorm");
-    assert_config_error(kern_layernorm_create(&ln, ctx, huge, huge, 1e-5f, &err), &err,
+    assert_config_error(kern_layernorm_create(&ln, ctx, 0, 256, 1e-5f, false, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, 8, -1, 1e-5f, false, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, huge, huge, 1e-5f, false, &err), &err,
                         "layernorm");
-    assert_config_error(kern_layernorm_create(&ln, ctx, 8, 8, -1.0f, &err), &err, "layernorm");
+    assert_config_error(kern_layernorm_create(&ln, ctx, 8, 8, -1.0f, false, &err), &err, "layernorm");
     assert_config_error(kern_gelu_create(&ge, ctx, 0, &err), &err, "gelu");
     assert_config_error(kern_gelu_create(&ge, ctx, huge, &err), &err, "gelu");
-    assert_config_error(kern_softmax_create(&sm, ctx, -8, 128, true, &err), &err, "softmax");
-    assert_config_error(kern_softmax_create(&sm, ctx, 100, 128, true, &err), &err, "softmax");
-    assert_config_error(kern_xent_create(&xe, ctx, 16, 0, &err), &err, "xent");
-    assert_config_error(kern_xent_create(&xe, ctx, 1, (int64_t)INT32_MAX + 1, &err), &err,
+    assert_config_error(kern_attention_create(&at, ctx, 2, 128, 0, 64, 0, &err), &err,
+                        "attention");
+    assert_config_error(kern_attention_create(&at, ctx, 2, -1, 4, 64, 0, &err), &err, "attention");
+    assert_config_error(kern_attention_create(&at, ctx, 1, huge, 1, 1, 0, &err), &err,
+                        "attention"); /* T^2 overflows */
+    assert_config_error(kern_attention_create(&at, ctx, 2, 128, 4, 64, -1, &err), &err,
+                        "attention");
+    assert_config_error(kern_xent_create(&xe, ctx, 16, 0, false, &err), &err, "xent");
+    assert_config_error(kern_xent_create(&xe, ctx, 1, (int64_t)INT32_MAX + 1, false, &err), &err,
                         "xent");
-    ck_assert(ln == NULL && ge == NULL && sm == NULL && xe == NULL);
+    ck_assert(ln == NULL && ge == NULL && at == NULL && xe == NULL);
 }
 END_TEST
 
@@ -869,7 +1095,7 @@ static void run_ln_bwd(void *p)
 {
     struct timing_bufs *tb = p;
     kern_layernorm_backward(tb->op, tb->c, tb->e + 4096, tb->d, tb->b, tb->a, tb->e, tb->f,
-                            tb->g);
+                            tb->g, true);
 }
 
 static void run_gelu_fwd(void *p)
@@ -884,16 +1110,16 @@ static void run_gelu_bwd(void *p)
     kern_gelu_backward(tb->op, tb->c, tb->b, tb->a);
 }
 
-static void run_sm_fwd(void *p)
+static void run_attn_fwd(void *p)
 {
     struct timing_bufs *tb = p;
-    kern_softmax_forward(tb->op, tb->b, tb->a);
+    kern_attention_forward(tb->op, tb->b, tb->e, tb->a);
 }
 
-static void run_sm_bwd(void *p)
+static void run_attn_bwd(void *p)
 {
     struct timing_bufs *tb = p;
-    kern_softmax_backward(tb->op, tb->c, tb->a, tb->b);
+    kern_attention_backward(tb->op, tb->c, tb->b, tb->a, tb->b, tb->e);
 }
 
 static void run_xent_fwd(void *p)
@@ -905,7 +1131,7 @@ static void run_xent_fwd(void *p)
 static void run_xent_bwd(void *p)
 {
     struct timing_bufs *tb = p;
-    kern_xent_backward(tb->op, tb->c, tb->b, tb->t, 1.0f / 2048);
+    kern_xent_backward(tb->op, tb->c, tb->d, tb->b, tb->t, 1.0f / 2048);
 }
 
 static void time_matmuls(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
@@ -933,10 +1159,10 @@ static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
 {
     struct kern_layernorm *ln = NULL;
     struct kern_gelu *ge = NULL;
-    struct kern_softmax *sm = NULL;
+    struct kern_attention *at = NULL;
     struct kern_xent *xe = NULL;
     struct rz_err err;
-    if (kern_layernorm_create(&ln, ctx, 2048, 256, 1e-5f, &err) == RZ_OK) {
+    if (kern_layernorm_create(&ln, ctx, 2048, 256, 1e-5f, false, &err) == RZ_OK) {
         tb->op = ln;
         printf("  layernorm 2048x256 fwd %9.3f ms\n", time_ms(run_ln_fwd, tb, reps));
         printf("  layernorm 2048x256 bwd %9.3f ms\n", time_ms(run_ln_bwd, tb, reps));
@@ -946,19 +1172,19 @@ static void time_rows(struct kern_ctx *ctx, struct timing_bufs *tb, int reps)
         printf("  gelu 2048*512 fwd      %9.3f ms\n", time_ms(run_gelu_fwd, tb, reps));
         printf("  gelu 2048*512 bwd      %9.3f ms\n", time_ms(run_gelu_bwd, tb, reps));
     }
-    if (kern_softmax_create(&sm, ctx, 8192, 128, true, &err) == RZ_OK) {
-        tb->op = sm;
-        printf("  softmax causal 8192x128 fwd %9.3f ms\n", time_ms(run_sm_fwd, tb, reps));
-        printf("  softmax causal 8192x128 bwd %9.3f ms\n", time_ms(run_sm_bwd, tb, reps));
+    if (kern_attention_create(&at, ctx, 16, 128, 4, 64, 0, &err) == RZ_OK) {
+        tb->op = at; /* qkv (2048, 768) in a, y and dy in b, lse in e */
+        printf("  attention 16x128, 4x64 fwd %9.3f ms\n", time_ms(run_attn_fwd, tb, reps));
+        printf("  attention 16x128, 4x64 bwd %9.3f ms\n", time_ms(run_attn_bwd, tb, reps));
     }
-    if (kern_xent_create(&xe, ctx, 2048, 2048, &err) == RZ_OK) {
+    if (kern_xent_create(&xe, ctx, 2048, 2048, false, &err) == RZ_OK) {
         tb->op = xe;
         printf("  xent 2048x2048 fwd     %9.3f ms\n", time_ms(run_xent_fwd, tb, reps));
         printf("  xent 2048x2048 bwd     %9.3f ms\n", time_ms(run_xent_bwd, tb, reps));
     }
     kern_layernorm_destroy(ln);
     kern_gelu_destroy(ge);
-    kern_softmax_destroy(sm);
+    kern_attention_destroy(at);
     kern_xent_destroy(xe);
 }
 
@@ -985,7 +1211,7 @@ static void time_backends(struct timing_bufs *tb)
         time_matmuls(ctx, tb, i ? 20 : 1);
         time_rows(ctx, tb, i ? 50 : 2);
         double gf = 0.0;
-        if (i && kern_measure_peak(ctx, 2048, 2048, 256, 1.0, &gf, &err) == RZ_OK)
+        if (i && kern_measure_peak(ctx, 2048, 2048, 256, false, 1.0, &gf, &err) == RZ_OK)
             printf("  measured peak (2048x256 @ 256x2048): %.1f GFLOP/s\n", gf);
         kern_ctx_destroy(ctx);
     }
@@ -1023,17 +1249,22 @@ static Suite *kernels_suite(void)
     tcase_add_test(core, test_matmul_small_combos);
     tcase_add_loop_test(core, test_matmul_seed_shapes, 0, (int)RZ_ARRAY_LEN(seed_mm));
     tcase_add_test(core, test_matmul_deterministic);
+    tcase_add_test(core, test_round_bf16);
+    tcase_add_loop_test(core, test_matmul_bf16, 0, 14); /* the linear layers' shapes */
+    tcase_add_loop_test(core, test_bf16_outputs, 0, 2);
     tcase_add_test(core, test_measure_peak);
+    tcase_add_loop_test(core, test_profile_counts, 0, 2);
     tcase_add_test(core, test_ref_layernorm_hand);
     tcase_add_test(core, test_layernorm_dnnl_vs_ref);
     tcase_add_test(core, test_layernorm_grad_fd);
     tcase_add_test(core, test_ref_gelu_hand);
     tcase_add_test(core, test_gelu_dnnl_vs_ref);
     tcase_add_test(core, test_gelu_grad_fd);
-    tcase_add_test(core, test_ref_softmax_hand);
-    tcase_add_test(core, test_softmax_dnnl_vs_ref);
-    tcase_add_test(core, test_softmax_grad_fd);
-    tcase_add_test(core, test_softmax_deterministic);
+    tcase_add_test(core, test_ref_attention_hand);
+    tcase_add_loop_test(core, test_attention_dnnl_vs_ref, 0, (int)RZ_ARRAY_LEN(attn_shapes));
+    tcase_add_loop_test(core, test_attention_grad_fd, 0, 6);
+    tcase_add_loop_test(core, test_attention_causal, 0, 4);
+    tcase_add_loop_test(core, test_attention_deterministic, 0, 3);
     tcase_add_test(core, test_backward_in_place);
     tcase_add_test(core, test_exp_accuracy);
     tcase_add_test(core, test_ref_xent_hand);

@@ -33,7 +33,7 @@ START_TEST(step_line_has_every_field)
                              .lr = 1e-3, .grad_norm = 2, .step_time_s = 0.25,
                              .comm_time_s = 0.125, .samples_per_sec = 64, .tokens_per_sec = 8192,
                              .mfu = 0.5, .rss_bytes = 1000, .allreduce_s = 1e-5, .world_size = 4,
-                             .has_sync = 1, .sync_ok = 1};
+                             .has_sync = 1, .sync_ok = 1, .has_val = 1, .val_loss = 0.75};
     ck_assert_int_eq(metrics_write(log, &s, NULL), RZ_OK);
     char path[256];
     snprintf(path, sizeof path, "%s", metrics_path(log));
@@ -47,7 +47,8 @@ START_TEST(step_line_has_every_field)
                            "\"loss_hex\":\"0x1p-1\",\"lr\":0.001,\"grad_norm\":2,"
                            "\"step_time_s\":0.25,\"comm_time_s\":0.125,\"samples_per_sec\":64,"
                            "\"tokens_per_sec\":8192,\"mfu\":0.5,\"rss_bytes\":1000,"
-                           "\"allreduce_s\":1e-05,\"compute_time_s\":0,\"world_size\":4,\"sync_ok\":true,"
+                           "\"allreduce_s\":1e-05,\"compute_time_s\":0,\"world_size\":4,"
+                           "\"val_loss\":0.75,\"val_loss_hex\":\"0x1.8p-1\",\"sync_ok\":true,"
                            "\"param_spread\":0,\"gnorm_pre_min\":0,\"gnorm_pre_max\":0,"
                            "\"gnorm_post_spread\":0}\n");
     free(text);
@@ -69,10 +70,21 @@ START_TEST(summary_in_the_seed_format)
     ck_assert_ptr_nonnull(strstr(text, "\"num_processes\":2,\"aggregated_metrics\":{\"avg_loss\":"
                                        "2.5,\"total_duration_sec\":12,\"samples_per_sec\":99,"));
     ck_assert_ptr_null(strstr(text, "entropy_floor")); /* unknown: left out */
+    ck_assert_ptr_null(strstr(text, "val_loss"));      /* no validation: left out */
     ck_assert_ptr_nonnull(strstr(text, "{\"rank\":1,\"host\":\"n2\",\"steps\":10,"));
     free(text);
     snprintf(path, sizeof path, "%s/summary.json.tmp", dir);
     ck_assert_int_ne(access(path, F_OK), 0); /* renamed into place */
+    s.has_val = 1;
+    s.val_loss = 1.5;
+    s.val_step = 10;
+    s.val_samples = 64;
+    ck_assert_int_eq(metrics_write_summary(dir, &s, NULL), RZ_OK);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    ck_assert_ptr_nonnull(strstr(text, "\"val_loss\":1.5,\"val_loss_hex\":\"0x1.8p+0\","
+                                       "\"val_step\":10,\"val_samples\":64}"));
+    free(text);
 }
 END_TEST
 
@@ -187,6 +199,7 @@ START_TEST(node_textfile_series)
     for (size_t i = 0; i < sizeof want1 / sizeof want1[0]; i++)
         ck_assert_msg(strstr(n1, want1[i]) != NULL, "n1 lacks: %s", want1[i]);
     ck_assert_ptr_null(strstr(n1, "rank=\"2\",node=\"n1\""));
+    ck_assert_ptr_null(strstr(n1, "ryzen_train_validation_loss{")); /* no validation: no sample */
     /* n2: its own rank only, no job-wide series */
     ck_assert_ptr_nonnull(strstr(n2, "ryzen_train_compute_slowdown_ratio{slurm_job_id=\"77\","
                                      "phase=\"phase1_4proc\",rank=\"2\",node=\"n2\"} 2\n"));
@@ -207,6 +220,18 @@ START_TEST(node_textfile_series)
     free(whole);
     free(n1);
     free(n2);
+    /* with a validation: its loss, on every rank's series */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    struct metrics_prom_doc d = doc3("n1");
+    d.has_val = true;
+    d.val_loss = 3.25;
+    metrics_prom_format(f, &d);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(text, "ryzen_train_validation_loss{slurm_job_id=\"77\","
+                                       "phase=\"phase1_4proc\",rank=\"1\",node=\"n1\"} 3.25\n"));
+    free(text);
 }
 END_TEST
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util.h"
 #include "optim/optim.h"
 #include "testutil.h"
 
@@ -140,6 +141,39 @@ START_TEST(norm_and_clip)
 }
 END_TEST
 
+/* The blocked norm is the same bits whether one holder has every block or several hold parts
+ * (ZeRO shards at multiples of the block), and whole-buffer optim_grad_norm agrees with it. */
+START_TEST(norm_from_shards_is_the_same_bits)
+{
+    enum { N = 5 * OPTIM_NORM_BLOCK + 123 };
+    float *g = malloc(N * sizeof *g);
+    for (size_t i = 0; i < N; i++)
+        g[i] = (float)sin((double)i * 0.37) * (float)(1 + i % 13);
+    size_t nb = optim_norm_blocks(N);
+    ck_assert_uint_eq(nb, 6);
+    double whole = optim_grad_norm(g, N), *blocks = calloc(nb, sizeof *blocks);
+    for (int parts = 1; parts <= 7; parts++) {
+        memset(blocks, 0, nb * sizeof *blocks);
+        for (int r = 0; r < parts; r++) {
+            size_t lo, hi;
+            rz_shard(N, parts, r, OPTIM_NORM_BLOCK, &lo, &hi);
+            double mine[6] = {0};
+            optim_block_sumsq(mine, g + lo, lo, hi);
+            for (size_t k = 0; k < nb; k++)
+                blocks[k] += mine[k]; /* one owner per block: what the allreduce does */
+        }
+        double n = optim_norm_of_blocks(blocks, nb);
+        ck_assert_msg(n == whole, "%d parts: %.17g vs %.17g", parts, n, whole);
+    }
+    double exact = 0;
+    for (size_t i = 0; i < N; i++)
+        exact += (double)g[i] * (double)g[i];
+    ck_assert_double_eq_tol(whole, sqrt(exact), 1e-12 * sqrt(exact));
+    free(blocks);
+    free(g);
+}
+END_TEST
+
 START_TEST(parse_errors_list_choices)
 {
     struct rz_err e;
@@ -164,6 +198,7 @@ static Suite *optim_suite(void)
     tcase_add_test(core, cosine_schedule_values);
     tcase_add_test(core, vector_step_matches_scalar_bits);
     tcase_add_test(core, norm_and_clip);
+    tcase_add_test(core, norm_from_shards_is_the_same_bits);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, parse_errors_list_choices);

@@ -124,9 +124,13 @@ static void save_checkpoint(const char *run_dir, int64_t step)
     static struct model_tensor table[1] = {{"wte", 2, 2, 0, MODEL_INIT_NORMAL}};
     float params[4] = {1, 2, 3, 4}, m[4] = {0}, v[4] = {0};
     char yaml[] = "x: 1\n";
-    struct ckpt_tensors t = {table, 1, 4, params, m, v};
+    struct ckpt_tensors t = {.table = table, .count = 1, .n_floats = 4, .params = params,
+                             .adam_m = m, .adam_v = v};
     struct ckpt_meta meta = {.step = step, .samples_seen = step * 4, .global_batch = 4,
-                             .world_size = 1, .dims = {16, 2, 1, 1, 4, 2, 4, 1e-5f, 0.02f},
+                             .world_size = 1, .dims = {.vocab = 16, .d_model = 2, .n_heads = 1,
+                                                       .n_layers = 1, .d_ff = 4, .seq_len = 2,
+                                                       .batch = 4, .ln_eps = 1e-5f,
+                                                       .init_std = 0.02f},
                              .config_yaml = yaml};
     char ckdir[1100];
     struct rz_err err;

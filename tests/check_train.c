@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "core/util.h"
 #include "train/guard.h"
+#include "kernels/kernels.h"
 #include "train/train.h"
 #include "testutil.h"
 
@@ -80,15 +81,60 @@ START_TEST(markov_loss_reaches_the_entropy_floor)
 }
 END_TEST
 
+/* The mean loss of steps [from, to) (0-based). */
+static double mean_loss(const float *losses, int from, int to)
+{
+    double s = 0.0;
+    for (int i = from; i < to; i++)
+        s += (double)losses[i];
+    return s / (to - from);
+}
+
+/* bf16 runs with the oneDNN backend where the CPU has avx512_bf16 or AMX, else with the
+ * reference backend's emulation, so the test runs on any machine. */
+static void bf16_backend(struct cfg *c)
+{
+    struct kern_ctx *k = NULL;
+    snprintf(c->training.precision, sizeof c->training.precision, "bf16");
+    if (kern_ctx_create(&k, KERN_DNNL, NULL) != RZ_OK || kern_check_bf16(k, NULL) != RZ_OK)
+        snprintf(c->kernels.backend, sizeof c->kernels.backend, "ref");
+    kern_ctx_destroy(k);
+}
+
+/* bf16 training reaches the same loss as fp32: within 0.05 nats over the last 20 steps. */
+START_TEST(bf16_converges_like_fp32)
+{
+    struct cfg c;
+    small_markov(&c);
+    struct train_result r;
+    struct rz_err e;
+    float *l32 = calloc((size_t)c.training.steps, sizeof *l32);
+    float *l16 = calloc((size_t)c.training.steps, sizeof *l16);
+    ck_assert_int_eq(run(&c, "fp32", l32, &r, &e), RZ_OK);
+    bf16_backend(&c);
+    ck_assert_msg(run(&c, "bf16", l16, &r, &e) == RZ_OK, "%s", e.msg);
+    double t32 = mean_loss(l32, 280, 300), t16 = mean_loss(l16, 280, 300);
+    ck_assert_msg(fabs(t16 - t32) < 0.05, "bf16 (%s) final loss %.4f vs fp32 %.4f",
+                  c.kernels.backend, t16, t32);
+    ck_assert_msg(t16 - r.entropy_floor < 0.15, "bf16 final loss %.4f vs floor %.4f", t16,
+                  r.entropy_floor);
+    free(l32);
+    free(l16);
+}
+END_TEST
+
 START_TEST(same_config_gives_bit_identical_losses)
 {
-    const char *backends[2] = {"dnnl", "ref"};
-    for (int b = 0; b < 2; b++) {
+    const char *backends[3] = {"dnnl", "ref", "bf16"};
+    for (int b = 0; b < 3; b++) {
         struct cfg c;
         small_markov(&c);
         c.training.steps = 8;
         c.model.seq_len = 16;
-        snprintf(c.kernels.backend, sizeof c.kernels.backend, "%s", backends[b]);
+        if (b < 2)
+            snprintf(c.kernels.backend, sizeof c.kernels.backend, "%s", backends[b]);
+        else
+            bf16_backend(&c);
         float l1[8], l2[8];
         struct train_result r;
         char dir1[32], dir2[32]; /* fresh run directories: resume=auto would continue */
@@ -161,6 +207,73 @@ START_TEST(metrics_and_summary_files)
     ck_assert_int_eq((int)r.steps, 6);
     ck_assert_double_gt(r.samples_per_sec, 0.0);
     ck_assert_uint_gt(r.peak_rss_bytes, 0);
+}
+END_TEST
+
+static int count_in_file(const char *path, const char *needle)
+{
+    char *text = NULL;
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    free(text);
+    return n;
+}
+
+/* Validation every eval_interval steps and at the end, on a held-out stream; the training losses
+ * are the same bits with and without it (its forward passes disturb nothing). */
+START_TEST(validation_on_schedule_leaves_training_alone)
+{
+    struct cfg c;
+    small_markov(&c);
+    c.training.steps = 10;
+    float plain[10], with_val[10];
+    struct train_result r;
+    ck_assert_int_eq(run(&c, "noval", plain, &r, NULL), RZ_OK);
+    ck_assert_int_eq((int)r.val_step, -1);
+    char path[256];
+    snprintf(path, sizeof path, "%s/noval/summary.json", run_root);
+    ck_assert_int_eq(count_in_file(path, "\"val_loss\""), 0);
+    c.data.val_fraction = 0.1;
+    c.training.eval_interval = 4;
+    c.training.eval_samples = 24; /* two chunks of B = 16, the second padded */
+    ck_assert_int_eq(run(&c, "val", with_val, &r, NULL), RZ_OK);
+    ck_assert_int_eq(memcmp(plain, with_val, sizeof plain), 0);
+    ck_assert_int_eq((int)r.val_step, 10);
+    ck_assert_double_gt(r.val_loss, 0.5 * r.final_loss);
+    ck_assert_double_lt(r.val_loss, 1.5 * r.final_loss);
+    snprintf(path, sizeof path, "%s/val/metrics/test/rank-00000.jsonl", run_root);
+    ck_assert_int_eq(count_in_file(path, "\"val_loss\":"), 2); /* steps 4 and 8 */
+    ck_assert_int_eq(count_in_file(path, "{\"step\":8,"), 1);
+    snprintf(path, sizeof path, "%s/val/summary.json", run_root);
+    ck_assert_int_eq(count_in_file(path, "\"val_step\":10,\"val_samples\":24"), 1);
+    /* the set is fixed: the same parameters give the same figure (resume of the finished run) */
+    double at_end = r.val_loss;
+    ck_assert_int_eq(run(&c, "val", NULL, &r, NULL), RZ_OK);
+    ck_assert_int_eq((int)r.val_step, 10);
+    ck_assert(r.val_loss == at_end);
+}
+END_TEST
+
+/* training.recompute block trains to the same bits as none (with dropout on: its masks are
+ * recomputed too), and dropout changes the losses (it is on). */
+START_TEST(recompute_trains_the_same_bits)
+{
+    struct cfg c;
+    small_markov(&c);
+    c.training.steps = 6;
+    c.model.n_layers = 2;
+    c.model.dropout = 0.1;
+    float none[6], block[6], nodrop[6];
+    struct train_result r;
+    ck_assert_int_eq(run(&c, "rc-none", none, &r, NULL), RZ_OK);
+    snprintf(c.training.recompute, sizeof c.training.recompute, "block");
+    ck_assert_int_eq(run(&c, "rc-block", block, &r, NULL), RZ_OK);
+    ck_assert_int_eq(memcmp(none, block, sizeof none), 0);
+    c.model.dropout = 0.0;
+    ck_assert_int_eq(run(&c, "rc-nodrop", nodrop, &r, NULL), RZ_OK);
+    ck_assert(nodrop[1] != block[1]);
 }
 END_TEST
 
@@ -289,8 +402,11 @@ static Suite *train_suite(void)
     tcase_set_timeout(core, 300);
     tcase_add_test(core, markov_loss_reaches_the_entropy_floor);
     tcase_add_test(core, same_config_gives_bit_identical_losses);
+    tcase_add_test(core, bf16_converges_like_fp32);
     tcase_add_test(core, grad_accum_matches_a_larger_batch);
     tcase_add_test(core, metrics_and_summary_files);
+    tcase_add_test(core, validation_on_schedule_leaves_training_alone);
+    tcase_add_test(core, recompute_trains_the_same_bits);
     tcase_add_test(core, guard_skips_non_finite_and_outliers);
     tcase_add_test(core, guard_stops_after_max_skips_in_the_window);
     suite_add_tcase(s, core);

@@ -52,11 +52,30 @@ expect "... also when training" 70 "srun --mpi=pmix" -- env -u PMIX_RANK -u OMPI
   --run-dir "$tmp/nopmix-train"
 check "... which saved nothing" test ! -e "$tmp/nopmix-train/checkpoints"
 
+# bf16 where oneDNN cannot run it natively (here: oneDNN capped at AVX2) is refused at start,
+# naming the missing ISA, never run through oneDNN's slow emulation
+expect "bf16 without avx512_bf16/amx_bf16: exit 64 naming the ISA" 64 \
+  "training.precision bf16 needs a CPU with avx512_bf16 or amx_bf16" -- env ONEDNN_MAX_CPU_ISA=AVX2 \
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.precision=bf16 \
+  --set training.steps=1 --run-dir "$tmp/bf16"
+check "... before writing anything" test ! -e "$tmp/bf16/checkpoints"
+
 # token ids >= vocab are refused, naming the file and offset
 printf '\001\000\377\177' >"$tmp/tokens.bin"
 expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \
   "$src/configs/seed_benchmark.yaml" --set data.kind=tokens --set data.path="$tmp/tokens.bin" \
   --set model.seq_len=1 --set training.steps=1 --run-dir "$tmp/tok"
+
+# a vocabulary above 65536 reads uint32 ids: a partial id at the end is refused, naming the
+# offset and the bytes; a whole file trains
+printf '\001\000\001\000\002\000\001\000\003\000\001\000\007' >"$tmp/wide.tok"
+wide="--config $src/configs/seed_benchmark.yaml --set data.kind=tokens --set data.path=$tmp/wide.tok
+  --set model.vocab_size=70000 --set model.d_model=16 --set model.n_heads=2 --set model.d_ff=32
+  --set model.seq_len=2 --set training.batch_size=2 --set training.steps=1 --quiet"
+expect "uint32 ids: partial id at the end" 64 "wide.tok': size 13 bytes is not a multiple of 4.*\(0x07\) at byte offset 12" \
+  -- "$bin" $wide --run-dir "$tmp/wide1"
+printf '\001\000\001\000\002\000\001\000\003\000\001\000' >"$tmp/wide.tok"
+expect "uint32 ids: ids up to 65539 train" 0 "" -- "$bin" $wide --run-dir "$tmp/wide2"
 
 # the seed workload: 3 steps; the first loss is near ln(2048) = 7.62
 expect "seed workload runs" 0 "2138112 parameters" -- "$bin" --config \
@@ -101,6 +120,33 @@ expect "ryzen-ckpt verify of /dev/null" 65 "not a regular file" -- "$top/ryzen-c
 expect "ryzen-ckpt info of a missing file" 65 "No such file" -- "$top/ryzen-ckpt" info "$tmp/no.h5"
 expect "ryzen-ckpt list of a missing directory" 64 "not a directory" -- "$top/ryzen-ckpt" list "$tmp/no"
 expect "ryzen-ckpt list of /dev/null" 64 "not a directory" -- "$top/ryzen-ckpt" list /dev/null
+
+# --plan: the memory per rank without MPI (here from a task srun started without PMIx, which
+# any MPI start would refuse with 70), and whether it fits a limit
+expect "--plan prints the predicted peak" 0 "predicted peak RSS +[0-9.]+ MiB" -- \
+  env SLURM_STEP_ID=7 SLURM_PROCID=0 "$bin" --config "$src/configs/seed_benchmark.yaml" --plan
+expect "--plan --world 4 --mem-limit: the cheapest change that fits" 0 \
+  "fits +no; the cheapest change that fits: --set training.recompute=block --set training.batch_size=8" \
+  -- "$bin" --config "$src/configs/seed_benchmark.yaml" --plan --world 4 --mem-limit 140M
+expect "--world without --plan" 64 "--world and --mem-limit go with --plan" -- \
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --world 2
+expect "--mem-limit with a bad size" 64 "--mem-limit: size '12Q'" -- \
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --plan --mem-limit 12Q
+
+# --profile: one line per op class, and the share of the GEMM-only bound, even with --quiet
+expect "--profile prints time per op class" 0 "profile: 6 steady steps" -- "$bin" --config \
+  "$src/configs/seed_benchmark.yaml" --quiet --profile --set training.steps=8 \
+  --set training.warmup_bench=2 --run-dir "$tmp/prof"
+for class in matmul attention norm loss optimizer communication other step; do
+  check "... $class" grep -Eq "^ryzen-train:   $class +[0-9.]+ +[0-9.]+%" "$tmp/out"
+done
+check "... the classes add up to the step (100%, +-0.5)" awk '
+  /^ryzen-train:   (matmul|attention|norm|loss|optimizer|communication|other) / {
+    s = $4; sub("%", "", s); sum += s }
+  END { exit !(sum > 99.5 && sum < 100.5) }' "$tmp/out"
+check "... matmuls are a real share of it" awk '
+  /^ryzen-train:   matmul / { s = $4; sub("%", "", s); exit !(s > 10) }' "$tmp/out"
+check "... and the GEMM-only bound" grep -q "GEMM-only bound .* samples/s per rank" "$tmp/out"
 
 # docs/config.md is generated from the key table and must not drift
 "$bin" --config-reference >"$tmp/config.md"

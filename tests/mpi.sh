@@ -3,8 +3,14 @@
 # launcher (Open MPI's mpirun, oversubscribed on 2 cores):
 #   equivalence      4 x batch 4, 2 x batch 8 and 1 x batch 8 x accum 2 match 1 x batch 16
 #   exact resume     40 steps == 20 + resumed 20 (losses as hex floats, params and Adam hashes),
-#                    on 1 and on 2 ranks
+#                    on 1 and on 2 ranks, and on 2 ranks with ZeRO-2, dropout, recomputation
+#   bf16             exact resume on 1 and 2 ranks; 2 ranks x batch 8 == 1 x 16 within 2e-4;
+#                    fp32 checkpoints resume in bf16 and bf16 ones in fp32
 #   elastic resume   4 ranks for 20 steps, then 2 ranks: same global samples, loss on track
+#   ZeRO             stages 1 and 2 match stage 0 (4 and 2 ranks), one checkpoint file; ZeRO-2
+#                    elastic resume 4 -> 2 -> 4
+#   dropout          1, 2 and 4 ranks agree (with recomputation and ZeRO-2 too)
+#   validation       1 and 2 ranks agree; the same parameters validate to the same bits on both
 #   crash injection  at each stage of the checkpoint commit: a restart never loads a partial file
 #   damage           flipped byte, truncated, empty: verify fails, resume falls back, quarantine
 #   signals          USR2 at start-up, mid-run and during a checkpoint write -> exit 75
@@ -81,7 +87,7 @@ wait_step() {
 }
 
 echo "# the comm module's suite on 2 ranks"
-expect "check_comm under mpirun -np 2" 0 "100%: Checks: 8, Failures: 0, Errors: 0" -- \
+expect "check_comm under mpirun -np 2" 0 "100%: Checks: 9, Failures: 0, Errors: 0" -- \
   "$mpirun" -np 2 "$build/tests/check_comm"
 
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
@@ -98,24 +104,70 @@ check "metrics from every rank" test -s "$tmp/eq4/metrics/eq4/rank-00003.jsonl"
 check "sync checks agree" grep -q '"sync_ok":true' "$tmp/eq4/metrics/eq4/rank-00000.jsonl"
 check "summary lists 4 ranks" grep -q '"num_processes":4,' "$tmp/eq4/summary.json"
 
-for np in 1 2; do
-  echo "# exact resume on $np rank(s): 40 steps == 20 + 20"
-  train full$np $np --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
-  train seg$np $np --set training.steps=40 --set checkpoint.interval=0 --stop-at-step 20 \
+# exact resume on 1 and 2 ranks, and with ZeRO-2 (stage 2, with dropout and recomputation) on 2
+for run in 1:0 2:0 2:2; do
+  np=${run%:*} zs=${run#*:} f=full$np-$zs g=seg$np-$zs
+  z="--set training.zero_stage=$zs"
+  # ZeRO-2 with dropout and recomputation: the masks are keyed by step, so they resume too
+  [ "$zs" = 2 ] && z="$z --set model.dropout=0.1 --set training.recompute=block"
+  echo "# exact resume on $np rank(s), ZeRO stage $zs: 40 steps == 20 + 20"
+  train $f $np $z --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
+  train $g $np $z --set training.steps=40 --set checkpoint.interval=0 --stop-at-step 20 \
     >/dev/null 2>&1
-  train seg$np $np --set training.steps=40 >"$tmp/out" 2>&1   # --resume auto (default)
-  check "segment stopped at step 20" test -f "$tmp/seg$np/checkpoints/step-00000020.h5"
+  train $g $np $z --set training.steps=40 >"$tmp/out" 2>&1   # --resume auto (default)
+  check "segment stopped at step 20" test -f "$tmp/$g/checkpoints/step-00000020.h5"
   check "the second half resumed: 20 + 20 metrics lines" \
-    test "$(wc -l <"$tmp/seg$np/metrics/seg$np/rank-00000.jsonl")" -eq 40
-  check "losses of steps 21..40 identical as hex floats ($np rank)" \
-    same_hex full$np full$np seg$np seg$np 21 40
-  a=$(info "$tmp/full$np/checkpoints/step-00000040.h5" params_sha256)
-  b=$(info "$tmp/seg$np/checkpoints/step-00000040.h5" params_sha256)
+    test "$(wc -l <"$tmp/$g/metrics/$g/rank-00000.jsonl")" -eq 40
+  check "losses of steps 21..40 identical as hex floats ($np rank)" same_hex $f $f $g $g 21 40
+  a=$(info "$tmp/$f/checkpoints/step-00000040.h5" params_sha256)
+  b=$(info "$tmp/$g/checkpoints/step-00000040.h5" params_sha256)
   check "final params_sha256 identical ($np rank): $a" test -n "$a" -a "$a" = "$b"
-  a=$(info "$tmp/full$np/checkpoints/step-00000040.h5" adam_sha256)
-  b=$(info "$tmp/seg$np/checkpoints/step-00000040.h5" adam_sha256)
+  a=$(info "$tmp/$f/checkpoints/step-00000040.h5" adam_sha256)
+  b=$(info "$tmp/$g/checkpoints/step-00000040.h5" adam_sha256)
   check "final Adam state identical ($np rank)" test -n "$a" -a "$a" = "$b"
 done
+
+echo "# bf16 (training.precision): exact resume, world-size invariance, fp32 checkpoints"
+# bf16 runs on the oneDNN backend where the CPU has avx512_bf16 or AMX; elsewhere ryzen-train
+# exits 64 for it, and these cases run on the reference backend's emulation instead.
+bf16="--set training.precision=bf16"
+if ! "$bin" $small --run-dir "$tmp/bf16-probe" $bf16 --set training.steps=6 >/dev/null 2>&1; then
+  echo "     (no native bf16 here: the reference backend emulates it)"
+  bf16="$bf16 --set kernels.backend=ref"
+fi
+for np in 1 2; do
+  train bfull$np $np $bf16 --set training.steps=40 --set checkpoint.interval=0 >/dev/null 2>&1
+  train bseg$np $np $bf16 --set training.steps=40 --set checkpoint.interval=0 \
+    --stop-at-step 20 >/dev/null 2>&1
+  train bseg$np $np $bf16 --set training.steps=40 >/dev/null 2>&1
+  check "bf16: losses of steps 21..40 identical as hex floats ($np rank)" \
+    same_hex bfull$np bfull$np bseg$np bseg$np 21 40
+  a=$(info "$tmp/bfull$np/checkpoints/step-00000040.h5" params_sha256)
+  b=$(info "$tmp/bseg$np/checkpoints/step-00000040.h5" params_sha256)
+  check "bf16: final params_sha256 identical ($np rank)" test -n "$a" -a "$a" = "$b"
+done
+train beq1 1 $bf16 --set training.steps=30 --set training.batch_size=16 >/dev/null 2>&1
+train beq2 2 $bf16 --set training.steps=30 --set training.batch_size=8 >/dev/null 2>&1
+check "bf16: 2 ranks x batch 8 == 1 rank x batch 16 (2e-4)" close beq1 beq2 2e-4 1 30
+# bf16 with ZeRO-2 (the copy is rounded segment by segment as the gather lands), dropout and
+# recomputation: the same bits as stage 0 on 2 ranks with the same dropout and recomputation
+train bz0 2 $bf16 --set training.steps=20 --set training.batch_size=8 --set model.dropout=0.1 \
+  --set training.recompute=block >/dev/null 2>&1
+train bz2 2 $bf16 --set training.steps=20 --set training.batch_size=8 --set model.dropout=0.1 \
+  --set training.recompute=block --set training.zero_stage=2 >/dev/null 2>&1
+check "bf16: ZeRO-2 with dropout and recomputation == stage 0 on 2 ranks (the same bits)" \
+  same_hex bz0 bz0 bz2 bz2 1 20
+# checkpoints are fp32 in either precision: each resumes in the other and trains on, its losses
+# within 1e-3 of the fp32 run's
+train to16 1 --set training.steps=40 --stop-at-step 20 >/dev/null 2>&1
+expect "an fp32 checkpoint resumes in bf16" 0 "resume: loaded .*step-00000020.h5" -- \
+  env RYZEN_RUN_ID=to16 "$bin" $small --run-dir "$tmp/to16" $bf16 --set training.steps=40
+check "... and trains on (steps 21..40 within 1e-3 of fp32)" close full1-0 to16 1e-3 21 40
+train to32 1 $bf16 --set training.steps=40 --stop-at-step 20 >/dev/null 2>&1
+expect "a bf16 checkpoint resumes in fp32" 0 "resume: loaded .*step-00000020.h5" -- \
+  env RYZEN_RUN_ID=to32 "$bin" $small --run-dir "$tmp/to32" --set training.steps=40 \
+  --set kernels.backend=dnnl
+check "... and trains on (steps 21..40 within 1e-3 of fp32)" close full1-0 to32 1e-3 21 40
 
 echo "# elastic resume: 4 ranks for 20 steps, then 2 ranks"
 train el4 4 --set training.steps=40 --set training.batch_size=4 >/dev/null 2>&1
@@ -131,6 +183,83 @@ check "it continued at step 21, sample 336" \
   sh -c "echo '$first' | grep -q '^{\"step\":21,\"samples_seen\":336,'"
 check "the 2-rank world is recorded" sh -c "echo '$first' | grep -q '\"world_size\":2'"
 check "loss on track with the 4-rank run (1e-4)" close el4 els 1e-4 21 40
+
+echo "# ZeRO: stages 1 and 2 against stage 0 (30 steps)"
+train z1x4 4 --set training.steps=30 --set training.batch_size=4 --set training.zero_stage=1 \
+  >/dev/null 2>&1
+train z2x4 4 --set training.steps=30 --set training.batch_size=2 --set training.grad_accum=2 \
+  --set training.zero_stage=2 >/dev/null 2>&1
+train z2x2 2 --set training.steps=30 --set training.batch_size=8 --set training.zero_stage=2 \
+  >/dev/null 2>&1
+check "ZeRO-1, 4 ranks x batch 4 == 1 rank x batch 16 (1e-5)" close eq1 z1x4 1e-5 1 30
+check "ZeRO-2, 4 ranks x batch 2 x accum 2 == 1 rank x batch 16 (1e-5)" close eq1 z2x4 1e-5 1 30
+check "ZeRO-2, 2 ranks: the same bits as stage 0 on 2 ranks" same_hex eq2 eq2 z2x2 z2x2 1 30
+a=$(info "$tmp/eq2/checkpoints/step-00000030.h5" adam_sha256)
+b=$(info "$tmp/z2x2/checkpoints/step-00000030.h5" adam_sha256)
+check "... and the same checkpoint: sharded moments gathered into one world-size-free file" \
+  test -n "$a" -a "$a" = "$b"
+check "ZeRO sync checks agree" grep -q '"sync_ok":true' "$tmp/z2x4/metrics/z2x4/rank-00003.jsonl"
+# global-norm clipping with sharded gradients: the norm adds the same block sums in the same
+# order, so a clipped run is the same bits as stage 0's (gnorm is 1 to 2 here: 0.5 clips)
+train zc0 2 --set training.steps=20 --set training.batch_size=8 --set optimizer.grad_clip=0.5 \
+  >/dev/null 2>&1
+train zc2 2 --set training.steps=20 --set training.batch_size=8 --set optimizer.grad_clip=0.5 \
+  --set training.zero_stage=2 >/dev/null 2>&1
+check "clipping on (grad_clip 0.5): ZeRO-2 == stage 0 on 2 ranks (the same bits)" \
+  same_hex zc0 zc0 zc2 zc2 1 20
+check "... and it clipped: gnorm above 0.5 on step 1" \
+  awk -F'"grad_norm":' 'NR == 1 { split($2, v, ","); exit !(v[1] > 0.5) }' \
+  "$tmp/zc2/metrics/zc2/rank-00000.jsonl"
+
+echo "# ZeRO-2: elastic resume 4 -> 2 -> 4 ranks"
+zel="--set training.steps=40 --set training.batch_size=4 --set training.zero_stage=2"
+train zel4 4 $zel >/dev/null 2>&1
+train zels 4 $zel --stop-at-step 15 >/dev/null 2>&1
+train zels 2 $zel --stop-at-step 30 >"$tmp/out" 2>&1
+check "4 -> 2: kept the global batch 16 as batch 4 x accum 2" \
+  grep -q "keeping the global batch 16 on 2 ranks as batch 4 x accum 2" "$tmp/out"
+train zels 4 $zel >/dev/null 2>&1
+check "2 -> 4: continued at step 31, sample 496, on 4 ranks" \
+  sh -c "sed -n 31p '$tmp/zels/metrics/zels/rank-00000.jsonl' | grep -q '^{\"step\":31,\"samples_seen\":496,.*\"world_size\":4'"
+check "loss on track with the 4-rank run through both moves (1e-4)" close zel4 zels 1e-4 16 40
+
+echo "# dropout: masks by global sample index, so world sizes agree (30 steps, p = 0.1)"
+drop="--set training.steps=30 --set model.dropout=0.1"
+train dr1 1 $drop --set training.batch_size=16 >/dev/null 2>&1
+train dr4 4 $drop --set training.batch_size=4 >/dev/null 2>&1
+train dr2 2 $drop --set training.batch_size=4 --set training.grad_accum=2 \
+  --set training.recompute=block --set training.zero_stage=2 >/dev/null 2>&1
+check "4 ranks x batch 4 == 1 rank x batch 16 with dropout (1e-5)" close dr1 dr4 1e-5 1 30
+check "2 ranks x batch 4 x accum 2, recompute, ZeRO-2 == 1 rank x batch 16 (1e-5)" \
+  close dr1 dr2 1e-5 1 30
+differ() { ! close "$@" >/dev/null; }
+check "dropout is on: the losses differ from the run without it (by more than 1e-3)" \
+  differ eq1 dr1 1e-3 1 30
+
+echo "# validation: the same figure on 1 and 2 ranks"
+val="--set training.steps=10 --set training.eval_interval=5 --set data.val_fraction=0.1
+  --set training.eval_samples=20 --set checkpoint.interval=0"
+# val_hex DIR ID STEP: the validation loss (hex) of a step in rank 0's metrics
+val_hex() { sed -n "s/^{\"step\":$3,.*\"val_loss_hex\":\"\([^\"]*\)\".*/\1/p" "$tmp/$1/metrics/$2/rank-00000.jsonl"; }
+sum_hex() { sed -n 's/.*"val_loss_hex":"\([^"]*\)".*/\1/p' "$tmp/$1/summary.json"; }
+train va1 1 $val --set training.batch_size=8 >/dev/null 2>&1
+train va2 2 $val --set training.batch_size=4 >/dev/null 2>&1
+check "both ranks of the 2-rank run log the same validation loss" \
+  test -n "$(val_hex va2 va2 10)" -a "$(val_hex va2 va2 10)" = \
+  "$(sed -n 's/^{"step":10,.*"val_loss_hex":"\([^"]*\)".*/\1/p' "$tmp/va2/metrics/va2/rank-00001.jsonl")"
+awk_close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d / a < 1e-5) }'; }
+a=$(sed -n 's/^{"step":10,.*"val_loss":\([^,]*\),.*/\1/p' "$tmp/va1/metrics/va1/rank-00000.jsonl")
+b=$(sed -n 's/^{"step":10,.*"val_loss":\([^,]*\),.*/\1/p' "$tmp/va2/metrics/va2/rank-00000.jsonl")
+check "validation at step 10 of 1 x batch 8 and 2 x batch 4 agree (1e-5): $a, $b" awk_close "$a" "$b"
+# the same parameters validated on the other world size: a finished run, resumed, validates
+cp -r "$tmp/va2" "$tmp/va21"
+cp -r "$tmp/va1" "$tmp/va12"
+train va21 1 $val --set training.batch_size=8 >/dev/null 2>&1
+train va12 2 $val --set training.batch_size=4 >/dev/null 2>&1
+check "2-rank parameters validated on 1 rank: identical bits ($(val_hex va2 va2 10))" \
+  test -n "$(sum_hex va21)" -a "$(sum_hex va21)" = "$(val_hex va2 va2 10)"
+check "1-rank parameters validated on 2 ranks: identical bits ($(val_hex va1 va1 10))" \
+  test -n "$(sum_hex va12)" -a "$(sum_hex va12)" = "$(val_hex va1 va1 10)"
 
 echo "# crash injection at each stage of the checkpoint commit (2 ranks)"
 for stage in before_fsync before_rename before_dirsync; do
@@ -281,5 +410,15 @@ expect "preflight of a wrong launch exits 70" 70 "preflight failed: launch" -- \
   --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-bad"
 check "... and says why in health.json" \
   grep -q '"name":"launch","ok":false,"detail":"launch check on rank 0' "$tmp/pf-bad/health.json"
+# the memory check uses the planner: over the job's limit it names the need, the limit and the
+# cheapest change that fits, and that change passes
+expect "preflight over --mem exits 70 with the cheapest change that fits" 70 \
+  "2 rank\(s\) need [0-9]+ MB of [0-9]+ MB \(the job's limit: --mem=300M\).*the cheapest change that fits: --set training\." -- \
+  env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-mem"
+change=$(sed -n 's/.*the cheapest change that fits: \(--set [^(]*\) (.*/\1/p' "$tmp/out" | head -n 1)
+expect "... and with it ($change) the preflight passes" 0 "preflight: memory +ok" -- \
+  env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  --config "$src/configs/seed_benchmark.yaml" $change --preflight --run-dir "$tmp/pf-mem2"
 
 finish

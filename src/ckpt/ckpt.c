@@ -198,13 +198,14 @@ static void digest_tensor(const float *buf, const struct model_tensor *e, char o
     rz_sha256_hex(buf + e->offset, ckpt_tensor_floats(e) * sizeof(float), out);
 }
 
-/* The helper thread's share (about 3/4 of the bytes): both Adam moments and params_sha256. */
+/* The helper thread's share (about 3/4 of the bytes): both Adam moments and params_sha256.
+ * Fetched moments (ZeRO) are hashed as they arrive instead (write_fetched). */
 static void *digest_adam_and_params(void *arg)
 {
     struct tensor_digests *d = arg;
     const struct ckpt_tensors *t = d->t;
     struct rz_sha256 all;
-    for (size_t i = 0; i < t->count; i++) {
+    for (size_t i = 0; i < t->count && t->fetch == NULL; i++) {
         digest_tensor(t->adam_m, &t->table[i], d->hex[t->count + i]);
         digest_tensor(t->adam_v, &t->table[i], d->hex[2 * t->count + i]);
     }
@@ -216,21 +217,51 @@ static void *digest_adam_and_params(void *arg)
     return NULL;
 }
 
-/* Create and fill every tensor dataset, leaving them open in dsets[g * count + i]. */
+/* ZeRO: tensor i's moment g (1: m, 2: v) from t->fetch into buf, hashed into hex. */
+static enum rz_status fetch_tensor(const struct ckpt_io *io, const struct ckpt_tensors *t, int g,
+                                   size_t i, float *buf, char hex[65])
+{
+    struct rz_err why;
+    if (t->fetch(t->fetch_user, g - 1, i, buf, &why) != RZ_OK)
+        return ckpt_io_fail(io, "moments of '%s': %s", t->table[i].name, why.msg);
+    rz_sha256_hex(buf, ckpt_tensor_floats(&t->table[i]) * sizeof(float), hex);
+    return RZ_OK;
+}
+
+/* Create and fill every tensor dataset, leaving them open in dsets[g * count + i]; fetched
+ * moments get their digests into hex[g * count + i] here. */
 static enum rz_status write_tensor_data(const struct ckpt_io *io, hid_t file, hid_t dcpl,
-                                        const struct ckpt_tensors *t, hid_t *dsets)
+                                        const struct ckpt_tensors *t, hid_t *dsets,
+                                        char (*hex)[65])
 {
     const float *bufs[3] = {t->params, t->adam_m, t->adam_v};
+    float *fetched = NULL;
     enum rz_status st = RZ_OK;
+    if (t->fetch != NULL) {
+        size_t largest = 1;
+        for (size_t i = 0; i < t->count; i++)
+            largest = ckpt_tensor_floats(&t->table[i]) > largest
+                          ? ckpt_tensor_floats(&t->table[i]) : largest;
+        if ((fetched = malloc(largest * sizeof *fetched)) == NULL)
+            return ckpt_io_fail(io, "out of memory for a tensor's moments");
+    }
     for (int g = 0; g < 3 && st == RZ_OK; g++) {
         hid_t group = -1;
         st = create_group(io, file, ckpt_tensor_groups[g], &group);
-        for (size_t i = 0; i < t->count && st == RZ_OK; i++)
-            st = create_tensor(io, group, dcpl, &t->table[i], bufs[g] + t->table[i].offset,
-                               &dsets[(size_t)g * t->count + i]);
+        for (size_t i = 0; i < t->count && st == RZ_OK; i++) {
+            size_t k = (size_t)g * t->count + i;
+            const float *data = bufs[g] + t->table[i].offset;
+            if (g > 0 && fetched != NULL) {
+                st = fetch_tensor(io, t, g, i, fetched, hex[k]);
+                data = fetched;
+            }
+            if (st == RZ_OK)
+                st = create_tensor(io, group, dcpl, &t->table[i], data, &dsets[k]);
+        }
         if (group >= 0)
             H5Gclose(group);
     }
+    free(fetched);
     return st;
 }
 
@@ -252,7 +283,7 @@ static enum rz_status write_tensors(const struct ckpt_io *io, hid_t file, hid_t 
         dsets[k] = -1;
     pthread_t worker;
     bool threaded = pthread_create(&worker, NULL, digest_adam_and_params, &d) == 0;
-    st = write_tensor_data(io, file, dcpl, t, dsets);
+    st = write_tensor_data(io, file, dcpl, t, dsets, d.hex);
     for (size_t i = 0; i < t->count && st == RZ_OK; i++)
         digest_tensor(t->params, &t->table[i], d.hex[i]);
     if (threaded)

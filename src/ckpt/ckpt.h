@@ -56,13 +56,27 @@ struct ckpt_meta {
     char *config_yaml;        /* the resolved config text (owned) */
 };
 
+/* ZeRO's moment source for ckpt_save: fill out (the tensor's rows * cols floats) with moment
+ * `which` (0: m, 1: v) of table entry `index`. */
+typedef enum rz_status (*ckpt_fetch_fn)(void *user, int which, size_t index, float *out,
+                                        struct rz_err *err);
+
 /* The tensors a checkpoint holds: the model table, parameters and the two Adam moments (each a
- * buffer laid out by the table). */
+ * buffer laid out by the table).
+ * ZeRO (moments_sharded): adam_m and adam_v hold only floats [moment_lo, moment_hi) of the
+ * layout.  ckpt_load fills just that range (each moment dataset is still read whole and
+ * verified, one at a time); ckpt_save gets each tensor's whole moments from `fetch`, for m of
+ * every tensor in table order and then for v, one call each, in that order, until it stops.
+ * The file is the same at any world size. */
 struct ckpt_tensors {
     const struct model_tensor *table;
     size_t count;
     size_t n_floats;
     float *params, *adam_m, *adam_v;
+    int moments_sharded;
+    size_t moment_lo, moment_hi;
+    ckpt_fetch_fn fetch;
+    void *fetch_user;
 };
 
 void ckpt_meta_free(struct ckpt_meta *meta);

@@ -441,8 +441,20 @@ static enum rz_status file_shapes(const struct ckpt_io *io, hid_t file, const ch
     return st;
 }
 
+/* ZeRO: the part of tensor e's moments (read whole into `whole`) that [lo, hi) holds, into dst
+ * (a buffer of floats lo .. hi - 1). */
+static void keep_part(float *dst, size_t lo, size_t hi, const float *whole,
+                      const struct model_tensor *e)
+{
+    size_t a = e->offset, b = e->offset + ckpt_tensor_floats(e);
+    size_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+    if (y > x)
+        memcpy(dst + (x - lo), whole + (x - a), (y - x) * sizeof *dst);
+}
+
 /* Read and check every tensor: into t's buffers (load) or a scratch buffer (verify, t->params
- * NULL, every table offset 0).  The params hash is recomputed on the way and compared. */
+ * NULL, every table offset 0; and the moments of a sharded load, which keeps only its part).
+ * The params hash is recomputed on the way and compared. */
 static enum rz_status read_all_tensors(const struct ckpt_io *io, hid_t file,
                                        const struct ckpt_tensors *t, const char *expected_by,
                                        float *scratch, const char *stored_params_hex,
@@ -457,9 +469,13 @@ static enum rz_status read_all_tensors(const struct ckpt_io *io, hid_t file,
     for (int g = 0; g < 3 && st == RZ_OK; g++)
         for (size_t i = 0; i < t->count && st == RZ_OK; i++) {
             const struct model_tensor *e = &t->table[i];
-            float *dst = scratch != NULL ? scratch : bufs[g] + e->offset;
+            bool part = g > 0 && t->moments_sharded;
+            float *dst = scratch != NULL && (part || t->params == NULL) ? scratch
+                                                                         : bufs[g] + e->offset;
             st = read_tensor(io, file, ckpt_tensor_groups[g], e->name, e->rows, e->cols,
                              expected_by, dst, g == 0 ? &all : &adam);
+            if (st == RZ_OK && part)
+                keep_part(bufs[g], t->moment_lo, t->moment_hi, scratch, e);
         }
     ckpt_hash_hex(&all, params_hex);
     ckpt_hash_hex(&adam, adam_hex);
@@ -489,6 +505,13 @@ static enum rz_status check_file(const struct ckpt_io *io, const struct ckpt_ten
         st = read_names(io, file, &names, &count);
     if (st == RZ_OK && t != NULL)
         st = check_table(io, names, count, t);
+    if (st == RZ_OK && t != NULL && t->moments_sharded) { /* one tensor's moments at a time */
+        for (size_t i = 0; i < t->count; i++)
+            max_floats = ckpt_tensor_floats(&t->table[i]) > max_floats
+                             ? ckpt_tensor_floats(&t->table[i]) : max_floats;
+        if ((scratch = malloc((max_floats ? max_floats : 1) * sizeof(float))) == NULL)
+            st = rz_fail(io->err, RZ_ENOMEM, "%s '%s': out of memory", io->op, io->path);
+    }
     if (st == RZ_OK && t == NULL) {
         own = calloc(count + 1, sizeof *own);
         if (own == NULL)
@@ -499,7 +522,7 @@ static enum rz_status check_file(const struct ckpt_io *io, const struct ckpt_ten
             st = rz_fail(io->err, RZ_ENOMEM, "%s '%s': out of memory", io->op, io->path);
     }
     if (st == RZ_OK) {
-        struct ckpt_tensors file_t = {own, count, max_floats, NULL, NULL, NULL};
+        struct ckpt_tensors file_t = {.table = own, .count = count, .n_floats = max_floats};
         st = read_all_tensors(io, file, t != NULL ? t : &file_t,
                               t != NULL ? "the model expects" : "/params has", scratch,
                               meta->params_sha256, meta->adam_sha256);

@@ -17,6 +17,13 @@
 
 #define COMM_MAX_BUCKETS 4096
 
+/* y[i] += x[i] */
+static void vec_add_into(float *y, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
 struct comm {
     bool mpi;                     /* false: a local world of one, no MPI calls at all */
     int rank, size;
@@ -30,6 +37,24 @@ struct comm {
     MPI_Request req[COMM_MAX_BUCKETS];
     int n_req;
     int overflow;                 /* more buckets than COMM_MAX_BUCKETS: rest reduced at finish */
+    /* ZeRO: a reduction that reduce-scatters into this rank's shard */
+    bool sharded, accumulate;
+    float *shard;                 /* (hi - lo): this rank's part of the reduced gradient */
+    size_t lo, hi, align;
+    const float *req_data[COMM_MAX_BUCKETS]; /* the floats each bucket in flight sends */
+    size_t req_len[COMM_MAX_BUCKETS];
+    int *counts;                  /* (COMM_MAX_BUCKETS, size): recvcounts of each bucket */
+    /* ZeRO: the parameter all-gather in flight (comm_params_*) */
+    float *params;
+    MPI_Request preq[COMM_MAX_BUCKETS];
+    size_t pend[COMM_MAX_BUCKETS];/* end of each bucket, ascending */
+    int *pcounts, *pdispls;       /* (COMM_MAX_BUCKETS, size) */
+    int n_preq, p_done;           /* buckets [0, p_done) are complete */
+    double param_wait_s;          /* time blocked in comm_params_need since the last finish */
+    /* the first failure of a call that cannot return one (bucket starts, waits in hooks),
+     * reported by the next comm_grads_finish or comm_params_finish */
+    bool failed;
+    char failure[512];
 };
 
 #define MPI_CHECK(call) do { \
@@ -40,6 +65,18 @@ struct comm {
             st = rz_fail(err, RZ_EHANG, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, \
                          mpi_msg_); \
             goto cleanup; \
+        } } while (0)
+
+/* For the calls made from the model's hooks, which cannot return a status: the first failure is
+ * kept (call text, file:line, MPI's message) and returned by the next *_finish. */
+#define MPI_NOTE(c, call) do { \
+        int mpi_rc_ = (call); \
+        if (mpi_rc_ != MPI_SUCCESS && !(c)->failed) { \
+            char mpi_msg_[MPI_MAX_ERROR_STRING]; int mpi_len_ = 0; \
+            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_); \
+            rz_fmt((c)->failure, sizeof (c)->failure, "%s:%d: %s failed: %s", __FILE__, \
+                   __LINE__, #call, mpi_msg_); \
+            (c)->failed = true; \
         } } while (0)
 
 /* What both launch checks tell the operator to do. */
@@ -128,6 +165,9 @@ void comm_finalize(struct comm *c)
 {
     if (c == NULL)
         return;
+    free(c->counts);
+    free(c->pcounts);
+    free(c->pdispls);
     int finalized = 0;
     if (c->mpi && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
         MPI_Finalize();
@@ -163,6 +203,7 @@ enum rz_status comm_check_launch(const struct comm *c, const struct comm_launch 
 
 void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes, bool local_norm)
 {
+    c->sharded = false;
     c->local_norm = local_norm;
     c->g = g;
     c->n = n;
@@ -175,19 +216,18 @@ void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes, b
     c->overflow = 0;
 }
 
-void comm_grads_ready(struct comm *c, size_t offset, size_t count)
+void comm_progress(struct comm *c)
 {
     int flag = 0;
-    if (count == 0) { /* a progress point (model.h): let the buckets in flight advance */
-        if (c->n_req > 0)
-            MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
-        return;
-    }
-    if (c->local_norm)
-        c->local_sumsq += rz_sumsq(c->g + offset, count);
-    c->reported += count;
-    if (c->size == 1)
-        return;
+    if (c->n_req > 0)
+        MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
+    if (c->p_done < c->n_preq)
+        MPI_Testall(c->n_preq - c->p_done, c->preq + c->p_done, &flag, MPI_STATUSES_IGNORE);
+}
+
+/* Stage 0: allreduce g[offset ..) in place, in buckets. */
+static void allreduce_range(struct comm *c, size_t offset, size_t count)
+{
     for (size_t done = 0; done < count;) {
         size_t len = count - done < c->bucket_floats ? count - done : c->bucket_floats;
         if (c->n_req == COMM_MAX_BUCKETS) {
@@ -199,9 +239,192 @@ void comm_grads_ready(struct comm *c, size_t offset, size_t count)
                        MPI_COMM_WORLD, &c->req[c->n_req++]);
         done += len;
     }
+}
+
+/* |[a, b) n [lo, hi)| */
+static size_t overlap(size_t a, size_t b, size_t lo, size_t hi)
+{
+    size_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+    return y > x ? y - x : 0;
+}
+
+/* counts[r] (and displs[r] from a, when not NULL) of every rank's part of [a, b). */
+static void part_counts(const struct comm *c, size_t n, size_t a, size_t b, int *counts,
+                        int *displs)
+{
+    for (int r = 0; r < c->size; r++) {
+        size_t lo, hi;
+        rz_shard(n, c->size, r, c->align, &lo, &hi);
+        counts[r] = (int)overlap(a, b, lo, hi);
+        if (displs != NULL)
+            displs[r] = counts[r] > 0 ? (int)((a > lo ? a : lo) - a) : 0;
+    }
+}
+
+/* Free a slot for one more bucket: wait for everything in flight (rare: > 4096 buckets). */
+static void make_room(struct comm *c)
+{
+    if (c->n_req < COMM_MAX_BUCKETS)
+        return;
+    MPI_NOTE(c, MPI_Waitall(c->n_req, c->req, MPI_STATUSES_IGNORE));
+    c->n_req = 0;
+}
+
+/* ZeRO: reduce-scatter data (= floats [offset, offset + count) of the layout) in buckets; each
+ * rank receives the sum of its part into its shard. */
+static void reduce_scatter_range(struct comm *c, size_t offset, size_t count, float *data)
+{
+    size_t own = overlap(offset, offset + count, c->lo, c->hi);
+    if (c->accumulate && own > 0) /* the previous micro-steps' sum rides along in our part */
+        vec_add_into(data + ((offset > c->lo ? offset : c->lo) - offset),
+                     c->shard + ((offset > c->lo ? offset : c->lo) - c->lo), own);
+    if (c->size == 1) {
+        memcpy(c->shard + (offset - c->lo), data, count * sizeof *data);
+        return;
+    }
+    for (size_t a = offset; a < offset + count; a += c->bucket_floats) {
+        size_t b = a + c->bucket_floats < offset + count ? a + c->bucket_floats : offset + count;
+        make_room(c);
+        int k = c->n_req++, *counts = c->counts + (size_t)k * (size_t)c->size;
+        part_counts(c, c->n, a, b, counts, NULL);
+        float *recv = c->shard + (overlap(a, b, c->lo, c->hi) > 0 ? (a > c->lo ? a : c->lo) - c->lo
+                                                                  : 0);
+        c->req_data[k] = data + (a - offset);
+        c->req_len[k] = b - a;
+        MPI_NOTE(c, MPI_Ireduce_scatter(data + (a - offset), recv, counts, MPI_FLOAT, MPI_SUM,
+                                        MPI_COMM_WORLD, &c->req[k]));
+    }
+}
+
+void comm_grads_ready(struct comm *c, size_t offset, size_t count, float *data)
+{
+    if (count == 0) { /* a progress point (model.h): let the buckets in flight advance */
+        comm_progress(c);
+        return;
+    }
+    if (c->local_norm)
+        c->local_sumsq += rz_sumsq(data, count);
+    c->reported += count;
+    if (c->sharded)
+        reduce_scatter_range(c, offset, count, data);
+    else if (c->size > 1)
+        allreduce_range(c, offset, count);
     /* Open MPI has no progress thread by default: poke the engine so earlier buckets move
      * while the next layer's backward runs. */
-    MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
+    if (c->size > 1)
+        comm_progress(c);
+}
+
+void comm_grads_reuse(struct comm *c, const float *data, size_t count)
+{
+    for (int k = 0; c->sharded && k < c->n_req; k++)
+        if (c->req[k] != MPI_REQUEST_NULL && c->req_data[k] < data + count &&
+            data < c->req_data[k] + c->req_len[k])
+            MPI_NOTE(c, MPI_Wait(&c->req[k], MPI_STATUS_IGNORE));
+}
+
+static enum rz_status ensure_counts(struct comm *c, int **counts, struct rz_err *err)
+{
+    if (*counts == NULL)
+        *counts = calloc((size_t)COMM_MAX_BUCKETS * (size_t)c->size, sizeof **counts);
+    return *counts != NULL ? RZ_OK : rz_fail(err, RZ_ENOMEM, "comm: out of memory for buckets");
+}
+
+enum rz_status comm_grads_begin_sharded(struct comm *c, float *shard, size_t n, size_t align,
+                                        size_t bucket_bytes, bool local_norm, bool accumulate,
+                                        struct rz_err *err)
+{
+    comm_grads_begin(c, NULL, n, bucket_bytes, local_norm);
+    c->sharded = true;
+    c->accumulate = accumulate;
+    c->shard = shard;
+    c->align = align;
+    rz_shard(n, c->size, c->rank, align, &c->lo, &c->hi);
+    return ensure_counts(c, &c->counts, err);
+}
+
+/* ---- ZeRO: the parameter all-gather ------------------------------------------------------------ */
+
+enum rz_status comm_params_begin(struct comm *c, float *params, size_t n, size_t align,
+                                 size_t bucket_bytes, struct rz_err *err)
+{
+    c->params = params;
+    c->n_preq = c->p_done = 0;
+    c->align = align;
+    if (c->size == 1)
+        return RZ_OK; /* one rank holds the whole shard */
+    enum rz_status st = ensure_counts(c, &c->pcounts, err);
+    if (st == RZ_OK)
+        st = ensure_counts(c, &c->pdispls, err);
+    if (st != RZ_OK)
+        return st;
+    size_t bucket = bucket_bytes / sizeof(float), least = n / COMM_MAX_BUCKETS + 1;
+    bucket = bucket > least ? bucket : least;
+    for (size_t a = 0; a < n; a += bucket) {
+        size_t b = a + bucket < n ? a + bucket : n;
+        int k = c->n_preq++;
+        int *counts = c->pcounts + (size_t)k * (size_t)c->size;
+        int *displs = c->pdispls + (size_t)k * (size_t)c->size;
+        part_counts(c, n, a, b, counts, displs);
+        c->pend[k] = b;
+        /* in place: each rank's contribution is its own part of params[a, b) */
+        MPI_NOTE(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params + a, counts,
+                                    displs, MPI_FLOAT, MPI_COMM_WORLD, &c->preq[k]));
+    }
+    return RZ_OK;
+}
+
+void comm_params_need(struct comm *c, size_t offset, size_t count)
+{
+    double t0 = rz_now();
+    bool waited = false;
+    while (c->p_done < c->n_preq && (c->p_done == 0 || c->pend[c->p_done - 1] < offset + count)) {
+        MPI_NOTE(c, MPI_Wait(&c->preq[c->p_done], MPI_STATUS_IGNORE));
+        c->p_done++;
+        waited = true;
+    }
+    if (waited)
+        c->param_wait_s += rz_now() - t0;
+}
+
+double comm_params_waited(const struct comm *c)
+{
+    return c->param_wait_s;
+}
+
+enum rz_status comm_params_finish(struct comm *c, struct rz_err *err)
+{
+    comm_params_need(c, 0, SIZE_MAX / 2);
+    if (c->failed)
+        return rz_fail(err, RZ_EHANG, "comm: %s", c->failure);
+    return RZ_OK;
+}
+
+enum rz_status comm_gather_range(struct comm *c, const float *shard, size_t n, size_t align,
+                                 size_t a, size_t b, float *out, struct rz_err *err)
+{
+    enum rz_status st = RZ_OK;
+    size_t lo, hi;
+    c->align = align;
+    rz_shard(n, c->size, c->rank, align, &lo, &hi);
+    size_t own = overlap(a, b, lo, hi);
+    const float *send = shard + (own > 0 ? (a > lo ? a : lo) - lo : 0);
+    if (b - a > INT32_MAX)
+        return rz_fail(err, RZ_EHANG, "comm: gather of %zu floats: more than one MPI call can "
+                       "count", b - a);
+    if (c->size == 1) {
+        memcpy(out, send, (b - a) * sizeof *out);
+        return RZ_OK;
+    }
+    int *counts = calloc(2 * (size_t)c->size, sizeof *counts);
+    if (counts == NULL)
+        return rz_fail(err, RZ_ENOMEM, "comm: out of memory for a gather");
+    part_counts(c, n, a, b, counts, counts + c->size);
+    MPI_CHECK(MPI_Gatherv(send, (int)own, MPI_FLOAT, out, counts, counts + c->size, MPI_FLOAT, 0,
+                          MPI_COMM_WORLD));
+cleanup:
+    free(counts);
+    return st;
 }
 
 enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *local_sumsq,
@@ -209,7 +432,14 @@ enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *loca
 {
     enum rz_status st = RZ_OK;
     double t0 = rz_now();
-    if (c->size > 1) {
+    if (c->sharded && c->reported != c->n) {
+        st = rz_fail(err, RZ_EHANG, "comm: gradient ranges reported (%zu of %zu floats) do not "
+                     "cover the sharded buffer", c->reported, c->n);
+        goto cleanup;
+    }
+    if (c->size > 1 && c->sharded) {
+        MPI_CHECK(MPI_Waitall(c->n_req, c->req, MPI_STATUSES_IGNORE));
+    } else if (c->size > 1) {
         MPI_CHECK(MPI_Waitall(c->n_req, c->req, MPI_STATUSES_IGNORE));
         if (c->overflow || c->reported != c->n) {
             /* Fallback for a model that did not report every range: reduce it all again
@@ -223,10 +453,13 @@ enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *loca
                                c->n_req);
         }
     }
-    if (c->reported == 0 && c->local_norm)
+    if (c->reported == 0 && c->local_norm && !c->sharded)
         c->local_sumsq = rz_sumsq(c->g, c->n);
+    if (c->failed)
+        st = rz_fail(err, RZ_EHANG, "comm: %s", c->failure);
 cleanup:
-    *exposed_s = rz_now() - t0;
+    *exposed_s = rz_now() - t0 + c->param_wait_s;
+    c->param_wait_s = 0.0;
     *local_sumsq = c->local_sumsq;
     c->n_req = 0;
     return st;

@@ -66,12 +66,52 @@ enum rz_status comm_check_launch(const struct comm *c, const struct comm_launch 
 /* Start a new gradient reduction of the buffer g (n floats), buckets of at most bucket_bytes;
  * local_norm: also sum this rank's squares before the reduction (costs a pass over g). */
 void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes, bool local_norm);
-/* g[offset .. offset+count) is final for this step: start its buckets.  Also accumulates the
- * local (pre-allreduce) sum of squares of the range.  count == 0 is a progress point: buckets
- * already started advance (MPI_Testall). */
-void comm_grads_ready(struct comm *c, size_t offset, size_t count);
-/* Wait for every bucket; *exposed_s = time blocked here; *local_sumsq = this rank's sum of
- * squares before reduction (0 unless local_norm).  Any range never reported is reduced here. */
+/* Floats [offset, offset+count) of the gradient layout are final for this step (or micro-step,
+ * sharded); they are at `data` (g + offset for comm_grads_begin).  Starts their buckets and
+ * accumulates the local (pre-reduction) sum of squares.  A sharded reduction may modify `data`
+ * until it is reused (comm_grads_reuse) or the reduction finishes.  count == 0 is a progress
+ * point: buckets already started advance (MPI_Testall). */
+void comm_grads_ready(struct comm *c, size_t offset, size_t count, float *data);
+/* Let every bucket and parameter gather in flight advance (a progress point of forward). */
+void comm_progress(struct comm *c);
+
+/* ---- ZeRO (stages 1 and 2) ------------------------------------------------------------------
+ * The flat layout of n floats is split over the ranks by rz_shard(n, size, rank, align)
+ * (core/util.h): rank r owns floats [lo_r, hi_r).  Gradients are reduce-scattered (each rank
+ * receives the sum of its part only), each rank updates its part of the parameters, and the
+ * parameters are all-gathered again, in buckets, overlapped with the next forward pass: the model
+ * asks for each range before it reads it (comm_params_need). */
+
+/* A reduction that reduce-scatters every reported range into `shard` (hi - lo floats of this
+ * rank's part, overwritten).  accumulate: each rank first adds its shard's current values into
+ * its own part of the data it sends, so the result is the shard plus the new sum (ZeRO-2's
+ * micro-steps, whose gradients live only until they are sent). */
+enum rz_status comm_grads_begin_sharded(struct comm *c, float *shard, size_t n, size_t align,
+                                        size_t bucket_bytes, bool local_norm, bool accumulate,
+                                        struct rz_err *err);
+/* The model is about to overwrite `data` (count floats) that it reported: wait for the buckets
+ * still sending from it. */
+void comm_grads_reuse(struct comm *c, const float *data, size_t count);
+
+/* After this rank updated its part of params (n floats, in place): start all-gathering every
+ * rank's part, in buckets of about bucket_bytes.  The buffer is borrowed until finished. */
+enum rz_status comm_params_begin(struct comm *c, float *params, size_t n, size_t align,
+                                 size_t bucket_bytes, struct rz_err *err);
+/* Wait until params [offset, offset+count) are complete (the wait counts as exposed
+ * communication, reported by the next comm_grads_finish). */
+void comm_params_need(struct comm *c, size_t offset, size_t count);
+/* Seconds blocked in comm_params_need since the last comm_grads_finish. */
+double comm_params_waited(const struct comm *c);
+/* Wait for the whole gather (before a checkpoint, a sync check, a validation). */
+enum rz_status comm_params_finish(struct comm *c, struct rz_err *err);
+
+/* Gather floats [a, b) of a sharded layout (n, align) onto rank 0's out (b - a floats); every
+ * rank passes its shard.  A collective: every rank calls it with the same a, b. */
+enum rz_status comm_gather_range(struct comm *c, const float *shard, size_t n, size_t align,
+                                 size_t a, size_t b, float *out, struct rz_err *err);
+/* Wait for every bucket; *exposed_s = time blocked here and in comm_params_need since the last
+ * finish; *local_sumsq = this rank's sum of squares before reduction (0 unless local_norm).  Any
+ * range never reported is reduced here (not sharded: there every float must be reported). */
 enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *local_sumsq,
                                  struct rz_err *err);
 

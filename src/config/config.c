@@ -642,6 +642,18 @@ static void validate_cross(struct report *r, const struct cfg *c)
     if (c->optimizer.warmup_steps > c->training.steps)
         cross_problem(r, c, key_idx("optimizer.warmup_steps"), "must not exceed",
                       key_idx("training.steps"), "");
+    bool file_kind = strcmp(kind, "text") == 0 || strcmp(kind, "tokens") == 0;
+    if (c->data.val_path[0] != '\0' && !file_kind)
+        cross_problem(r, c, key_idx("data.val_path"), "needs a file kind, not",
+                      key_idx("data.kind"), "; synthetic data holds out a stream with "
+                      "data.val_fraction");
+    if (c->data.val_path[0] != '\0' && c->data.val_fraction > 0.0)
+        cross_problem(r, c, key_idx("data.val_fraction"), "and", key_idx("data.val_path"),
+                      " are both set; hold out one or the other");
+    if (strcmp(kind, "tokens") == 0 && strcmp(c->data.token_dtype, "uint16") == 0 &&
+        m->vocab_size > 65536)
+        cross_problem(r, c, key_idx("data.token_dtype"), "cannot hold the ids of",
+                      key_idx("model.vocab_size"), "; uint16 ids stop at 65535: use uint32");
     if (strcmp(kind, "markov") == 0 && c->data.markov_branching > m->vocab_size)
         cross_problem(r, c, key_idx("data.markov_branching"), "must not exceed",
                       key_idx("model.vocab_size"), "; successors are distinct tokens");

@@ -42,6 +42,8 @@ struct cfg_model {
     int64_t seq_len;      /* T */
     double ln_eps;
     double init_std;
+    double dropout;       /* p on the embeddings and each block's two residual branches */
+    char tie_embeddings[CFG_STR_MAX]; /* "false" | "true" */
 };
 
 struct cfg_training {
@@ -51,9 +53,14 @@ struct cfg_training {
     int64_t seed;         /* parameter init seed */
     int64_t log_interval; /* human progress line every N steps */
     int64_t warmup_bench; /* steps excluded from throughput figures */
+    char recompute[CFG_STR_MAX]; /* "none" | "block" */
+    int64_t zero_stage;   /* 0 | 1 (shard Adam moments) | 2 (and gradients) */
+    int64_t eval_interval;/* validation loss every N steps (0: only at the end) */
+    int64_t eval_samples; /* size of the fixed validation set */
     int64_t max_skipped_steps; /* loss guard: skips within skip_window that stop the run */
     int64_t skip_window;  /* loss guard: steps */
     double spike_threshold; /* loss guard: standard deviations; 0 = non-finite steps only */
+    char precision[CFG_STR_MAX]; /* "fp32" | "bf16": the matmuls' operands */
 };
 
 struct cfg_optimizer {
@@ -71,6 +78,9 @@ struct cfg_data {
     char kind[CFG_STR_MAX];     /* "random" | "markov" | "text" | "tokens" */
     int64_t seed;
     char path[CFG_PATH_MAX];    /* for text and tokens */
+    double val_fraction;        /* held-out share (file end, or a stream of its own) */
+    char val_path[CFG_PATH_MAX];/* validation file instead ("" = none) */
+    char token_dtype[CFG_STR_MAX]; /* "auto" | "uint16" | "uint32" (tokens files) */
     int64_t markov_branching;   /* successors per state of the markov chain */
 };
 

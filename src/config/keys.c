@@ -45,7 +45,7 @@
 #define BIG INT64_C(1000000000000) /* 1e12: "effectively unbounded" step counts */
 
 const struct cfg_key cfg_keys[] = {
-    KEY_INT("model.vocab_size", model.vocab_size, 2, 65536, "2048",
+    KEY_INT("model.vocab_size", model.vocab_size, 2, 16777216, "2048",
             "Vocabulary size V (token ids are 0..V-1)."),
     KEY_INT("model.d_model", model.d_model, 1, 65536, "256",
             "Embedding width C; must be divisible by model.n_heads."),
@@ -58,6 +58,12 @@ const struct cfg_key cfg_keys[] = {
               "Epsilon added to the variance in LayerNorm."),
     KEY_FLOAT("model.init_std", model.init_std, 0.0, 10.0, CFG_OPEN_MIN, "0.02",
               "Standard deviation of the normal weight initialisation."),
+    KEY_FLOAT("model.dropout", model.dropout, 0.0, 1.0, CFG_OPEN_MAX, "0",
+              "Dropout probability on the embeddings and each block's attention and MLP outputs; "
+              "masks keyed by (seed, step, global sample, layer, site): 0 disables."),
+    KEY_ENUM("model.tie_embeddings", model.tie_embeddings, "false|true", "false",
+             "true: the output head's weight is the token embedding wte (GPT-2); false: an "
+             "untied head.weight."),
 
     KEY_INT("training.batch_size", training.batch_size, 1, 1048576, "16",
             "Sequences per rank per micro-step (B)."),
@@ -69,6 +75,18 @@ const struct cfg_key cfg_keys[] = {
             "Print a progress line every N steps."),
     KEY_INT("training.warmup_bench", training.warmup_bench, 0, BIG, "5",
             "First N steps excluded from throughput figures."),
+    KEY_ENUM("training.recompute", training.recompute, "none|block", "none",
+             "block: keep only each block's input and recompute the block in backward (about a "
+             "third more compute, bit-identical gradients)."),
+    KEY_INT("training.zero_stage", training.zero_stage, 0, 2, "0",
+            "ZeRO: 1 shards the Adam moments over the ranks, 2 also the gradients; the "
+            "parameters are all-gathered after each update (0: every rank holds everything)."),
+    KEY_INT("training.eval_interval", training.eval_interval, 0, BIG, "100",
+            "Validation loss every N steps and at the end of a run, when data holds out a "
+            "split (0: only at the end)."),
+    KEY_INT("training.eval_samples", training.eval_samples, 1, 1048576, "64",
+            "Size of the fixed validation set: held-out samples 0..N-1, the same at any world "
+            "size."),
     KEY_INT("training.max_skipped_steps", training.max_skipped_steps, 1, 64, "5",
             "Loss guard: this many skipped steps within training.skip_window stop the run "
             "(exit 70, end reason diverged)."),
@@ -77,6 +95,10 @@ const struct cfg_key cfg_keys[] = {
     KEY_FLOAT("training.spike_threshold", training.spike_threshold, 0.0, 1e6, 0u, "6",
               "Loss guard: skip a step whose loss or gradient norm exceeds its running mean by "
               "this many standard deviations (and by 10%); 0: skip non-finite steps only."),
+    KEY_ENUM("training.precision", training.precision, "fp32|bf16", "fp32",
+             "bf16: matmul operands rounded to bfloat16, with fp32 sums, fp32 master weights, "
+             "Adam state, reductions and loss; needs a CPU with avx512_bf16 or amx_bf16 for "
+             "kernels.backend dnnl (else exit 64). Checkpoints are fp32 either way."),
 
     KEY_ENUM("optimizer.name", optimizer.name, "adam|adamw", "adam",
              "adam: L2 weight decay in the gradient; adamw: decoupled weight decay."),
@@ -104,6 +126,14 @@ const struct cfg_key cfg_keys[] = {
              "tokens: token file data.path."),
     KEY_INT("data.seed", data.seed, 0, INT64_MAX, "1234", "Seed of synthetic data and sampling."),
     KEY_STRING("data.path", data.path, "", "Input file; required for kind text and tokens."),
+    KEY_FLOAT("data.val_fraction", data.val_fraction, 0.0, 1.0, CFG_OPEN_MAX, "0",
+              "Held out for validation: this share of the end of a text or tokens file; for "
+              "random and markov data any value > 0 holds out a sample stream (0: none)."),
+    KEY_STRING("data.val_path", data.val_path, "",
+               "Validation file of the same kind as data.path (instead of data.val_fraction)."),
+    KEY_ENUM("data.token_dtype", data.token_dtype, "auto|uint16|uint32", "auto",
+             "Ids of a tokens file, little-endian; auto: uint16 if model.vocab_size <= 65536, "
+             "else uint32."),
     KEY_INT("data.markov_branching", data.markov_branching, 1, 65536, "8",
             "Successors per state of the markov chain; at most model.vocab_size."),
 

@@ -35,6 +35,14 @@ RZ_SIMD_CLONES double rz_sumsq(const float *x, size_t n)
     return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
+void rz_shard(size_t n, int parts, int index, size_t align, size_t *lo, size_t *hi)
+{
+    size_t units = (n + align - 1) / align; /* whole alignment units, the last may be short */
+    size_t a = units * (size_t)index / (size_t)parts, b = units * (size_t)(index + 1) / (size_t)parts;
+    *lo = a * align < n ? a * align : n;
+    *hi = b * align < n ? b * align : n;
+}
+
 double rz_now(void)
 {
     struct timespec ts;

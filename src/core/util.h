@@ -40,6 +40,11 @@ enum rz_status rz_read_file(const char *path, char **out, size_t *len, struct rz
 /* Sum of squares of x (n) in double, in a fixed order (deterministic) that vectorizes. */
 double rz_sumsq(const float *x, size_t n);
 
+/* Part `index` of `parts` of a buffer of n elements: [*lo, *hi).  Boundaries are multiples of
+ * `align` (except the end, n), as even as that allows; later parts may be empty when n is small.
+ * A pure function: every rank computes every rank's part (ZeRO shards, the planner). */
+void rz_shard(size_t n, int parts, int index, size_t align, size_t *lo, size_t *hi);
+
 /* snprintf for messages and labels that may be cut at len - 1 bytes without harm. */
 void rz_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

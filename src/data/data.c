@@ -4,11 +4,11 @@
  *
  *   random  tokens[t] = uniform in [0, V) from draw t
  *   text    offset = uniform in [0, len - T) from draw 0; tokens = bytes[offset .. offset + T]
- *   tokens  the same over the uint16 ids (little-endian on disk, decoded when sampled)
+ *   tokens  the same over the uint16 or uint32 ids (little-endian on disk, decoded when sampled)
  *
- * Deliberately not here: memory mapping or streaming of large files (a file is read whole, once,
- * at create), tokenisation (text bytes are the tokens), sequential epochs or shuffling without
- * replacement (offsets are independent draws), and sharding (callers pick the global indices). */
+ * Files are mapped, not read (file.c).  Deliberately not here: tokenisation (text bytes are the
+ * tokens), sequential epochs or shuffling without replacement (offsets are independent draws), and
+ * sharding (callers pick the global indices). */
 #include "config.h"
 
 #include "data/data.h"
@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,14 @@ struct data {
     int32_t vocab;              /* V */
     int64_t seq_len;            /* T */
     uint64_t seed;
-    unsigned char *bytes;       /* text: the file; tokens: the file, 2 bytes per id */
-    uint64_t n_tokens;          /* text: file bytes; tokens: file bytes / 2 */
+    struct data_file file;      /* text and tokens: the mapped file */
+    /* Sample windows (T+1 tokens) lie in [train_lo, train_hi) of `file` and, for validation, in
+     * [val_lo, val_hi) of `val` (which is `file` itself with a val_fraction, val_file with a
+     * val_path).  Synthetic kinds draw validation samples from their own stream instead. */
+    uint64_t train_lo, train_hi, val_lo, val_hi;
+    const struct data_file *val;
+    struct data_file val_file;  /* data.val_path: the validation file */
+    int has_val;
     struct data_markov *markov; /* markov only */
     char *desc;                 /* data_describe */
 };
@@ -83,6 +90,24 @@ static enum rz_status data_check_kind_opts(const struct data_opts *o, struct rz_
     if ((o->kind == DATA_TEXT || o->kind == DATA_TOKENS) && (o->path == NULL || o->path[0] == '\0'))
         return rz_fail(err, RZ_ECONFIG, "create %s data: data.path is required for this kind",
                        data_kind_names[o->kind]);
+    if (o->kind == DATA_TOKENS && o->token_bytes != 0 && o->token_bytes != 2 && o->token_bytes != 4)
+        return rz_fail(err, RZ_ECONFIG, "tokens file '%s': %u bytes per id; ids are uint16 (2) or "
+                       "uint32 (4)", o->path, o->token_bytes);
+    if (o->kind == DATA_TOKENS && o->token_bytes == 2 && o->vocab_size > 65536)
+        return rz_fail(err, RZ_ECONFIG, "tokens file '%s': uint16 ids cannot reach model.vocab_size "
+                       "%" PRId64 " (the largest is 65535); use uint32 ids", o->path,
+                       o->vocab_size);
+    if (!(o->val_fraction >= 0.0 && o->val_fraction < 1.0))
+        return rz_fail(err, RZ_ECONFIG, "create %s data: data.val_fraction %g is not in [0, 1)",
+                       data_kind_names[o->kind], o->val_fraction);
+    bool has_path = o->val_path != NULL && o->val_path[0] != '\0';
+    if (has_path && o->val_fraction > 0.0)
+        return rz_fail(err, RZ_ECONFIG, "create %s data: data.val_fraction and data.val_path are "
+                       "both set; hold out one or the other", data_kind_names[o->kind]);
+    if (has_path && o->kind != DATA_TEXT && o->kind != DATA_TOKENS)
+        return rz_fail(err, RZ_ECONFIG, "create %s data: data.val_path '%s' needs a file kind "
+                       "(text or tokens); %s data holds out a stream with data.val_fraction",
+                       data_kind_names[o->kind], o->val_path, data_kind_names[o->kind]);
     if (o->kind == DATA_TEXT && o->vocab_size < 256)
         return rz_fail(err, RZ_ECONFIG, "text file '%s': model.vocab_size %" PRId64 " is < 256; "
                        "byte tokens need a vocabulary of at least 256", o->path, o->vocab_size);
@@ -106,72 +131,54 @@ static enum rz_status data_set_desc(struct data *d, struct rz_err *err, const ch
     return RZ_OK;
 }
 
-/* Read `path` whole into d->bytes; the message names the kind of file. */
-static enum rz_status data_read(struct data *d, const char *path, size_t *len, struct rz_err *err)
+/* Append printf output to d->desc (which data_set_desc made). */
+__attribute__((format(printf, 3, 4)))
+static enum rz_status data_append_desc(struct data *d, struct rz_err *err, const char *fmt, ...)
 {
-    char *buf = NULL;
-    enum rz_status rc = rz_read_file(path, &buf, len, err);
-    if (rc != RZ_OK) {
-        if (err != NULL) {
-            char cause[RZ_ERR_MSG_MAX];
-            memcpy(cause, err->msg, sizeof cause);
-            rz_fail(err, rc, "%s file: %s", data_kind_names[d->kind], cause);
-        }
-        return rc;
-    }
-    d->bytes = (unsigned char *)buf;
+    char more[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(more, sizeof more, fmt, ap);
+    va_end(ap);
+    size_t had = strlen(d->desc), add = strlen(more);
+    char *grown = realloc(d->desc, had + add + 1);
+    if (grown == NULL)
+        return rz_fail(err, RZ_ENOMEM, "describe %s data: out of memory", data_kind_names[d->kind]);
+    memcpy(grown + had, more, add + 1);
+    d->desc = grown;
     return RZ_OK;
+}
+
+unsigned data_token_bytes(const char *dtype)
+{
+    return strcmp(dtype, "uint16") == 0 ? 2u : strcmp(dtype, "uint32") == 0 ? 4u : 0u;
+}
+
+/* The id width of a tokens file: as configured, else the narrowest that holds ids up to V-1. */
+static unsigned data_token_width(const struct data_opts *o)
+{
+    if (o->token_bytes != 0)
+        return o->token_bytes;
+    return o->vocab_size <= 65536 ? 2u : 4u;
 }
 
 static enum rz_status data_open_text(struct data *d, const char *path, struct rz_err *err)
 {
-    size_t len = 0;
-    enum rz_status rc = data_read(d, path, &len, err);
+    enum rz_status rc = data_file_open(&d->file, "text file", path, 1, d->vocab, d->seq_len, err);
     if (rc != RZ_OK)
         return rc;
-    if ((uint64_t)len < (uint64_t)d->seq_len + 1)
-        return rz_fail(err, RZ_EDATA, "text file '%s' has %zu bytes; model.seq_len %" PRId64
-                       " needs at least %" PRId64 " (T+1)", path, len, d->seq_len, d->seq_len + 1);
-    d->n_tokens = len;
-    return data_set_desc(d, err, "text file '%s' (%zu bytes)", path, len);
+    return data_set_desc(d, err, "text file '%s' (%zu bytes)", path, d->file.bytes);
 }
 
-static unsigned data_token_at(const struct data *d, uint64_t i)
+static enum rz_status data_open_tokens(struct data *d, const char *path, unsigned width,
+                                       struct rz_err *err)
 {
-    return (unsigned)d->bytes[2 * i] | (unsigned)d->bytes[2 * i + 1] << 8;
-}
-
-/* Every id must be < V: report the first that is not, with its token index and byte offset. */
-static enum rz_status data_check_ids(const struct data *d, const char *path, struct rz_err *err)
-{
-    for (uint64_t i = 0; i < d->n_tokens; i++) {
-        unsigned id = data_token_at(d, i);
-        if ((int64_t)id >= d->vocab)
-            return rz_fail(err, RZ_EDATA, "tokens file '%s': token id %u at token #%" PRIu64
-                           " (byte offset %" PRIu64 ") is >= model.vocab_size %" PRId32,
-                           path, id, i, 2 * i, d->vocab);
-    }
-    return RZ_OK;
-}
-
-static enum rz_status data_open_tokens(struct data *d, const char *path, struct rz_err *err)
-{
-    size_t len = 0;
-    enum rz_status rc = data_read(d, path, &len, err);
+    enum rz_status rc = data_file_open(&d->file, "tokens file", path, width, d->vocab,
+                                       d->seq_len, err);
     if (rc != RZ_OK)
         return rc;
-    if (len % 2 != 0)
-        return rz_fail(err, RZ_EDATA, "tokens file '%s': size %zu bytes is odd; expected "
-                       "little-endian uint16 token ids (2 bytes each)", path, len);
-    d->n_tokens = len / 2;
-    if (d->n_tokens < (uint64_t)d->seq_len + 1)
-        return rz_fail(err, RZ_EDATA, "tokens file '%s' has %" PRIu64 " tokens (%zu bytes); "
-                       "model.seq_len %" PRId64 " needs at least %" PRId64 " (T+1)", path,
-                       d->n_tokens, len, d->seq_len, d->seq_len + 1);
-    rc = data_check_ids(d, path, err);
-    if (rc != RZ_OK)
-        return rc;
-    return data_set_desc(d, err, "tokens file '%s' (%" PRIu64 " tokens)", path, d->n_tokens);
+    return data_set_desc(d, err, "tokens file '%s' (%" PRIu64 " %s tokens)", path,
+                         d->file.n_tokens, data_file_dtype(&d->file));
 }
 
 static enum rz_status data_open_markov(struct data *d, int64_t branching, struct rz_err *err)
@@ -192,9 +199,58 @@ static enum rz_status data_open(struct data *d, const struct data_opts *o, struc
                              "%.4f nats/token", d->vocab, d->seed, log((double)d->vocab));
     case DATA_MARKOV: return data_open_markov(d, o->markov_branching, err);
     case DATA_TEXT: return data_open_text(d, o->path, err);
-    case DATA_TOKENS: return data_open_tokens(d, o->path, err);
+    case DATA_TOKENS: return data_open_tokens(d, o->path, data_token_width(o), err);
     }
     return rz_fail(err, RZ_ECONFIG, "create data source: unknown data kind %d", (int)o->kind);
+}
+
+/* val_fraction of a file: its last tokens are held out; windows never cross the cut. */
+static enum rz_status data_split_file(struct data *d, const char *path, double fraction,
+                                      struct rz_err *err)
+{
+    uint64_t n = d->file.n_tokens, held = (uint64_t)floor(fraction * (double)n);
+    uint64_t need = (uint64_t)d->seq_len + 1;
+    if (held < need || n - held < need)
+        return rz_fail(err, RZ_EDATA, "%s file '%s': data.val_fraction %g of its %" PRIu64
+                       " tokens leaves %" PRIu64 " for validation and %" PRIu64 " for training; "
+                       "each needs at least %" PRIu64 " (T+1)", data_kind_names[d->kind], path,
+                       fraction, n, held, n - held, need);
+    d->train_hi = n - held;
+    d->val = &d->file;
+    d->val_lo = n - held;
+    d->val_hi = n;
+    return data_append_desc(d, err, "; validation: its last %" PRIu64 " tokens (%g), held out",
+                            held, fraction);
+}
+
+static enum rz_status data_open_val_file(struct data *d, const struct data_opts *o,
+                                         struct rz_err *err)
+{
+    const char *label = d->kind == DATA_TEXT ? "validation text file" : "validation tokens file";
+    enum rz_status rc = data_file_open(&d->val_file, label, o->val_path, d->file.width, d->vocab,
+                                       d->seq_len, err);
+    if (rc != RZ_OK)
+        return rc;
+    d->val = &d->val_file;
+    d->val_hi = d->val_file.n_tokens;
+    return data_append_desc(d, err, "; validation: file '%s' (%" PRIu64 " tokens)", o->val_path,
+                            d->val_file.n_tokens);
+}
+
+/* The held-out split (data.h): none, a fraction of the file, a file, or a stream of its own. */
+static enum rz_status data_open_val(struct data *d, const struct data_opts *o, struct rz_err *err)
+{
+    bool file_kind = d->kind == DATA_TEXT || d->kind == DATA_TOKENS;
+    bool has_path = o->val_path != NULL && o->val_path[0] != '\0';
+    d->train_hi = d->file.n_tokens;
+    d->has_val = o->val_fraction > 0.0 || has_path;
+    if (!d->has_val)
+        return RZ_OK;
+    if (has_path)
+        return data_open_val_file(d, o, err);
+    if (file_kind)
+        return data_split_file(d, o->path, o->val_fraction, err);
+    return data_append_desc(d, err, "; validation: a sample stream of its own, held out");
 }
 
 enum rz_status data_create(struct data **out, const struct data_opts *opts, struct rz_err *err)
@@ -214,6 +270,8 @@ enum rz_status data_create(struct data **out, const struct data_opts *opts, stru
     d->seq_len = opts->seq_len;
     d->seed = opts->seed;
     rc = data_open(d, opts, err);
+    if (rc == RZ_OK)
+        rc = data_open_val(d, opts, err);
     if (rc != RZ_OK) {
         data_destroy(d);
         return rc;
@@ -227,7 +285,8 @@ void data_destroy(struct data *d)
     if (d == NULL)
         return;
     data_markov_destroy(d->markov);
-    free(d->bytes);
+    data_file_close(&d->file);
+    data_file_close(&d->val_file);
     free(d->desc);
     free(d);
 }
@@ -238,28 +297,47 @@ static void data_sample_random(const struct data *d, uint64_t key, int32_t *toke
         tokens[t] = (int32_t)data_below(data_draw(key, (uint64_t)t), (uint64_t)d->vocab);
 }
 
-/* text and tokens: T+1 consecutive ids from a uniform offset in [0, n - T). */
-static void data_sample_file(const struct data *d, uint64_t key, int32_t *tokens)
+/* text and tokens: T+1 consecutive ids of f from a uniform offset in [lo, hi - T). */
+static void data_sample_file(const struct data *d, const struct data_file *f, uint64_t lo,
+                             uint64_t hi, uint64_t key, int32_t *tokens)
 {
-    uint64_t span = d->n_tokens - (uint64_t)d->seq_len;
-    uint64_t offset = data_below(data_draw(key, 0), span);
-    for (int64_t t = 0; t <= d->seq_len; t++) {
-        uint64_t i = offset + (uint64_t)t;
-        tokens[t] = d->kind == DATA_TEXT ? (int32_t)d->bytes[i] : (int32_t)data_token_at(d, i);
+    uint64_t span = hi - lo - (uint64_t)d->seq_len;
+    uint64_t offset = lo + data_below(data_draw(key, 0), span);
+    data_file_read(f, offset, d->seq_len + 1, tokens);
+}
+
+/* One sample of the training split (val == false) or the validation split, from `key`. */
+static void data_sample_split(const struct data *d, bool val, uint64_t key, int32_t *tokens)
+{
+    switch (d->kind) {
+    case DATA_RANDOM: data_sample_random(d, key, tokens); return;
+    case DATA_MARKOV: data_markov_sample(d->markov, key, d->seq_len, tokens); return;
+    case DATA_TEXT:
+    case DATA_TOKENS:
+        if (val)
+            data_sample_file(d, d->val, d->val_lo, d->val_hi, key, tokens);
+        else
+            data_sample_file(d, &d->file, d->train_lo, d->train_hi, key, tokens);
+        return;
     }
+    assert(!"unknown data kind");
 }
 
 void data_sample(const struct data *d, uint64_t index, int32_t *tokens)
 {
     assert(d != NULL && tokens != NULL);
-    uint64_t key = data_key(d->seed, DATA_STREAM_SAMPLE, index);
-    switch (d->kind) {
-    case DATA_RANDOM: data_sample_random(d, key, tokens); return;
-    case DATA_MARKOV: data_markov_sample(d->markov, key, d->seq_len, tokens); return;
-    case DATA_TEXT:
-    case DATA_TOKENS: data_sample_file(d, key, tokens); return;
-    }
-    assert(!"unknown data kind");
+    data_sample_split(d, false, data_key(d->seed, DATA_STREAM_SAMPLE, index), tokens);
+}
+
+bool data_has_val(const struct data *d)
+{
+    return d->has_val != 0;
+}
+
+void data_val_sample(const struct data *d, uint64_t index, int32_t *tokens)
+{
+    assert(d != NULL && tokens != NULL && d->has_val);
+    data_sample_split(d, true, data_key(d->seed, DATA_STREAM_VAL, index), tokens);
 }
 
 double data_entropy_floor(const struct data *d)

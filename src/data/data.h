@@ -8,13 +8,26 @@
  *           and is the best achievable loss (the "entropy floor")
  *   text    the bytes of a file as tokens (V must be >= 256); sample i starts at a pseudo-random
  *           offset derived from (seed, i)
- *   tokens  a flat file of little-endian uint16 token ids; ids >= V are an error naming the file
- *           and the offset
+ *   tokens  a flat file of little-endian token ids, uint16 or (for V > 65536) uint32; ids >= V
+ *           and a size that is not a whole number of ids are errors naming the file, the offset
+ *           and the value
+ *
+ * text and tokens files are memory-mapped read-only (data/file.c): a file of any size costs only
+ * the pages samples touch.
+ *
+ * Validation: a held-out split, sampled by its own index j = 0, 1, ... (data_val_sample):
+ *   val_fraction f   text/tokens: the last floor(f * n) tokens of the file; training windows
+ *                    stay before them and validation windows inside them, so no token is in both;
+ *                    random/markov: any f > 0 holds out a sample stream of its own (the index
+ *                    space is unbounded, so there is no fraction to cut: the two streams never
+ *                    share a draw)
+ *   val_path         text/tokens: validation windows come from that file (same format)
  *
  * Ownership: data_create allocates; data_destroy frees (accepts NULL and half-built objects). */
 #ifndef RZ_DATA_DATA_H
 #define RZ_DATA_DATA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -27,6 +40,9 @@ struct data_opts {
     int64_t seq_len;          /* T: a sample is T+1 tokens (inputs = first T, targets = last T) */
     uint64_t seed;
     const char *path;         /* text and tokens */
+    unsigned token_bytes;     /* tokens: 2 (uint16) or 4 (uint32); 0: 2 if V <= 65536, else 4 */
+    double val_fraction;      /* held-out share, [0, 1); 0 = none */
+    const char *val_path;     /* validation file (text/tokens); NULL or "" = none */
     int64_t markov_branching; /* markov only */
 };
 
@@ -35,11 +51,20 @@ struct data;
 /* Parse "random" | "markov" | "text" | "tokens". */
 enum rz_status data_kind_parse(const char *name, enum data_kind *out, struct rz_err *err);
 
+/* token_bytes for a data.token_dtype: "uint16" 2, "uint32" 4, anything else ("auto") 0. */
+unsigned data_token_bytes(const char *dtype);
+
 enum rz_status data_create(struct data **out, const struct data_opts *opts, struct rz_err *err);
 void data_destroy(struct data *d);
 
 /* Write sample `index` (T+1 token ids) into tokens[0..T]. */
 void data_sample(const struct data *d, uint64_t index, int32_t *tokens);
+
+/* Whether a validation split exists (val_fraction > 0 or val_path). */
+bool data_has_val(const struct data *d);
+
+/* Write validation sample `index` (T+1 ids) into tokens[0..T]; only when data_has_val. */
+void data_val_sample(const struct data *d, uint64_t index, int32_t *tokens);
 
 /* Entropy floor in nats/token: exact entropy rate for markov (stationary distribution),
  * ln(V) for random; a negative value when unknown (text, tokens). */

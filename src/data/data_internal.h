@@ -25,6 +25,7 @@ enum data_stream {
     DATA_STREAM_SAMPLE = 1, /* per-sample draws: tokens, text/tokens offsets */
     DATA_STREAM_SUCC,       /* markov: which states follow state s */
     DATA_STREAM_WEIGHT,     /* markov: the unnormalised weights of those successors */
+    DATA_STREAM_VAL,        /* per-sample draws of the validation split */
 };
 
 /* A bijection of 64-bit words whose output bits each depend on all input bits. */
@@ -91,6 +92,30 @@ static inline int32_t data_cum_search(const double *cum, int32_t n, double u)
     }
     return lo;
 }
+
+/* ---- text and token files (file.c) ---- */
+
+/* A text (1 byte per token) or tokens (little-endian uint16 or uint32) file, mapped read-only. */
+struct data_file {
+    const unsigned char *map;   /* the whole file (NULL when closed) */
+    size_t bytes;               /* file size */
+    unsigned width;             /* bytes per token: 1, 2 or 4 */
+    uint64_t n_tokens;          /* bytes / width */
+};
+
+/* Open, check and map `path`: a whole number of ids, at least T+1 of them, and (width 2 or 4)
+ * every id < vocab, checked in one streaming pass.  Messages start with `label` ("tokens file")
+ * and name the file; a bad id names its value, token index and byte offset, a partial id at the
+ * end its bytes and offset.  *f is zeroed first; data_file_close accepts it in any state. */
+enum rz_status data_file_open(struct data_file *f, const char *label, const char *path,
+                              unsigned width, int64_t vocab, int64_t seq_len, struct rz_err *err);
+void data_file_close(struct data_file *f);
+
+/* tokens[0..count) = the ids at token positions first .. first + count - 1 (in range). */
+void data_file_read(const struct data_file *f, uint64_t first, int64_t count, int32_t *tokens);
+
+/* "byte", "uint16" or "uint32". */
+const char *data_file_dtype(const struct data_file *f);
 
 /* ---- the markov chain (markov.c) ---- */
 

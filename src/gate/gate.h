@@ -108,12 +108,14 @@ struct gate_row {
     bool has_sync, sync_ok;
     bool skipped;               /* the loss guard skipped the step (loss may be NaN) */
     double gnorm_post_spread;
+    double val_loss;            /* NaN on steps without a validation */
 };
 
 struct gate_rank {
     int rank;
     char host[GATE_NAME_MAX];   /* health.json, else summary.json, else "unknown" */
     double mem_total_bytes;     /* health.json; 0 when unknown */
+    double predicted_peak_rss;  /* summary.json: the memory planner's peak RSS; 0 when unknown */
     double mem_limit_bytes;     /* health.json: the job\'s own limit on the node; 0 = none */
     struct gate_row *rows;      /* ascending step */
     size_t n_rows;
@@ -125,6 +127,7 @@ struct gate_step {
     double global_batch;        /* samples of this step (all ranks) */
     double loss;                /* rank 0's (the global mean); NaN for a skipped non-finite one */
     bool skipped;               /* the loss guard skipped it (no update) */
+    double val_loss;            /* rank 0's validation loss; NaN on steps without one */
     double step_time_s;         /* slowest rank */
     int sync_ranks, sync_ok_ranks; /* ranks that ran / passed a sync check at this step */
     double gnorm_post_spread;   /* max over ranks */
@@ -155,6 +158,8 @@ struct gate_baseline {
     int64_t world_size;
     double *curve;              /* n_curve (samples_seen, loss) pairs */
     size_t n_curve;
+    double *val_curve;          /* n_val_curve (samples_seen, validation loss) pairs, or none */
+    size_t n_val_curve;
 };
 
 struct gate_ckpt {
@@ -241,6 +246,8 @@ struct gate_result {
     double *loss_curve;         /* n_loss (samples_seen, loss) pairs, <= GATE_MAX_POINTS */
     int64_t *loss_steps;        /* the step of each loss point */
     size_t n_loss;
+    double *val_curve;          /* n_val (samples_seen, validation loss) pairs, <= GATE_MAX_POINTS */
+    size_t n_val;
     struct gate_rank_stat *rank_stats; /* world_size */
     bool has_rollback;
     int64_t rollback_step, last_good_sync_step;

@@ -18,26 +18,28 @@
 #include "core/util.h"
 #include "gate/gate_internal.h"
 
-static enum rz_status gate_baseline_curve(struct gate_baseline *b, const struct gj_value *lc,
-                                          const char *path, struct rz_err *err)
+/* The curve KEY ([[samples_seen, loss], ...]) into *curve (allocated) and *n. */
+static enum rz_status gate_baseline_curve(double **curve, size_t *n, const struct gj_value *lc,
+                                          const char *key, const char *path, struct rz_err *err)
 {
     if (lc == NULL || lc->type != GJ_ARR)
-        return rz_fail(err, RZ_EDATA, "%s: 'loss_curve' array missing", path);
-    b->curve = calloc(lc->n ? 2 * lc->n : 1, sizeof *b->curve);
-    if (b->curve == NULL)
+        return rz_fail(err, RZ_EDATA, "%s: '%s' array missing", path, key);
+    double *xy = calloc(lc->n ? 2 * lc->n : 1, sizeof *xy);
+    if (xy == NULL)
         return rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
+    *curve = xy;
     for (size_t i = 0; i < lc->n; i++) {
         const struct gj_value *p = &lc->items[i];
         if (p->type != GJ_ARR || p->n != 2 || p->items[0].type != GJ_NUM ||
             p->items[1].type != GJ_NUM)
-            return rz_fail(err, RZ_EDATA, "%s: loss_curve[%zu] is not [samples_seen, loss]",
-                           path, i);
-        if (i > 0 && p->items[0].num < b->curve[2 * (i - 1)])
-            return rz_fail(err, RZ_EDATA, "%s: loss_curve[%zu]: samples_seen decreases", path, i);
-        b->curve[2 * i] = p->items[0].num;
-        b->curve[2 * i + 1] = p->items[1].num;
+            return rz_fail(err, RZ_EDATA, "%s: %s[%zu] is not [samples_seen, loss]", path, key,
+                           i);
+        if (i > 0 && p->items[0].num < xy[2 * (i - 1)])
+            return rz_fail(err, RZ_EDATA, "%s: %s[%zu]: samples_seen decreases", path, key, i);
+        xy[2 * i] = p->items[0].num;
+        xy[2 * i + 1] = p->items[1].num;
     }
-    b->n_curve = lc->n;
+    *n = lc->n;
     return RZ_OK;
 }
 
@@ -60,9 +62,15 @@ enum rz_status gate_read_baseline(struct gate_baseline *b, const char *path, str
     rz_fmt(b->path, sizeof b->path, "%s", path);
     b->throughput = tp->type == GJ_NUM ? tp->num : (double)NAN;
     free(b->curve);
-    b->curve = NULL;
-    b->n_curve = 0;
-    st = gate_baseline_curve(b, gj_get(v, "loss_curve"), path, err);
+    free(b->val_curve);
+    b->curve = b->val_curve = NULL;
+    b->n_curve = b->n_val_curve = 0;
+    st = gate_baseline_curve(&b->curve, &b->n_curve, gj_get(v, "loss_curve"), "loss_curve",
+                             path, err);
+    const struct gj_value *vc = gj_get(v, "val_loss_curve"); /* only when it had validation */
+    if (st == RZ_OK && vc != NULL)
+        st = gate_baseline_curve(&b->val_curve, &b->n_val_curve, vc, "val_loss_curve", path,
+                                 err);
     gj_free(v);
     b->present = st == RZ_OK;
     return st;

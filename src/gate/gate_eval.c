@@ -388,23 +388,71 @@ static void gate_sync(struct gate_result *res, const struct gate_input *in)
     gate_note(kg, "max relative spread of post-allreduce gradient norms over sync checks");
 }
 
-/* Baseline loss at samples_seen x, linear between curve points (x inside the curve's range). */
-static double gate_interp(const struct gate_baseline *b, double x)
+/* The losses the loss criteria judge, as (samples_seen, loss) pairs in xy (2 * n_steps): the
+ * validation losses when this run has any, else the per-step training losses. */
+static size_t gate_judged_losses(const struct gate_input *in, double *xy, bool *val)
 {
-    size_t lo = 0, hi = b->n_curve - 1;
+    size_t n = 0;
+    *val = false;
+    for (size_t i = 0; i < in->n_steps && !*val; i++)
+        *val = !isnan(in->steps[i].val_loss);
+    for (size_t i = 0; i < in->n_steps; i++) {
+        double y = *val ? in->steps[i].val_loss : in->steps[i].loss;
+        if (isnan(y))
+            continue;
+        xy[2 * n] = (double)in->steps[i].samples_seen;
+        xy[2 * n + 1] = y;
+        n++;
+    }
+    return n;
+}
+
+/* A curve's loss at samples_seen x, linear between its points (x inside the curve's range). */
+static double gate_interp(const double *curve, size_t n, double x)
+{
+    size_t lo = 0, hi = n - 1;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (b->curve[2 * mid] <= x)
+        if (curve[2 * mid] <= x)
             lo = mid;
         else
             hi = mid;
     }
-    double x0 = b->curve[2 * lo], x1 = b->curve[2 * hi];
-    double y0 = b->curve[2 * lo + 1], y1 = b->curve[2 * hi + 1];
+    double x0 = curve[2 * lo], x1 = curve[2 * hi];
+    double y0 = curve[2 * lo + 1], y1 = curve[2 * hi + 1];
     return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y1;
 }
 
-static void gate_loss_vs_baseline(struct gate_result *res, const struct gate_input *in)
+/* Over the last 10% of the overlap of both curves' samples_seen: 100 (ours - base) / base. */
+static void gate_loss_compare(struct gate_criterion *k, const double *xy, size_t n,
+                              const double *curve, size_t n_curve, const char *what,
+                              const struct gate_baseline *b)
+{
+    double lo = fmax(xy[0], curve[0]);
+    double hi = fmin(xy[2 * n - 2], curve[2 * n_curve - 2]);
+    double cut = hi - 0.1 * (hi - lo), ours = 0, base = 0;
+    int64_t m = 0;
+    for (size_t i = 0; hi >= lo && i < n; i++) {
+        if (xy[2 * i] < cut || xy[2 * i] > hi)
+            continue;
+        ours += xy[2 * i + 1];
+        base += gate_interp(curve, n_curve, xy[2 * i]);
+        m++;
+    }
+    if (m == 0) {
+        gate_note(k, "no overlap in samples seen with the baseline (%s job %s: %.6g..%.6g)",
+                  b->phase, b->job, curve[0], curve[2 * n_curve - 2]);
+        return;
+    }
+    ours /= (double)m;
+    base /= (double)m;
+    gate_measure(k, 100.0 * (ours - base) / base, m);
+    gate_note(k, "mean %s %.6g vs baseline %.6g (%s job %s) over samples seen %.6g..%.6g", what,
+              ours, base, b->phase, b->job, cut, hi);
+}
+
+static void gate_loss_vs_baseline(struct gate_result *res, const struct gate_input *in,
+                                  double *xy)
 {
     struct gate_criterion *k = &res->crit[GATE_LOSS_VS_BASELINE_PCT];
     const struct gate_baseline *b = &in->baseline;
@@ -414,55 +462,41 @@ static void gate_loss_vs_baseline(struct gate_result *res, const struct gate_inp
         gate_note(k, "%s", b->reason);
         return;
     }
-    if (b->n_curve == 0 || in->n_steps == 0) {
-        gate_note(k, "no loss curve in %s", b->n_curve == 0 ? "the baseline" : "this run");
+    bool val = false;
+    size_t n = gate_judged_losses(in, xy, &val);
+    /* validation against the baseline's validation curve; its training curve if it has none */
+    bool base_val = val && b->n_val_curve > 0;
+    const double *curve = base_val ? b->val_curve : b->curve;
+    size_t n_curve = base_val ? b->n_val_curve : b->n_curve;
+    if (n_curve == 0 || n == 0) {
+        gate_note(k, "no loss curve in %s", n_curve == 0 ? "the baseline" : "this run");
         return;
     }
-    double lo = fmax((double)in->steps[0].samples_seen, b->curve[0]);
-    double hi = fmin((double)in->steps[in->n_steps - 1].samples_seen, b->curve[2 * b->n_curve - 2]);
-    double cut = hi - 0.1 * (hi - lo), ours = 0, base = 0;
-    int64_t m = 0;
-    for (size_t i = 0; hi >= lo && i < in->n_steps; i++) {
-        double x = (double)in->steps[i].samples_seen;
-        if (x < cut || x > hi || isnan(in->steps[i].loss))
-            continue; /* a step the loss guard skipped for a non-finite loss has none */
-        ours += in->steps[i].loss;
-        base += gate_interp(b, x);
-        m++;
-    }
-    if (m == 0) {
-        gate_note(k, "no overlap in samples seen with the baseline (%s job %s: %.6g..%.6g)",
-                  b->phase, b->job, b->curve[0], b->curve[2 * b->n_curve - 2]);
-        return;
-    }
-    ours /= (double)m;
-    base /= (double)m;
-    gate_measure(k, 100.0 * (ours - base) / base, m);
-    gate_note(k, "mean loss %.6g vs baseline %.6g (%s job %s) over samples seen %.6g..%.6g",
-              ours, base, b->phase, b->job, cut, hi);
+    gate_loss_compare(k, xy, n, curve, n_curve, !val ? "loss" : base_val ? "validation loss" :
+                      "validation loss (the baseline has only training losses)", b);
 }
 
 static void gate_entropy(struct gate_result *res, const struct gate_input *in,
-                         const struct cfg *c)
+                         const struct cfg *c, double *xy)
 {
     struct gate_criterion *k = &res->crit[GATE_ENTROPY_GAP];
+    bool val = false;
+    size_t n = gate_judged_losses(in, xy, &val);
     if (strcmp(c->data.kind, "markov") != 0) {
         gate_set(k, GATE_NA);
         gate_note(k, "data.kind is %s: no known entropy floor", c->data.kind);
     } else if (isnan(in->entropy_floor)) {
         gate_note(k, "summary.json has no entropy_floor");
-    } else if (in->n_steps == 0) {
+    } else if (n == 0) {
         gate_note(k, "no steps");
     } else {
-        size_t m = 0;
+        size_t m = n < 10 ? n : 10;
         double sum = 0;
-        for (size_t i = in->n_steps; i-- > 0 && m < 10;)
-            if (!isnan(in->steps[i].loss)) {
-                sum += in->steps[i].loss;
-                m++;
-            }
-        gate_measure(k, m ? sum / (double)m - in->entropy_floor : (double)NAN, (int64_t)m);
-        gate_note(k, "mean loss of the last %zu steps minus the entropy floor %.6g", m,
+        for (size_t i = n - m; i < n; i++)
+            sum += xy[2 * i + 1];
+        gate_measure(k, sum / (double)m - in->entropy_floor, (int64_t)m);
+        gate_note(k, "mean %s of the last %zu %s minus the entropy floor %.6g",
+                  val ? "validation loss" : "loss", m, val ? "validations" : "steps",
                   in->entropy_floor);
     }
 }
@@ -512,6 +546,23 @@ static void gate_failures_uptime(struct gate_result *res, const struct gate_inpu
         gate_note(ku, "capped at 1 (event times have 1 s resolution)");
 }
 
+/* The memory planner's prediction (summary.json) against the measured peak, for the rank that
+ * measured the most. */
+static void gate_memory_plan(struct gate_criterion *k, const struct gate_result *res,
+                             const struct gate_input *in)
+{
+    int top = 0;
+    for (int r = 1; r < in->world_size; r++)
+        if (res->rank_stats[r].peak_rss_bytes > res->rank_stats[top].peak_rss_bytes)
+            top = r;
+    double predicted = in->ranks[top].predicted_peak_rss;
+    double measured = (double)res->rank_stats[top].peak_rss_bytes;
+    if (predicted > 0 && measured > 0)
+        gate_note(k, "rank %d: peak RSS %.0f MB measured, %.0f MB predicted by the memory plan "
+                  "(%+.1f%%)", top, measured / 1e6, predicted / 1e6,
+                  100.0 * (measured - predicted) / predicted);
+}
+
 static void gate_memory(struct gate_result *res, const struct gate_input *in)
 {
     struct gate_criterion *k = &res->crit[GATE_MEMORY];
@@ -550,6 +601,7 @@ static void gate_memory(struct gate_result *res, const struct gate_input *in)
     gate_measure(k, worst, in->world_size);
     gate_note(k, "worst node %s: sum of its ranks' peak RSS / %s", worst_host,
               limited ? "the job's memory limit there (cgroup or --mem)" : "its memory");
+    gate_memory_plan(k, res, in);
 }
 
 static void gate_duration(struct gate_result *res, const struct gate_input *in,
@@ -570,6 +622,30 @@ static void gate_duration(struct gate_result *res, const struct gate_input *in,
 }
 
 /* ---- curves, rollback and the plan ----------------------------------------------------------- */
+
+/* The validation points (at most GATE_MAX_POINTS, evenly picked) for the report. */
+static enum rz_status gate_val_curve(struct gate_result *res, const struct gate_input *in,
+                                     struct rz_err *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < in->n_steps; i++)
+        n += !isnan(in->steps[i].val_loss);
+    size_t m = n < GATE_MAX_POINTS ? n : GATE_MAX_POINTS, k = 0, j = 0;
+    res->val_curve = calloc(2 * m + 1, sizeof *res->val_curve);
+    if (res->val_curve == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    for (size_t i = 0; i < in->n_steps && k < m; i++) {
+        if (isnan(in->steps[i].val_loss))
+            continue;
+        if (j++ == (m > 1 ? (size_t)llround((double)k * (double)(n - 1) / (double)(m - 1)) : 0)) {
+            res->val_curve[2 * k] = (double)in->steps[i].samples_seen;
+            res->val_curve[2 * k + 1] = in->steps[i].val_loss;
+            k++;
+        }
+    }
+    res->n_val = k;
+    return RZ_OK;
+}
 
 static enum rz_status gate_curves(struct gate_result *res, const struct gate_input *in,
                                   struct rz_err *err)
@@ -593,7 +669,7 @@ static enum rz_status gate_curves(struct gate_result *res, const struct gate_inp
             res->restart_steps[res->n_restarts++] = in->steps[i].step;
     for (size_t i = 0; i < n; i++)
         res->skipped_steps += in->steps[i].skipped;
-    return RZ_OK;
+    return gate_val_curve(res, in, err);
 }
 
 /* The newest checkpoint that verifies and the one before it. */
@@ -713,8 +789,12 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
         return st;
     gate_efficiency(res, in);
     gate_sync(res, in);
-    gate_loss_vs_baseline(res, in);
-    gate_entropy(res, in, c);
+    double *xy = calloc(2 * in->n_steps + 2, sizeof *xy);
+    if (xy == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    gate_loss_vs_baseline(res, in, xy);
+    gate_entropy(res, in, c, xy);
+    free(xy);
     gate_failures_uptime(res, in);
     gate_memory(res, in);
     gate_duration(res, in, c);
@@ -734,6 +814,7 @@ void gate_result_free(struct gate_result *res)
     free(res->restart_steps);
     free(res->loss_curve);
     free(res->loss_steps);
+    free(res->val_curve);
     free(res->rank_stats);
     memset(res, 0, sizeof *res);
 }

@@ -140,6 +140,9 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
     r->gnorm_post_spread = 0;
     if (st == RZ_OK && r->has_sync)
         st = gate_field_num(o, "gnorm_post_spread", &r->gnorm_post_spread, path, line, err);
+    r->val_loss = NAN;
+    if (st == RZ_OK && gj_get(o, "val_loss") != NULL)
+        st = gate_field_num(o, "val_loss", &r->val_loss, path, line, err);
     return st;
 }
 
@@ -267,7 +270,7 @@ static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *
         const struct gate_row *r0 = &in->ranks[0].rows[i];
         struct gate_step s = {.step = r0->step, .run_step = r0->run_step,
                               .samples_seen = r0->samples_seen, .loss = r0->loss,
-                              .skipped = r0->skipped};
+                              .skipped = r0->skipped, .val_loss = r0->val_loss};
         bool all = true;
         for (int k = 0; k < in->world_size && all; k++) {
             const struct gate_rank *rk = &in->ranks[k];
@@ -532,9 +535,12 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     for (size_t i = 0; rr != NULL && rr->type == GJ_ARR && i < rr->n; i++) {
         int64_t rank;
         const char *host = gj_get_str(&rr->items[i], "host");
-        if (gj_get_int(&rr->items[i], "rank", &rank) && host != NULL && rank >= 0 &&
-            rank < in->world_size)
+        if (!gj_get_int(&rr->items[i], "rank", &rank) || rank < 0 || rank >= in->world_size)
+            continue;
+        if (host != NULL)
             rz_fmt(in->ranks[rank].host, sizeof in->ranks[rank].host, "%s", host);
+        (void)gj_get_num(&rr->items[i], "predicted_peak_rss_bytes",
+                         &in->ranks[rank].predicted_peak_rss);
     }
     gj_free(v);
     return RZ_OK;
@@ -762,5 +768,6 @@ void gate_input_free(struct gate_input *in)
     free(in->checks);
     free(in->ckpts);
     free(in->baseline.curve);
+    free(in->baseline.val_curve);
     memset(in, 0, sizeof *in);
 }

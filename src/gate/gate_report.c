@@ -126,6 +126,20 @@ static void gate_json_env(struct rz_json *j, const struct gate_doc *d)
     rz_json_object_end(j);
 }
 
+/* KEY: [[samples_seen, loss], ...] from n pairs. */
+static void gate_json_curve(struct rz_json *j, const char *key, const double *xy, size_t n)
+{
+    rz_json_key(j, key);
+    rz_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        rz_json_array_begin(j);
+        rz_json_double(j, xy[2 * i]);
+        rz_json_double(j, xy[2 * i + 1]);
+        rz_json_array_end(j);
+    }
+    rz_json_array_end(j);
+}
+
 static void gate_json_baseline(struct rz_json *j, const struct gate_input *in)
 {
     const struct gate_baseline *b = &in->baseline;
@@ -138,15 +152,7 @@ static void gate_json_baseline(struct rz_json *j, const struct gate_input *in)
         rz_json_kv_string(j, "job", b->job);
         rz_json_kv_double(j, "throughput", b->throughput);
         rz_json_kv_int(j, "world_size", b->world_size);
-        rz_json_key(j, "loss_curve");
-        rz_json_array_begin(j);
-        for (size_t i = 0; i < b->n_curve; i++) {
-            rz_json_array_begin(j);
-            rz_json_double(j, b->curve[2 * i]);
-            rz_json_double(j, b->curve[2 * i + 1]);
-            rz_json_array_end(j);
-        }
-        rz_json_array_end(j);
+        gate_json_curve(j, "loss_curve", b->curve, b->n_curve);
     } else {
         rz_json_kv_string(j, "reason", b->reason);
     }
@@ -168,6 +174,8 @@ static void gate_json_ranks(struct rz_json *j, const struct gate_input *in,
         rz_json_kv_double(j, "comm_share", rs->comm_share);
         rz_json_kv_double(j, "mean_compute_s", rs->mean_compute_s);
         rz_json_kv_uint(j, "peak_rss_bytes", rs->peak_rss_bytes);
+        if (in->ranks[r].predicted_peak_rss > 0)
+            rz_json_kv_double(j, "predicted_peak_rss_bytes", in->ranks[r].predicted_peak_rss);
         rz_json_key(j, "step_time_quartiles_s");
         rz_json_array_begin(j);
         for (int q = 0; q < 5; q++)
@@ -311,15 +319,9 @@ static void gate_json_series(struct rz_json *j, const struct gate_result *res)
     for (size_t i = 0; i < res->n_restarts; i++)
         rz_json_int(j, res->restart_steps[i]);
     rz_json_array_end(j);
-    rz_json_key(j, "loss_curve");
-    rz_json_array_begin(j);
-    for (size_t i = 0; i < res->n_loss; i++) {
-        rz_json_array_begin(j);
-        rz_json_double(j, res->loss_curve[2 * i]);
-        rz_json_double(j, res->loss_curve[2 * i + 1]);
-        rz_json_array_end(j);
-    }
-    rz_json_array_end(j);
+    gate_json_curve(j, "loss_curve", res->loss_curve, res->n_loss);
+    if (res->n_val > 0)
+        gate_json_curve(j, "val_loss_curve", res->val_curve, res->n_val);
 }
 
 void gate_write_json(FILE *f, const struct gate_doc *d)

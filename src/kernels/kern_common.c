@@ -1,9 +1,10 @@
-/* kern_common.c: the public face of the kernels module: backend names, the context, argument
- * validation for every op, dispatch to the backend chosen by the context, and kern_measure_peak.
+/* kern_common.c: the public face of the kernels module: the backend registry (one ops table per
+ * backend, kern_impl.h), the context, argument validation for every op, dispatch through the
+ * context's ops table, and kern_measure_peak.
  *
- * It deliberately does no arithmetic of its own (kern_ref.c and kern_dnnl.c do) and never touches
- * oneDNN directly.  Validation happens once, in x_create; the execute path (x_run, x_forward,
- * x_backward) only dispatches, with assert() for pointer misuse. */
+ * It deliberately does no arithmetic of its own (the backends do) and never asks which backend it
+ * holds.  Validation happens once, in x_create; the execute path (x_run, x_forward, x_backward)
+ * only dispatches, with assert() for pointer misuse. */
 #include "config.h"
 
 #include "kernels/kernels.h"
@@ -54,15 +55,19 @@ static enum rz_status bad_shape(struct rz_err *err, const char *op, const char *
 
 /* ---- backend and context ------------------------------------------------------------------- */
 
+/* The registry, indexed by enum kern_backend. */
+static const struct kern_ops *const backends[] = {
+    [KERN_REF] = &kern_ref_ops,
+    [KERN_DNNL] = &kern_dnnl_ops,
+};
+
 enum rz_status kern_backend_parse(const char *name, enum kern_backend *out, struct rz_err *err)
 {
-    if (name != NULL && strcmp(name, "ref") == 0) {
-        *out = KERN_REF;
-        return RZ_OK;
-    }
-    if (name != NULL && strcmp(name, "dnnl") == 0) {
-        *out = KERN_DNNL;
-        return RZ_OK;
+    for (size_t i = 0; name != NULL && i < RZ_ARRAY_LEN(backends); i++) {
+        if (strcmp(name, backends[i]->name) == 0) {
+            *out = (enum kern_backend)i;
+            return RZ_OK;
+        }
     }
     return rz_fail(err, RZ_ECONFIG, "kernel backend: unknown name '%s' (choices: ref, dnnl)",
                    name != NULL ? name : "(null)");
@@ -71,19 +76,18 @@ enum rz_status kern_backend_parse(const char *name, enum kern_backend *out, stru
 enum rz_status kern_ctx_create(struct kern_ctx **out, enum kern_backend backend, struct rz_err *err)
 {
     *out = NULL;
-    if (backend != KERN_REF && backend != KERN_DNNL)
+    if ((unsigned)backend >= RZ_ARRAY_LEN(backends))
         return rz_fail(err, RZ_ECONFIG, "kern_ctx_create: unknown backend %d (choices: ref, dnnl)",
                        (int)backend);
     struct kern_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return rz_fail(err, RZ_ENOMEM, "kern_ctx_create: out of memory");
     ctx->backend = backend;
-    if (backend == KERN_DNNL) {
-        enum rz_status st = kern_dnnl_ctx_init(ctx, err);
-        if (st != RZ_OK) {
-            kern_ctx_destroy(ctx);
-            return st;
-        }
+    ctx->ops = backends[backend];
+    enum rz_status st = ctx->ops->ctx_init != NULL ? ctx->ops->ctx_init(ctx, err) : RZ_OK;
+    if (st != RZ_OK) {
+        kern_ctx_destroy(ctx);
+        return st;
     }
     *out = ctx;
     return RZ_OK;
@@ -93,7 +97,8 @@ void kern_ctx_destroy(struct kern_ctx *ctx)
 {
     if (ctx == NULL)
         return;
-    kern_dnnl_ctx_fini(ctx);
+    if (ctx->ops->ctx_fini != NULL)
+        ctx->ops->ctx_fini(ctx);
     free(ctx);
 }
 
@@ -104,8 +109,52 @@ enum kern_backend kern_ctx_backend(const struct kern_ctx *ctx)
 
 const char *kern_ctx_isa(const struct kern_ctx *ctx)
 {
-    return ctx->backend == KERN_DNNL ? kern_dnnl_isa(ctx) : "reference C";
+    return ctx->ops->isa(ctx);
 }
+
+enum rz_status kern_check_bf16(const struct kern_ctx *ctx, struct rz_err *err)
+{
+    return ctx->ops->check_bf16(ctx, err);
+}
+
+void kern_round_bf16(kern_bf16 *dst, const float *src, int64_t n)
+{
+    assert(n >= 0 && (n == 0 || (dst != NULL && src != NULL)));
+    kern_simd_round_bf16(dst, src, n);
+}
+
+/* ---- op lifecycle -------------------------------------------------------------------------- */
+
+/* ---- profiling ----------------------------------------------------------------------------- */
+
+void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile)
+{
+    ctx->profile = profile;
+}
+
+/* Runs `call` (an execute through the ops table) and, when the context profiles, adds its wall
+ * time and one call to class `cls`. */
+#define TIMED(ctx, cls, call)                                                                     \
+    do {                                                                                          \
+        struct kern_profile *prof_ = (ctx)->profile;                                              \
+        double t0_ = prof_ != NULL ? rz_now() : 0.0;                                              \
+        call;                                                                                     \
+        if (prof_ != NULL) {                                                                      \
+            prof_->seconds[cls] += rz_now() - t0_;                                                \
+            prof_->calls[cls]++;                                                                  \
+        }                                                                                         \
+    } while (0)
+
+/* The body of every x_destroy: the backend state (with the table's x_free, or free()), then the
+ * op. */
+static void op_release(void *op, void (*state_free)(void *), void *impl)
+{
+    (state_free != NULL ? state_free : free)(impl);
+    free(op);
+}
+
+/* The backend's plan of a freshly allocated op (an init of NULL plans nothing). */
+#define PLAN(op, init) ((op)->ctx->ops->init != NULL ? (op)->ctx->ops->init((op), err) : RZ_OK)
 
 /* ---- matmul -------------------------------------------------------------------------------- */
 
@@ -144,39 +193,37 @@ enum rz_status kern_matmul_create(struct kern_matmul **out, struct kern_ctx *ctx
         return rz_fail(err, RZ_ENOMEM, "matmul: out of memory");
     op->ctx = ctx;
     op->desc = *desc;
-    st = ctx->backend == KERN_DNNL ? kern_dnnl_matmul_init(op, err) : kern_ref_matmul_init(op, err);
-    if (st != RZ_OK) {
+    st = PLAN(op, matmul_init);
+    if (st != RZ_OK)
         kern_matmul_destroy(op);
-        return st;
-    }
-    *out = op;
-    return RZ_OK;
+    else
+        *out = op;
+    return st;
 }
 
-void kern_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
+void kern_matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                      const float *bias)
 {
     assert(op != NULL && c != NULL && a != NULL && b != NULL);
     assert(!op->desc.bias || bias != NULL);
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_matmul_run(op, c, a, b, bias);
-    else
-        kern_ref_matmul_run(op, c, a, b, bias);
+    const struct kern_matmul_desc *d = &op->desc;
+    TIMED(op->ctx, KERN_MATMUL, op->ctx->ops->matmul_run(op, c, a, b, bias));
+    if (op->ctx->profile != NULL)
+        op->ctx->profile->matmul_flops += 2.0 * (double)d->batch * (double)d->m * (double)d->n *
+                                          (double)d->k;
 }
 
 void kern_matmul_destroy(struct kern_matmul *op)
 {
-    if (op == NULL)
-        return;
-    kern_ref_matmul_fini(op);
-    kern_dnnl_matmul_fini(op);
-    free(op);
+    if (op != NULL)
+        op_release(op, op->ctx->ops->matmul_free, op->impl);
 }
 
 /* ---- layer normalization ------------------------------------------------------------------- */
 
 enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ctx *ctx,
-                                     int64_t rows, int64_t cols, float eps, struct rz_err *err)
+                                     int64_t rows, int64_t cols, float eps, bool bf16_out,
+                                     struct rz_err *err)
 {
     *out = NULL;
     const int64_t dims[] = {rows, cols};
@@ -194,46 +241,37 @@ enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ct
     op->rows = rows;
     op->cols = cols;
     op->eps = eps;
-    if (ctx->backend == KERN_DNNL) {
-        enum rz_status st = kern_dnnl_layernorm_init(op, err);
-        if (st != RZ_OK) {
-            kern_layernorm_destroy(op);
-            return st;
-        }
-    }
-    *out = op;
-    return RZ_OK;
+    op->bf16_out = bf16_out;
+    enum rz_status st = PLAN(op, layernorm_init);
+    if (st != RZ_OK)
+        kern_layernorm_destroy(op);
+    else
+        *out = op;
+    return st;
 }
 
-void kern_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+void kern_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                             const float *x, const float *gamma, const float *beta)
 {
     assert(op != NULL && y != NULL && mean != NULL && var != NULL && x != NULL);
     assert(gamma != NULL && beta != NULL);
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_layernorm_forward(op, y, mean, var, x, gamma, beta);
-    else
-        kern_ref_layernorm_forward(op, y, mean, var, x, gamma, beta);
+    TIMED(op->ctx, KERN_NORM, op->ctx->ops->layernorm_forward(op, y, mean, var, x, gamma, beta));
 }
 
 void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma, float *dbeta,
                              const float *dy, const float *x, const float *mean, const float *var,
-                             const float *gamma)
+                             const float *gamma, bool accumulate_dx)
 {
     assert(op != NULL && dx != NULL && dgamma != NULL && dbeta != NULL && dy != NULL);
     assert(x != NULL && mean != NULL && var != NULL && gamma != NULL);
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma);
-    else
-        kern_ref_layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean, var, gamma);
+    TIMED(op->ctx, KERN_NORM, op->ctx->ops->layernorm_backward(op, dx, dgamma, dbeta, dy, x, mean,
+                                                               var, gamma, accumulate_dx));
 }
 
 void kern_layernorm_destroy(struct kern_layernorm *op)
 {
-    if (op == NULL)
-        return;
-    kern_dnnl_layernorm_fini(op);
-    free(op);
+    if (op != NULL)
+        op_release(op, op->ctx->ops->layernorm_free, op->impl);
 }
 
 /* ---- GELU ---------------------------------------------------------------------------------- */
@@ -251,107 +289,91 @@ enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, in
         return rz_fail(err, RZ_ENOMEM, "gelu %s: out of memory", shape);
     op->ctx = ctx;
     op->n = n;
-    if (ctx->backend == KERN_DNNL) {
-        enum rz_status st = kern_dnnl_gelu_init(op, err);
-        if (st != RZ_OK) {
-            kern_gelu_destroy(op);
-            return st;
-        }
-    }
-    *out = op;
-    return RZ_OK;
+    enum rz_status st = PLAN(op, gelu_init);
+    if (st != RZ_OK)
+        kern_gelu_destroy(op);
+    else
+        *out = op;
+    return st;
 }
 
 void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x)
 {
     assert(op != NULL && y != NULL && x != NULL);
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_gelu_forward(op, y, x);
-    else
-        kern_ref_gelu_forward(op, y, x);
+    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_forward(op, y, x));
 }
 
 void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
 {
     assert(op != NULL && dx != NULL && dy != NULL && x != NULL);
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_gelu_backward(op, dx, dy, x);
-    else
-        kern_ref_gelu_backward(op, dx, dy, x);
+    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_backward(op, dx, dy, x));
 }
 
 void kern_gelu_destroy(struct kern_gelu *op)
 {
-    if (op == NULL)
-        return;
-    kern_dnnl_gelu_fini(op);
-    free(op);
+    if (op != NULL)
+        op_release(op, op->ctx->ops->gelu_free, op->impl);
 }
 
-/* ---- softmax ------------------------------------------------------------------------------- */
+/* ---- attention ----------------------------------------------------------------------------- */
 
-enum rz_status kern_softmax_create(struct kern_softmax **out, struct kern_ctx *ctx, int64_t rows,
-                                   int64_t cols, bool causal, struct rz_err *err)
+enum rz_status kern_attention_create(struct kern_attention **out, struct kern_ctx *ctx,
+                                     int64_t batch, int64_t seq, int64_t heads, int64_t head_dim,
+                                     int64_t tile, struct rz_err *err)
 {
     *out = NULL;
-    const int64_t dims[] = {rows, cols};
-    char shape[96];
-    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")%s", rows, cols,
-             causal ? " causal" : "");
-    if (!dims_ok(dims, 2))
-        return bad_shape(err, "softmax", shape);
-    if (causal && rows % cols != 0)
-        return rz_fail(err, RZ_ECONFIG,
-                       "softmax %s: causal rows must come in square blocks: rows %% cols != 0",
-                       shape);
-    struct kern_softmax *op = calloc(1, sizeof *op);
+    char shape[128];
+    snprintf(shape, sizeof shape, "B=%" PRId64 " T=%" PRId64 " H=%" PRId64 " D=%" PRId64,
+             batch, seq, heads, head_dim);
+    /* the largest tensors: qkv (B, T, 3 H D), and the (B, H, T, T) scores the reference backend
+     * never holds either, but whose count the flops must not overflow */
+    const int64_t qkv[] = {batch, seq, 3, heads, head_dim};
+    const int64_t scores[] = {batch, heads, seq, seq, head_dim};
+    if (!dims_ok(qkv, RZ_ARRAY_LEN(qkv)) || !dims_ok(scores, RZ_ARRAY_LEN(scores)))
+        return bad_shape(err, "attention", shape);
+    if (tile < 0)
+        return rz_fail(err, RZ_ECONFIG, "attention %s: tile must be >= 0 (0: the backend's "
+                       "choice), got %" PRId64, shape, tile);
+    struct kern_attention *op = calloc(1, sizeof *op);
     if (op == NULL)
-        return rz_fail(err, RZ_ENOMEM, "softmax %s: out of memory", shape);
+        return rz_fail(err, RZ_ENOMEM, "attention %s: out of memory", shape);
     op->ctx = ctx;
-    op->rows = rows;
-    op->cols = cols;
-    op->causal = causal;
-    if (ctx->backend == KERN_DNNL) {
-        enum rz_status st = kern_dnnl_softmax_init(op, err);
-        if (st != RZ_OK) {
-            kern_softmax_destroy(op);
-            return st;
-        }
-    }
-    *out = op;
-    return RZ_OK;
-}
-
-void kern_softmax_forward(struct kern_softmax *op, float *y, const float *x)
-{
-    assert(op != NULL && y != NULL && x != NULL);
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_softmax_forward(op, y, x);
+    op->B = batch;
+    op->T = seq;
+    op->H = heads;
+    op->D = head_dim;
+    op->tile = tile < seq ? tile : seq;
+    enum rz_status st = PLAN(op, attention_init);
+    if (st != RZ_OK)
+        kern_attention_destroy(op);
     else
-        kern_ref_softmax_forward(op, y, x);
+        *out = op;
+    return st;
 }
 
-void kern_softmax_backward(struct kern_softmax *op, float *dx, const float *dy, const float *y)
+void kern_attention_forward(struct kern_attention *op, float *y, float *lse, const float *qkv)
 {
-    assert(op != NULL && dx != NULL && dy != NULL && y != NULL);
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_softmax_backward(op, dx, dy, y);
-    else
-        kern_ref_softmax_backward(op, dx, dy, y);
+    assert(op != NULL && y != NULL && lse != NULL && qkv != NULL);
+    TIMED(op->ctx, KERN_ATTENTION, op->ctx->ops->attention_forward(op, y, lse, qkv));
 }
 
-void kern_softmax_destroy(struct kern_softmax *op)
+void kern_attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
+                             const float *qkv, const float *y, const float *lse)
 {
-    if (op == NULL)
-        return;
-    kern_dnnl_softmax_fini(op);
-    free(op);
+    assert(op != NULL && dqkv != NULL && dy != NULL && qkv != NULL && y != NULL && lse != NULL);
+    TIMED(op->ctx, KERN_ATTENTION, op->ctx->ops->attention_backward(op, dqkv, dy, qkv, y, lse));
+}
+
+void kern_attention_destroy(struct kern_attention *op)
+{
+    if (op != NULL)
+        op_release(op, op->ctx->ops->attention_free, op->impl);
 }
 
 /* ---- cross-entropy ------------------------------------------------------------------------- */
 
 enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, int64_t rows,
-                                int64_t vocab, struct rz_err *err)
+                                int64_t vocab, bool bf16_out, struct rz_err *err)
 {
     *out = NULL;
     const int64_t dims[] = {rows, vocab};
@@ -367,8 +389,13 @@ enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, in
     op->ctx = ctx;
     op->rows = rows;
     op->vocab = vocab;
-    *out = op;
-    return RZ_OK;
+    op->bf16_out = bf16_out;
+    enum rz_status st = PLAN(op, xent_init);
+    if (st != RZ_OK)
+        kern_xent_destroy(op);
+    else
+        *out = op;
+    return st;
 }
 
 /* Targets are validated by the data loader (RZ_EDATA); here a bad one is a programmer error. */
@@ -386,26 +413,22 @@ void kern_xent_forward(struct kern_xent *op, float *losses, float *probs, const 
 {
     assert(op != NULL && losses != NULL && probs != NULL && logits != NULL && targets != NULL);
     assert(targets_in_range(targets, op->rows, op->vocab));
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_xent_forward(op, losses, probs, logits, targets);
-    else
-        kern_ref_xent_forward(op, losses, probs, logits, targets);
+    TIMED(op->ctx, KERN_LOSS, op->ctx->ops->xent_forward(op, losses, probs, logits, targets));
 }
 
-void kern_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
+void kern_xent_backward(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
                         const int32_t *targets, float scale)
 {
     assert(op != NULL && dlogits != NULL && probs != NULL && targets != NULL);
     assert(targets_in_range(targets, op->rows, op->vocab));
-    if (op->ctx->backend == KERN_DNNL)
-        kern_dnnl_xent_backward(op, dlogits, probs, targets, scale);
-    else
-        kern_ref_xent_backward(op, dlogits, probs, targets, scale);
+    TIMED(op->ctx, KERN_LOSS,
+          op->ctx->ops->xent_backward(op, dlogits, dbias, probs, targets, scale));
 }
 
 void kern_xent_destroy(struct kern_xent *op)
 {
-    free(op);
+    if (op != NULL)
+        op_release(op, op->ctx->ops->xent_free, op->impl);
 }
 
 /* ---- measured peak ------------------------------------------------------------------------- */
@@ -421,7 +444,7 @@ static void fill_pattern(float *x, size_t n)
 }
 
 /* Runs `op` repeatedly for about `seconds` (at least 3 times) and returns the best GFLOP/s. */
-static double best_gflops(struct kern_matmul *op, float *c, const float *a, const float *b,
+static double best_gflops(struct kern_matmul *op, float *c, const void *a, const void *b,
                           double flops, double seconds)
 {
     double best = 0.0;
@@ -437,11 +460,20 @@ static double best_gflops(struct kern_matmul *op, float *c, const float *a, cons
     return best * 1e-9;
 }
 
-enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k,
+/* a (n) = the fill pattern, as floats or rounded to bf16 (through the scratch `tmp`, n floats). */
+static void fill_operand(void *a, float *tmp, size_t n, bool bf16)
+{
+    fill_pattern(bf16 ? tmp : a, n);
+    if (bf16)
+        kern_round_bf16(a, tmp, (int64_t)n);
+}
+
+enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k, bool bf16,
                                  double seconds, double *gflops, struct rz_err *err)
 {
     *gflops = 0.0;
-    const struct kern_matmul_desc d = {.batch = 1, .m = m, .n = n, .k = k, .alpha = 1.0f};
+    const struct kern_matmul_desc d = {.batch = 1, .m = m, .n = n, .k = k, .alpha = 1.0f,
+                                       .bf16 = bf16};
     if (!(seconds >= 0.0) || seconds > 3600.0)
         return rz_fail(err, RZ_ECONFIG, "measure peak: seconds must be in [0, 3600], got %g",
                        seconds);
@@ -449,20 +481,22 @@ enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int
     enum rz_status st = kern_matmul_create(&op, ctx, &d, err);
     if (st != RZ_OK)
         return st;
-    float *a = rz_alloc_aligned((size_t)m * (size_t)k * sizeof(float));
-    float *b = rz_alloc_aligned((size_t)k * (size_t)n * sizeof(float));
-    float *c = rz_alloc_aligned((size_t)m * (size_t)n * sizeof(float));
-    if (a == NULL || b == NULL || c == NULL) {
+    size_t na = (size_t)m * (size_t)k, nb = (size_t)k * (size_t)n, nc = (size_t)m * (size_t)n;
+    size_t nt = bf16 ? (na > nb ? na : nb) : 0;
+    void *a = rz_alloc_aligned(na * sizeof(float)), *b = rz_alloc_aligned(nb * sizeof(float));
+    float *c = rz_alloc_aligned(nc * sizeof(float)), *tmp = rz_alloc_aligned(nt * sizeof(float));
+    if (a == NULL || b == NULL || c == NULL || (nt > 0 && tmp == NULL)) {
         st = rz_fail(err, RZ_ENOMEM, "measure peak: out of memory for a (%" PRId64 ", %" PRId64
                      ") x (%" PRId64 ", %" PRId64 ") matmul", m, k, k, n);
     } else {
-        fill_pattern(a, (size_t)m * (size_t)k);
-        fill_pattern(b, (size_t)k * (size_t)n);
+        fill_operand(a, tmp, na, bf16);
+        fill_operand(b, tmp, nb, bf16);
         *gflops = best_gflops(op, c, a, b, 2.0 * (double)m * (double)n * (double)k, seconds);
     }
     free(a);
     free(b);
     free(c);
+    free(tmp);
     kern_matmul_destroy(op);
     return st;
 }

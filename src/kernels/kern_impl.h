@@ -1,13 +1,16 @@
-/* kern_impl.h: the op structs shared by kern_common.c, kern_ref.c and kern_dnnl.c, and the
- * backend entry points that kern_common.c dispatches to.
+/* kern_impl.h: the op structs shared by kern_common.c and the backends, and the ops table that
+ * every backend fills in.
  *
- * kern_common.c validates arguments, allocates the op struct and fills its common fields; it then
- * calls kern_<backend>_<op>_init to plan the op and kern_<backend>_<op>_fini to undo it.  The
- * backend state of the oneDNN backend is an opaque struct defined in kern_dnnl.c, so this header
- * (and everything but kern_dnnl.c) stays free of dnnl.h.  Not a public header: only the kernels
- * module and its white-box test include it.
+ * A backend is one const `struct kern_ops` (kern_ref_ops, kern_dnnl_ops): kern_common.c validates
+ * arguments, allocates the op struct, fills its common fields and calls the table's x_init to plan
+ * the op (which may leave backend state in op->impl); the execute path calls the table's
+ * x_forward / x_backward / matmul_run; x_destroy hands op->impl to the table's x_free.  Callers
+ * never ask which backend they hold, and a backend may take each op from another library.  Backend state is opaque here (void *), so this header (and
+ * everything but kern_dnnl.c) stays free of dnnl.h.  Not a public header: only the kernels module
+ * and its white-box test include it.
  *
- * Ownership: an op owns its backend state; fini releases it and accepts a half-built op. */
+ * Ownership: an op owns its backend state (op->impl); x_free releases it and accepts NULL and a
+ * half-built state.  An init that fails leaves whatever it built in op->impl for x_free. */
 #ifndef RZ_KERNELS_KERN_IMPL_H
 #define RZ_KERNELS_KERN_IMPL_H
 
@@ -15,107 +18,157 @@
 
 #include "kernels/kernels.h"
 
-struct kern_dnnl_ctx;
-struct kern_dnnl_matmul;
-struct kern_dnnl_layernorm;
-struct kern_dnnl_gelu;
-struct kern_dnnl_softmax;
+struct kern_ops;
 
 struct kern_ctx {
     enum kern_backend backend;
-    struct kern_dnnl_ctx *dnnl; /* engine + stream; NULL for KERN_REF */
+    const struct kern_ops *ops;
+    void *impl;                 /* backend state (oneDNN: engine + stream); NULL for ref */
+    struct kern_profile *profile; /* borrowed; NULL: not profiling */
 };
 
 struct kern_matmul {
     struct kern_ctx *ctx;
     struct kern_matmul_desc desc;
-    double *ref_b;   /* ref: op(B_b) widened to double (k, n) */
-    double *ref_acc; /* ref: one output row accumulator (n) */
-    struct kern_dnnl_matmul *dnnl;
+    void *impl;
 };
 
 struct kern_layernorm {
     struct kern_ctx *ctx;
     int64_t rows, cols;
     float eps;
-    struct kern_dnnl_layernorm *dnnl;
+    bool bf16_out;            /* the forward writes y as kern_bf16 */
+    void *impl;
 };
 
 struct kern_gelu {
     struct kern_ctx *ctx;
     int64_t n;
-    struct kern_dnnl_gelu *dnnl;
+    void *impl;
 };
 
-struct kern_softmax {
+struct kern_attention {
     struct kern_ctx *ctx;
-    int64_t rows, cols;
-    bool causal;
-    struct kern_dnnl_softmax *dnnl; /* oneDNN primitives; NULL when causal (own row kernel) */
+    int64_t B, T, H, D;       /* C = H D */
+    int64_t tile;             /* 0 until the backend chooses (the reference ignores it) */
+    void *impl;
 };
 
 struct kern_xent {
     struct kern_ctx *ctx;
-    int64_t rows, vocab; /* the oneDNN backend uses its own row kernel: no backend state */
+    int64_t rows, vocab;
+    bool bf16_out;            /* the backward writes dlogits as kern_bf16 */
+    void *impl;
 };
 
-/* ---- reference backend (kern_ref.c) ---- */
-enum rz_status kern_ref_matmul_init(struct kern_matmul *op, struct rz_err *err);
-void kern_ref_matmul_fini(struct kern_matmul *op);
-void kern_ref_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
-                         const float *bias);
-void kern_ref_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
-                                const float *x, const float *gamma, const float *beta);
-void kern_ref_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma,
-                                 float *dbeta, const float *dy, const float *x,
-                                 const float *mean, const float *var, const float *gamma);
-void kern_ref_gelu_forward(struct kern_gelu *op, float *y, const float *x);
-void kern_ref_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x);
-void kern_ref_softmax_forward(struct kern_softmax *op, float *y, const float *x);
-void kern_ref_softmax_backward(struct kern_softmax *op, float *dx, const float *dy,
-                               const float *y);
-void kern_ref_xent_forward(struct kern_xent *op, float *losses, float *probs,
-                           const float *logits, const int32_t *targets);
-void kern_ref_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
-                            const int32_t *targets, float scale);
+/* One backend.  Every execute entry is required; an x_init may be NULL when the backend plans
+ * nothing for that op (its execute functions then need no state), an x_free NULL when free()
+ * releases the state.  Forward/backward pairs sit side by side, with the signatures of
+ * kernels.h. */
+struct kern_ops {
+    const char *name;           /* as in the config: "ref", "dnnl" */
+    enum rz_status (*ctx_init)(struct kern_ctx *ctx, struct rz_err *err); /* may be NULL */
+    void (*ctx_fini)(struct kern_ctx *ctx);                               /* may be NULL */
+    const char *(*isa)(const struct kern_ctx *ctx);
+    enum rz_status (*check_bf16)(const struct kern_ctx *ctx, struct rz_err *err);
 
-/* ---- oneDNN backend (kern_dnnl.c) ---- */
-enum rz_status kern_dnnl_ctx_init(struct kern_ctx *ctx, struct rz_err *err);
-void kern_dnnl_ctx_fini(struct kern_ctx *ctx);
-const char *kern_dnnl_isa(const struct kern_ctx *ctx);
+    enum rz_status (*matmul_init)(struct kern_matmul *op, struct rz_err *err);
+    void (*matmul_free)(void *impl);
+    void (*matmul_run)(struct kern_matmul *op, float *c, const void *a, const void *b,
+                       const float *bias);
 
-enum rz_status kern_dnnl_matmul_init(struct kern_matmul *op, struct rz_err *err);
-void kern_dnnl_matmul_fini(struct kern_matmul *op);
-void kern_dnnl_matmul_run(struct kern_matmul *op, float *c, const float *a, const float *b,
-                          const float *bias);
+    enum rz_status (*layernorm_init)(struct kern_layernorm *op, struct rz_err *err);
+    void (*layernorm_free)(void *impl);
+    void (*layernorm_forward)(struct kern_layernorm *op, void *y, float *mean, float *var,
+                              const float *x, const float *gamma, const float *beta);
+    void (*layernorm_backward)(struct kern_layernorm *op, float *dx, float *dgamma,
+                               float *dbeta, const float *dy, const float *x, const float *mean,
+                               const float *var, const float *gamma, bool accumulate_dx);
 
-enum rz_status kern_dnnl_layernorm_init(struct kern_layernorm *op, struct rz_err *err);
-void kern_dnnl_layernorm_fini(struct kern_layernorm *op);
-void kern_dnnl_layernorm_forward(struct kern_layernorm *op, float *y, float *mean, float *var,
+    enum rz_status (*gelu_init)(struct kern_gelu *op, struct rz_err *err);
+    void (*gelu_free)(void *impl);
+    void (*gelu_forward)(struct kern_gelu *op, float *y, const float *x);
+    void (*gelu_backward)(struct kern_gelu *op, float *dx, const float *dy, const float *x);
+
+    enum rz_status (*attention_init)(struct kern_attention *op, struct rz_err *err);
+    void (*attention_free)(void *impl);
+    void (*attention_forward)(struct kern_attention *op, float *y, float *lse, const float *qkv);
+    void (*attention_backward)(struct kern_attention *op, float *dqkv, const float *dy,
+                               const float *qkv, const float *y, const float *lse);
+
+    enum rz_status (*xent_init)(struct kern_xent *op, struct rz_err *err);
+    void (*xent_free)(void *impl);
+    void (*xent_forward)(struct kern_xent *op, float *losses, float *probs, const float *logits,
+                         const int32_t *targets);
+    void (*xent_backward)(struct kern_xent *op, void *dlogits, float *dbias, const float *probs,
+                          const int32_t *targets, float scale);
+};
+
+extern const struct kern_ops kern_ref_ops;  /* kern_ref.c */
+extern const struct kern_ops kern_dnnl_ops; /* kern_dnnl.c */
+
+/* ---- the oneDNN backend's attention: libxsmm's JIT kernels for its tile matmuls (kern_xsmm.c,
+ * the only file that includes libxsmm.h), with the signatures of kernels.h -------------------- */
+enum rz_status kern_xsmm_attention_init(struct kern_attention *op, struct rz_err *err);
+void kern_xsmm_attention_free(void *impl);
+void kern_xsmm_attention_forward(struct kern_attention *op, float *y, float *lse,
+                                 const float *qkv);
+void kern_xsmm_attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
+                                  const float *qkv, const float *y, const float *lse);
+
+/* ---- the oneDNN backend's own row kernels (kern_simd.c) -------------------------------------- */
+
+/* Layer normalization, with the signatures of kernels.h; the backward's column sums go through
+ * `scratch` (kern_simd_layernorm_scratch floats). */
+void kern_simd_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
                                  const float *x, const float *gamma, const float *beta);
-void kern_dnnl_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma,
-                                  float *dbeta, const float *dy, const float *x,
-                                  const float *mean, const float *var, const float *gamma);
+int64_t kern_simd_layernorm_scratch(const struct kern_layernorm *op);
+void kern_simd_layernorm_backward(struct kern_layernorm *op, float *scratch, float *dx,
+                                  float *dgamma, float *dbeta, const float *dy, const float *x,
+                                  const float *mean, const float *var, const float *gamma,
+                                  bool accumulate_dx);
 
-enum rz_status kern_dnnl_gelu_init(struct kern_gelu *op, struct rz_err *err);
-void kern_dnnl_gelu_fini(struct kern_gelu *op);
-void kern_dnnl_gelu_forward(struct kern_gelu *op, float *y, const float *x);
-void kern_dnnl_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x);
-
-enum rz_status kern_dnnl_softmax_init(struct kern_softmax *op, struct rz_err *err);
-void kern_dnnl_softmax_fini(struct kern_softmax *op);
-void kern_dnnl_softmax_forward(struct kern_softmax *op, float *y, const float *x);
-void kern_dnnl_softmax_backward(struct kern_softmax *op, float *dx, const float *dy,
-                                const float *y);
-
-void kern_dnnl_xent_forward(struct kern_xent *op, float *losses, float *probs,
+/* Cross-entropy, with the signatures of kernels.h. */
+void kern_simd_xent_forward(struct kern_xent *op, float *losses, float *probs,
                             const float *logits, const int32_t *targets);
-void kern_dnnl_xent_backward(struct kern_xent *op, float *dlogits, const float *probs,
-                             const int32_t *targets, float scale);
+/* The backward's column sums go through `scratch` (kern_simd_xent_scratch floats). */
+int64_t kern_simd_xent_scratch(const struct kern_xent *op);
+void kern_simd_xent_backward(struct kern_xent *op, float *scratch, void *dlogits, float *dbias,
+                             const float *probs, const int32_t *targets, float scale);
 
-/* The vectorized exp used by the oneDNN backend's own row kernels: y[i] = exp(x[i]) with relative
- * error < 1e-6 for normal results; results below FLT_MIN are flushed to 0.  Exposed so the tests
- * can check its accuracy directly. */
-void kern_dnnl_exp(float *y, const float *x, int64_t n);
+/* The row steps of the blocked attention, for one head (kern_xsmm.c runs the tile matmuls
+ * between them).  A tile holds the (bq, bk) scores of queries [q0, q0 + bq) against keys
+ * [k0, k0 + bk), row stride ld, not yet scaled by 1/sqrt(D).  On the diagonal tile (k0 == q0) keys
+ * past the query are masked: their probabilities are exactly 0.  m, l (bq) are the running max
+ * and sum of the query tile's rows; lse and delta are (T) per head; y and dy rows are ld* apart. */
+struct kern_attn_tile {
+    float *s;
+    int64_t ld, q0, bq, k0, bk;
+};
+/* Online softmax step (forward): s becomes exp(scale s - m_new); m and l are updated, and the
+ * rows of y that hold earlier tiles' sums are rescaled by exp(m_old - m_new).  The first key
+ * tile (k0 == 0) starts them. */
+void kern_simd_attn_online(const struct kern_attn_tile *t, float scale, float *m, float *l,
+                           float *y, int64_t ldy, int64_t D);
+/* End of a query tile: its y rows /= l; lse[q0 + r] = m + log l. */
+void kern_simd_attn_finish(float *y, int64_t ldy, int64_t D, float *lse, const float *m,
+                           const float *l, int64_t q0, int64_t bq);
+/* delta (T) = rowsum(dy * y), rows ld apart: the backward's D of FlashAttention-2. */
+void kern_simd_attn_delta(float *delta, const float *dy, const float *y, int64_t ld, int64_t D,
+                          int64_t T);
+/* Backward: the probabilities recomputed in place, p = exp(scale s - lse) (masked 0). */
+void kern_simd_attn_probs(const struct kern_attn_tile *t, float scale, const float *lse);
+/* Backward: the tile t holds dp; it becomes the scaled score gradient scale p (dp - delta). */
+void kern_simd_attn_dscores(const struct kern_attn_tile *t, const float *p, const float *delta,
+                            float scale);
+
+/* kern_round_bf16's loop (shared by both backends), and its one value. */
+void kern_simd_round_bf16(kern_bf16 *dst, const float *src, int64_t n);
+kern_bf16 kern_simd_bf16(float f);
+
+/* The vectorized exp of those kernels: y[i] = exp(x[i]) with relative error < 1e-6 for normal
+ * results; results below FLT_MIN are flushed to 0.  Exposed so the tests can check its accuracy
+ * directly. */
+void kern_simd_exp(float *y, const float *x, int64_t n);
 
 #endif

@@ -110,6 +110,7 @@ static const struct metrics_rank_live *me(const struct prom_ctx *x) { return &x-
 static double g_step(const struct prom_ctx *x) { return (double)x->d->step; }
 static double g_loss(const struct prom_ctx *x) { return x->d->loss; }
 static double g_lr(const struct prom_ctx *x) { return x->d->lr; }
+static double g_val(const struct prom_ctx *x) { return x->d->has_val ? x->d->val_loss : (double)NAN; }
 static double g_sps(const struct prom_ctx *x)
 {
     return x->d->rank_samples_per_step / me(x)->step_mean_s;
@@ -140,6 +141,8 @@ static const struct prom_row rank_rows[] = {
     {"ryzen_train_step", "gauge", "Optimizer steps completed.", g_step},
     {"ryzen_train_loss", "gauge", "Training loss of the last step (nats, mean over the global "
      "batch; NaN when it was not finite).", g_loss},
+    {"ryzen_train_validation_loss", "gauge", "Loss over the fixed held-out validation set at the "
+     "last validation (nats; only with data.val_fraction or data.val_path).", g_val},
     {"ryzen_train_learning_rate", "gauge", "Learning rate of the last step.", g_lr},
     {"ryzen_train_samples_per_second", "gauge", "Samples this rank trains per second (window "
      "mean).", g_sps},

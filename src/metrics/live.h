@@ -66,6 +66,8 @@ struct metrics_prom_doc {
     const char *const *hosts;           /* world entries: each rank's node */
     int64_t step, samples_seen;
     double loss, lr;
+    bool has_val;                       /* a validation ran: val_loss is its loss */
+    double val_loss;
     double rank_samples_per_step;       /* samples one rank processes per optimizer step */
     int64_t restarts, skipped_steps;
     double last_ckpt_unix;              /* 0: none committed yet */

@@ -79,6 +79,11 @@ enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step 
     if (s->skipped_total > 0)
         rz_json_kv_int(&j, "skipped_total", s->skipped_total);
     rz_json_kv_int(&j, "world_size", s->world_size);
+    if (s->has_val) {
+        rz_json_kv_double(&j, "val_loss", s->val_loss);
+        snprintf(hex, sizeof hex, "%a", s->val_loss);
+        rz_json_kv_string(&j, "val_loss_hex", hex);
+    }
     if (s->has_sync) {
         rz_json_kv_bool(&j, "sync_ok", s->sync_ok != 0);
         rz_json_kv_double(&j, "param_spread", s->param_spread);
@@ -127,6 +132,18 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
     rz_json_kv_int(&j, "num_parameters", s->num_parameters);
     if (s->entropy_floor >= 0.0)
         rz_json_kv_double(&j, "entropy_floor", s->entropy_floor);
+    if (s->predicted_peak_rss_bytes > 0) {
+        rz_json_kv_uint(&j, "peak_rss_bytes", s->peak_rss_bytes);
+        rz_json_kv_uint(&j, "predicted_peak_rss_bytes", s->predicted_peak_rss_bytes);
+    }
+    if (s->has_val) {
+        char hex[64];
+        snprintf(hex, sizeof hex, "%a", s->val_loss);
+        rz_json_kv_double(&j, "val_loss", s->val_loss);
+        rz_json_kv_string(&j, "val_loss_hex", hex);
+        rz_json_kv_int(&j, "val_step", s->val_step);
+        rz_json_kv_int(&j, "val_samples", s->val_samples);
+    }
     rz_json_object_end(&j);
     rz_json_kv_string(&j, "config", s->config_path != NULL ? s->config_path : "");
     rz_json_kv_string(&j, "resumed_from", s->resumed_from != NULL ? s->resumed_from : "");
@@ -144,6 +161,8 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
         rz_json_kv_double(&j, "comm_share", rr->comm_share);
         rz_json_kv_double(&j, "duration_sec", rr->duration_sec);
         rz_json_kv_uint(&j, "peak_rss_bytes", rr->peak_rss_bytes);
+        rz_json_kv_uint(&j, "optimizer_rss_bytes", rr->optimizer_rss_bytes);
+        rz_json_kv_uint(&j, "predicted_peak_rss_bytes", rr->predicted_peak_rss_bytes);
         rz_json_object_end(&j);
     }
     rz_json_array_end(&j);

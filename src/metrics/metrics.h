@@ -34,6 +34,9 @@ struct metrics_step {
     const char *skip_reason; /* why (skipped steps only) */
     int64_t skipped_total;   /* steps skipped so far in the run, this one included */
     int world_size;
+    /* validation, on the steps that ran one (has_val) */
+    int has_val;
+    double val_loss;         /* mean loss over the fixed validation set */
     /* gradient-sync check, on the steps that ran one (has_sync) */
     int has_sync;
     int sync_ok;             /* every rank's parameter hash identical */
@@ -60,6 +63,8 @@ struct metrics_rank_result {
     double comm_share;       /* this rank's exposed communication share */
     double duration_sec;
     uint64_t peak_rss_bytes;
+    uint64_t optimizer_rss_bytes; /* RSS grown by the Adam moments (+ ZeRO's gradient shard) */
+    uint64_t predicted_peak_rss_bytes; /* the memory planner's figure (plan.h) */
 };
 
 struct metrics_summary {
@@ -79,6 +84,12 @@ struct metrics_summary {
     int64_t num_parameters;
     double entropy_floor;        /* < 0 when unknown */
     const char *config_path;
+    uint64_t peak_rss_bytes;     /* the largest of the ranks' peak RSS */
+    uint64_t predicted_peak_rss_bytes; /* the largest of the planner's figures for them */
+    int has_val;                 /* a validation ran: the three below are set */
+    int64_t val_step;            /* step of the last validation */
+    double val_loss;
+    int64_t val_samples;         /* size of the validation set */
     const struct metrics_rank_result *ranks; /* num_processes entries */
 };
 

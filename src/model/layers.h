@@ -2,7 +2,8 @@
  * finite-difference tests).  Each layer holds only its planned kernel ops; tensors are passed in,
  * arguments ordered outputs, inputs, saved state.  Backward functions ADD parameter gradients and
  * OVERWRITE input gradients unless the comment says otherwise.
- * Sizes: N = B*T rows, C model width, F feed-forward width, V vocab, H heads, D = C/H. */
+ * Sizes: N = B*T rows, C model width, F feed-forward width, V vocab.  The attention core is one
+ * kernel op (kern_attention, kernels.h), called by model.c directly. */
 #ifndef RZ_MODEL_LAYERS_H
 #define RZ_MODEL_LAYERS_H
 
@@ -11,7 +12,9 @@
 #include "core/status.h"
 #include "kernels/kernels.h"
 
-/* ---- linear: y (N, out) = x (N, in) @ w^T + b,  w (out, in), b (out) ---------------------- */
+/* ---- linear: y (N, out) = x (N, in) @ w^T + b,  w (out, in), b (out) ----------------------
+ * The matmuls' operands x, w and dy_mm are float, or kern_bf16 for a layer made with bf16 (the
+ * caller rounds them with kern_round_bf16); y, b, dx, dw, db and dy are always float. */
 struct linear {
     int64_t rows, in, out;
     struct kern_matmul *fwd;   /* y = x w^T + b */
@@ -19,46 +22,14 @@ struct linear {
     struct kern_matmul *bwd_w; /* dw += dy^T x */
 };
 enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows, int64_t in,
-                           int64_t out, struct rz_err *err);
+                           int64_t out, bool bf16, struct rz_err *err);
 void linear_free(struct linear *l);
-void linear_forward(struct linear *l, float *y, const float *x, const float *w, const float *b);
-/* dx may be NULL (not needed); dw, db accumulate. */
+void linear_forward(struct linear *l, float *y, const void *x, const void *w, const float *b);
+/* dy feeds the bias gradient, dy_mm (dy itself or its bf16 rounding) the matmuls.  dx may be NULL
+ * (not needed); dw, db accumulate; db (and then dy) may be NULL when the bias gradient is summed
+ * elsewhere (the cross-entropy sums the head's in its own pass). */
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
-                     const float *x, const float *w);
-
-/* ---- causal multi-head self-attention core (no projections) -------------------------------
- * qkv (N, 3C) -> y (N, C); saves q, k, v (B, H, T, D) and the attention probabilities
- * att (B, H, T, T).  Scratch: scores (B, H, T, T) and heads (B, H, T, D). */
-struct attention {
-    int64_t B, T, C, H, D;
-    struct kern_matmul *scores;   /* S = scale Q K^T        (BH: T x D @ D x T) */
-    struct kern_matmul *mix;      /* O = P V                (BH: T x T @ T x D) */
-    struct kern_matmul *d_att;    /* dP = dO V^T */
-    struct kern_matmul *d_v;      /* dV = P^T dO */
-    struct kern_matmul *d_q;      /* dQ = scale dS K */
-    struct kern_matmul *d_k;      /* dK = scale dS^T Q */
-    struct kern_softmax *softmax; /* causal, rows BHT x T */
-};
-struct attention_saved {
-    float *q, *k, *v;  /* (B, H, T, D) each */
-    float *att;        /* (B, H, T, T) probabilities */
-};
-/* d_scores may alias scores, and dq may alias heads: each is dead before its partner is
- * written (attention_backward relies on in-place softmax backward, kernels.h). */
-struct attention_scratch {
-    float *scores;     /* (B, H, T, T) */
-    float *d_scores;   /* (B, H, T, T) */
-    float *heads;      /* (B, H, T, D) */
-    float *dq, *dk, *dv; /* (B, H, T, D) each */
-};
-enum rz_status attention_init(struct attention *a, struct kern_ctx *ctx, int64_t B, int64_t T,
-                              int64_t C, int64_t H, struct rz_err *err);
-void attention_free(struct attention *a);
-void attention_forward(struct attention *a, float *y, struct attention_saved *s,
-                       struct attention_scratch *w, const float *qkv);
-/* dqkv (N, 3C) overwritten from dy (N, C). */
-void attention_backward(struct attention *a, float *dqkv, const float *dy,
-                        const struct attention_saved *s, struct attention_scratch *w);
+                     const void *dy_mm, const void *x, const void *w);
 
 /* ---- token + position embedding: x (B, T, C) = wte[tokens] + wpe[t] ------------------------ */
 void embedding_forward(float *x, const int32_t *tokens, const float *wte, const float *wpe,
@@ -66,6 +37,23 @@ void embedding_forward(float *x, const int32_t *tokens, const float *wte, const 
 /* dwte, dwpe accumulate. */
 void embedding_backward(float *dwte, float *dwpe, const float *dx, const int32_t *tokens,
                         int64_t B, int64_t T, int64_t C);
+
+/* ---- inverted dropout (Srivastava et al. 2014): y = x * keep / (1 - p) -----------------------
+ * keep is 0 with probability p, a pure function of (seed, step, global sample index, layer, site)
+ * and the element's (t, c): the mask needs no storage, is the same in a recomputed forward and
+ * in the backward, and the same for a sample at any batch position, rank or world size.
+ * Rows of x are (B, T) with row b*T + t belonging to global sample first_sample + b. */
+struct dropout_site {
+    float p;                  /* drop probability, [0, 1) */
+    uint64_t seed, step, first_sample;
+    int layer, site;          /* which mask: a block (or the embeddings) and a place in it */
+};
+/* y (B, T, C) = dropout(x); y may alias x. */
+void dropout_forward(float *y, const float *x, const struct dropout_site *s, int64_t B,
+                     int64_t T, int64_t C);
+/* dx (B, T, C) = dy through the same mask and scale; dx may alias dy. */
+void dropout_backward(float *dx, const float *dy, const struct dropout_site *s, int64_t B,
+                      int64_t T, int64_t C);
 
 /* ---- small elementwise helpers -------------------------------------------------------------- */
 void vec_add(float *y, const float *a, const float *b, int64_t n);   /* y = a + b */

@@ -80,9 +80,33 @@ double optim_lr_at(const struct optim_opts *o, int64_t step)
     return min_lr + 0.5 * (o->lr - min_lr) * (1.0 + cos(M_PI * frac));
 }
 
+size_t optim_norm_blocks(size_t n)
+{
+    return (n + OPTIM_NORM_BLOCK - 1) / OPTIM_NORM_BLOCK;
+}
+
+void optim_block_sumsq(double *blocks, const float *g, size_t lo, size_t hi)
+{
+    for (size_t a = lo; a < hi; a += OPTIM_NORM_BLOCK) {
+        size_t len = hi - a < OPTIM_NORM_BLOCK ? hi - a : OPTIM_NORM_BLOCK;
+        blocks[a / OPTIM_NORM_BLOCK] = rz_sumsq(g + (a - lo), len);
+    }
+}
+
+double optim_norm_of_blocks(const double *blocks, size_t nblocks)
+{
+    double total = 0.0;
+    for (size_t k = 0; k < nblocks; k++)
+        total += blocks[k];
+    return sqrt(total);
+}
+
 double optim_grad_norm(const float *g, size_t n)
 {
-    return sqrt(rz_sumsq(g, n));
+    double total = 0.0; /* the block sums of optim_norm_of_blocks, added in the same order */
+    for (size_t a = 0; a < n; a += OPTIM_NORM_BLOCK)
+        total += rz_sumsq(g + a, n - a < OPTIM_NORM_BLOCK ? n - a : OPTIM_NORM_BLOCK);
+    return sqrt(total);
 }
 
 RZ_SIMD_CLONES float optim_clip(float *g, size_t n, double norm, double max_norm)

@@ -48,7 +48,19 @@ void optim_destroy(struct optim *o);
 /* Learning rate used at 0-based optimizer step `step`. */
 double optim_lr_at(const struct optim_opts *opts, int64_t step);
 
-/* Global L2 norm of g (n), accumulated in double in a fixed order (deterministic). */
+/* Global L2 norm, also with sharded gradients (ZeRO): the sums of squares of fixed blocks of
+ * OPTIM_NORM_BLOCK floats of the flat buffer, each in double (rz_sumsq), added in block order.
+ * Shard boundaries are multiples of the block (train.c), so a rank that holds some blocks and a
+ * rank that holds all of them add the same block sums in the same order: the norm, and so the
+ * clipping, is the same bits at every world size and ZeRO stage for the same gradients. */
+#define OPTIM_NORM_BLOCK 4096
+size_t optim_norm_blocks(size_t n);
+/* blocks[k] for the blocks k of [lo, hi) of the buffer (lo a multiple of the block, hi a
+ * multiple or the buffer's end); g holds floats lo .. hi - 1. */
+void optim_block_sumsq(double *blocks, const float *g, size_t lo, size_t hi);
+/* sqrt of blocks[0] + blocks[1] + ... in that order. */
+double optim_norm_of_blocks(const double *blocks, size_t nblocks);
+/* The same norm of a whole buffer g (n) without a block array. */
 double optim_grad_norm(const float *g, size_t n);
 
 /* Scale g so its norm is at most max_norm (no-op if max_norm <= 0 or norm <= max_norm);

@@ -22,8 +22,8 @@
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "plan/plan.h"
 
-#define RUNTIME_BYTES (64.0 * 1024 * 1024) /* libraries, stacks, oneDNN scratch: measured ~40 MB */
 #define MEMORY_MARGIN 0.9                  /* use at most 90% of the limit */
 #define PROBE_FLOATS ((size_t)1 << 20)
 #define MAX_CPUS 1024
@@ -239,7 +239,17 @@ static void probe_ckpt_dir(const char *run_dir, struct probe *p)
     p->ckpt_ok = 1;
 }
 
-static void probe_self(const struct preflight_opts *o, const struct model_dims *d, struct probe *p)
+/* The memory planner's peak RSS for this rank (plan.h): rank 0 also stages a tensor's moments
+ * when it writes a ZeRO checkpoint. */
+static double plan_need(const struct cfg *c, int world, int rank)
+{
+    struct plan p;
+    if (plan_compute(&p, c, world, NULL, NULL) != RZ_OK)
+        return 0.0;
+    return (double)(rank == 0 ? p.peak_rank0 : p.peak);
+}
+
+static void probe_self(const struct preflight_opts *o, struct probe *p)
 {
     memset(p, 0, sizeof *p);
     p->rank = comm_rank(o->comm);
@@ -251,7 +261,7 @@ static void probe_self(const struct preflight_opts *o, const struct model_dims *
     p->mem_available = meminfo("MemAvailable");
     p->mem_total = meminfo("MemTotal");
     probe_memory_limit(o->env, p);
-    p->need = (double)model_memory_bytes(d) + RUNTIME_BYTES;
+    p->need = plan_need(o->cfg, comm_size(o->comm), p->rank);
     probe_cpus(o->env, p);
     probe_ckpt_dir(o->run_dir, p);
     p->fail_hook = strcmp(RZ_HOOK(preflight_fail_host, ""), p->host) == 0;
@@ -308,7 +318,26 @@ static void judge_cpus(const struct probe *all, int n, struct verdict *v)
                            bound(&all[r]) ? "" : " (not bound)");
 }
 
-static void judge_memory(const struct probe *all, int n, struct verdict *v)
+/* Over the limit: the cheapest change of settings that would fit each of the node's `ranks` ranks
+ * in its share of the usable memory (plan_suggest's order: ZeRO, recomputation, micro-batch). */
+static void suggest_fit(struct verdict *v, const struct cfg *c, int world, int ranks,
+                        double usable)
+{
+    struct plan_settings s;
+    struct plan p;
+    char change[400];
+    uint64_t share = (uint64_t)(MEMORY_MARGIN * usable / (double)ranks);
+    bool fits = plan_suggest(&s, &p, c, world, share);
+    plan_describe_change(change, sizeof change, c, &s);
+    if (fits)
+        add_detail(v, CHECK_MEMORY, "; the cheapest change that fits: %s (%.0f MB per rank)",
+                   change, (double)p.peak_rank0 / 1e6);
+    else
+        add_detail(v, CHECK_MEMORY, "; even %s needs %.0f MB per rank: more ranks or nodes",
+                   change, (double)p.peak_rank0 / 1e6);
+}
+
+static void judge_memory(const struct probe *all, int n, const struct cfg *c, struct verdict *v)
 {
     v->ok[CHECK_MEMORY] = true;
     for (int r = 0; r < n; r++) {
@@ -334,11 +363,12 @@ static void judge_memory(const struct probe *all, int n, struct verdict *v)
                    all[r].host, ranks, need / 1e6, usable / 1e6,
                    capped ? "(the job's limit: " : "available", capped ? all[r].limit_source : "",
                    capped ? ")" : "", all[r].fail_hook ? " (failed by a test hook)" : "");
-        if (need > MEMORY_MARGIN * usable)
-            add_detail(v, CHECK_MEMORY, ": over %.0f%%; %s at least %.0f MB, or lower "
-                       "training.batch_size", 100.0 * MEMORY_MARGIN,
-                       capped ? "raise --mem to" : "the node needs",
+        if (need > MEMORY_MARGIN * usable) {
+            add_detail(v, CHECK_MEMORY, ": over %.0f%%; %s at least %.0f MB",
+                       100.0 * MEMORY_MARGIN, capped ? "raise --mem to" : "the node needs",
                        need / MEMORY_MARGIN / 1e6 + 1.0);
+            suggest_fit(v, c, n, ranks, usable);
+        }
     }
 }
 
@@ -488,10 +518,8 @@ static enum rz_status run_collectives(const struct preflight_opts *o, struct ver
 enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
 {
     const struct cfg *c = o->cfg;
-    struct model_dims d = {
-        .vocab = c->model.vocab_size, .d_model = c->model.d_model, .n_heads = c->model.n_heads,
-        .n_layers = c->model.n_layers, .d_ff = c->model.d_ff, .seq_len = c->model.seq_len,
-        .batch = c->training.batch_size};
+    struct plan_settings ps = plan_settings_of(c);
+    struct model_dims d = plan_model_dims(c, &ps);
     static struct verdict v;
     memset(&v, 0, sizeof v);
     int n = comm_size(o->comm);
@@ -502,12 +530,12 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     struct probe mine, *all = calloc((size_t)n, sizeof *all);
     if (all == NULL)
         return rz_fail(err, RZ_ENOMEM, "preflight: out of memory");
-    probe_self(o, &d, &mine);
+    probe_self(o, &mine);
     if (st == RZ_OK)
         st = comm_allgather_bytes(o->comm, &mine, sizeof mine, all, err);
     if (st == RZ_OK) {
         judge_cpus(all, n, &v);
-        judge_memory(all, n, &v);
+        judge_memory(all, n, c, &v);
         judge_ckpt(all, n, 3.0 * 4.0 * (double)model_count_params(&d) + 1e6, &v);
         judge_isa(all, n, &v);
     }

@@ -5,8 +5,10 @@
  *   allreduce   an allreduce of known values is exact (allclose)
  *   cpus        each rank's allowed CPUs (recorded); OMP_NUM_THREADS fits in them, and ranks on
  *               one node are not bound to overlapping CPUs
- *   memory      per node: ranks x (model bytes + runtime) fits in the job's own limit (cgroup,
- *               SLURM_MEM_PER_NODE / _CPU) and in MemAvailable, with a margin
+ *   memory      per node: the ranks' predicted peak RSS (the memory planner, plan.h) fits in
+ *               the job's own limit (cgroup, SLURM_MEM_PER_NODE / _CPU) and in MemAvailable,
+ *               with a margin; if not, the message names the need, the limit and the cheapest
+ *               change that would fit (ZeRO stage, recomputation, micro-batch)
  *   checkpoint  the checkpoint directory is writable on every rank with room for a checkpoint
  *               (a warning below two: the commit writes the new file before the old goes)
  *   isa         oneDNN initializes on every rank; the ISAs in use are recorded

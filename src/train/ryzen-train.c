@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "health/health.h"
+#include "plan/plan.h"
 #include "train/preflight.h"
 #include "train/train.h"
 
@@ -34,8 +35,12 @@ struct args {
     const char *resume;
     long long stop_at_step;
     int quiet;
+    int profile;
     int reference;
     int preflight;
+    int plan;                 /* --plan: print the memory plan, no MPI */
+    long world;               /* --world N for --plan (default 1) */
+    uint64_t mem_limit;       /* --mem-limit SIZE for --plan (0: none) */
 };
 
 /* What ryzen-train reads from its environment, read once here. */
@@ -77,8 +82,10 @@ static void env_read(struct env *e)
 static void usage(FILE *f)
 {
     fputs("usage: ryzen-train --config FILE [--set key=value]... [--run-dir DIR]\n"
-          "                   [--resume auto|never|PATH] [--stop-at-step N] [--quiet]\n"
+          "                   [--resume auto|never|PATH] [--stop-at-step N] [--quiet] [--profile]\n"
           "       ryzen-train --config FILE [--set key=value]... [--run-dir DIR] --preflight\n"
+          "       ryzen-train --config FILE [--set key=value]... --plan [--world N]\n"
+          "                   [--mem-limit SIZE]\n"
           "       ryzen-train --config-reference     (print docs/config.md)\n"
           "       ryzen-train --help | --version\n"
           "\n"
@@ -94,9 +101,18 @@ static void usage(FILE *f)
           "  --stop-at-step N  checkpoint after step N and exit 0 (a run segment; the schedule\n"
           "                    still spans training.steps)\n"
           "  --quiet           no progress lines\n"
+          "  --profile         time per op class (matmul, attention, norm, loss, optimizer,\n"
+          "                    communication, other) over the steady steps, and the share of the\n"
+          "                    GEMM-only bound reached (rank 0; printed even with --quiet)\n"
           "  --preflight       only check the launch on every rank (world size, ring, allreduce,\n"
           "                    CPUs, memory against the job's limit, checkpoint directory,\n"
           "                    oneDNN); RUN_DIR/health.json; 0 or 70\n"
+          "  --plan            only print the memory each rank needs (parameters, gradients,\n"
+          "                    optimizer state, activations with and without recomputation,\n"
+          "                    workspace, predicted peak RSS); runs without MPI; exit 0\n"
+          "  --world N         --plan for N ranks (default 1)\n"
+          "  --mem-limit SIZE  --plan: also say whether it fits SIZE per rank (K, M, G, T: binary,\n"
+          "                    as Slurm's --mem) and the cheapest change that would\n"
           "Metrics go to RUN_DIR/metrics/<run-id>/: RYZEN_RUN_ID, else SLURM_JOB_ID, else\n"
           "local-<UTC time>-<pid>.  With RYZEN_ATTEMPT_DIR set (ryzen-step sets it), each rank\n"
           "leaves its exit status and reason in RYZEN_ATTEMPT_DIR/rank-NNNNN.json.\n"
@@ -125,7 +141,7 @@ static int usage_error(int launcher_rank, const char *fmt, ...)
 static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
 {
     enum { O_SET = 1, O_RUN_DIR, O_RESUME, O_STOP_AT, O_PREFLIGHT, O_QUIET, O_REFERENCE,
-           O_VERSION };
+           O_VERSION, O_PLAN, O_WORLD, O_MEM_LIMIT, O_PROFILE };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, O_SET},
         {"run-dir", required_argument, NULL, O_RUN_DIR},
@@ -133,6 +149,9 @@ static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
         {"stop-at-step", required_argument, NULL, O_STOP_AT},
         {"preflight", no_argument, NULL, O_PREFLIGHT}, {"quiet", no_argument, NULL, O_QUIET},
         {"config-reference", no_argument, NULL, O_REFERENCE},
+        {"profile", no_argument, NULL, O_PROFILE},
+        {"plan", no_argument, NULL, O_PLAN}, {"world", required_argument, NULL, O_WORLD},
+        {"mem-limit", required_argument, NULL, O_MEM_LIMIT},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
@@ -155,6 +174,20 @@ static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
                                    "'%s'", optarg);
             break;
         case O_PREFLIGHT: a->preflight = 1; break;
+        case O_PROFILE: a->profile = 1; break;
+        case O_PLAN: a->plan = 1; break;
+        case O_WORLD:
+            a->world = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || a->world < 1 || a->world > 1000000)
+                return usage_error(launcher_rank, "--world needs a positive number of ranks, got "
+                                   "'%s'", optarg);
+            break;
+        case O_MEM_LIMIT: {
+            struct rz_err e;
+            if (plan_parse_size(optarg, &a->mem_limit, &e) != RZ_OK)
+                return usage_error(launcher_rank, "--mem-limit: %s", e.msg);
+            break;
+        }
         case O_QUIET: a->quiet = 1; break;
         case O_REFERENCE: a->reference = 1; break;
         case 'h':
@@ -176,6 +209,8 @@ static int parse_args(struct args *a, int argc, char **argv, int launcher_rank)
         return usage_error(launcher_rank, "unexpected argument '%s'", argv[optind]);
     if (a->config == NULL && !a->reference)
         return usage_error(launcher_rank, "%s", "--config FILE is required");
+    if ((a->world > 0 || a->mem_limit > 0) && !a->plan)
+        return usage_error(launcher_rank, "%s", "--world and --mem-limit go with --plan");
     return 0;
 }
 
@@ -292,7 +327,7 @@ static void run(const struct args *a, const struct cfg *c, struct comm *comm, co
                               .log = a->quiet || rank != 0 ? NULL : stdout,
                               .events = rank != 0 ? NULL : stdout, .peak_seconds = 0.5,
                               .resume = a->resume, .stop_at_step = a->stop_at_step,
-                              .attempt_dir = e->attempt_dir};
+                              .attempt_dir = e->attempt_dir, .profile = a->profile};
     st = train_run(&opts, &res, &err);
     if (res.end_reason[0] != '\0')
         out->end_reason = res.end_reason;
@@ -308,6 +343,20 @@ static void run(const struct args *a, const struct cfg *c, struct comm *comm, co
                res.first_loss, res.final_loss, res.samples_per_sec,
                (double)res.peak_rss_bytes / 1e6, run_dir);
     out->status = rz_exit_code(st);
+}
+
+/* --plan: the memory plan, without MPI. */
+static int print_plan(const struct args *a, const struct cfg *c)
+{
+    static struct rz_err err;
+    struct plan p;
+    enum rz_status st = plan_compute(&p, c, a->world > 0 ? (int)a->world : 1, NULL, &err);
+    if (st != RZ_OK) {
+        fprintf(stderr, "ryzen-train: %s\n", err.msg);
+        return rz_exit_code(st);
+    }
+    plan_print(stdout, &p, c, a->mem_limit);
+    return 0;
 }
 
 /* This rank's exit record (ryzen-step reads them), then the status. */
@@ -348,6 +397,8 @@ int main(int argc, char **argv)
         fail(&out, rz_exit_code(st), err.msg);
         return leave(&e, me, host, &out);
     }
+    if (a.plan)
+        return print_plan(&a, &c);
     /* Before MPI_Init, so the stop signals are ours whatever the MPI library installs. */
     st = health_signals_install(signo, &err);
     /* Also before MPI_Init, which would abort without saying why: a task srun started without

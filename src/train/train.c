@@ -24,6 +24,7 @@
 #include "metrics/metrics.h"
 #include "model/model.h"
 #include "optim/optim.h"
+#include "plan/plan.h"
 #include "train/guard.h"
 
 /* The step's one small collective (step_collective): per rank, these doubles, then the rank's
@@ -46,6 +47,16 @@ struct train_live {
     double memory_limit_bytes, last_ckpt_unix;
     int64_t written_step;      /* the step of the last textfile (-1: none) */
     bool warned;               /* a failed write was reported once */
+};
+
+/* --profile: wall time per op class over the steady steps.  The kernels time their own ops
+ * (matmul, attention, norm, loss; GELU counts as other); the trainer times the optimizer and the
+ * communication it waits for; "other" is the rest of the step (GELU, embeddings, residual adds,
+ * bias gradients, bf16 rounding, data). */
+struct profile {
+    struct kern_profile k;
+    double optimizer_s, comm_s, step_s;
+    int64_t steps;
 };
 
 struct trainer {
@@ -74,7 +85,18 @@ struct trainer {
     int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
     double last_lr, last_loss;
     struct train_live live;
+    /* ZeRO (training.zero_stage 1 or 2: zero_* functions) */
+    int zero;                  /* the stage; 0: every rank holds everything */
+    size_t shard_lo, shard_hi; /* this rank's part of the flat layout (rz_shard) */
+    float *gshard;             /* (hi - lo) reduced gradient of the part */
+    double *norm_blocks;       /* (optim_norm_blocks(n)) block sums of squares (optim.h) */
+    uint64_t optim_rss;        /* RSS grown by the moments (and ZeRO's gradient shard) */
+    /* validation (validate) */
+    double *val_losses;        /* (eval_samples) per-sample losses, gathered by sample index */
+    int64_t val_step;          /* step of the last validation in this process (-1: none) */
+    double val_loss;
     struct ckpt_guard guard;   /* the loss guard's state, carried through checkpoints */
+    struct profile prof;
 };
 
 /* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
@@ -139,6 +161,9 @@ static void trainer_free(struct trainer *t)
     free(t->inputs);
     free(t->targets);
     free(t->config_yaml);
+    free(t->val_losses);
+    free(t->gshard);
+    free(t->norm_blocks);
     memset(t, 0, sizeof *t);
 }
 
@@ -146,12 +171,8 @@ static void trainer_free(struct trainer *t)
 
 static struct model_dims dims_from_cfg(const struct cfg *c)
 {
-    struct model_dims d = {
-        .vocab = c->model.vocab_size, .d_model = c->model.d_model, .n_heads = c->model.n_heads,
-        .n_layers = c->model.n_layers, .d_ff = c->model.d_ff, .seq_len = c->model.seq_len,
-        .batch = c->training.batch_size, .ln_eps = (float)c->model.ln_eps,
-        .init_std = (float)c->model.init_std};
-    return d;
+    struct plan_settings s = plan_settings_of(c);
+    return plan_model_dims(c, &s); /* the planner's mapping, so the plan is of this model */
 }
 
 static enum rz_status optim_opts_from_cfg(struct optim_opts *o, const struct cfg *c,
@@ -187,13 +208,138 @@ static enum rz_status snapshot_config(struct trainer *t, struct rz_err *err)
     return RZ_OK;
 }
 
+/* ---- ZeRO --------------------------------------------------------------------------------------
+ * Stage 1 shards the Adam moments, stage 2 also the gradients (Rajbhandari et al. 2020, "ZeRO:
+ * memory optimizations toward training trillion parameter models").  Rank r owns floats
+ * [lo_r, hi_r) of the flat layout (rz_shard, boundaries at multiples of OPTIM_NORM_BLOCK, so the
+ * global norm adds the same block sums at any world size: optim.h).  A step reduce-scatters the
+ * gradients (stage 2: every micro-step, from segment buffers that live one micro-step), clips
+ * by the global norm, updates the owned part, and all-gathers the parameters, overlapped with
+ * the next forward (comm.h).  Whatever reads all parameters between steps (sync check,
+ * validation, checkpoint) first waits for the gather (params_complete). */
+
+static enum rz_status zero_init(struct trainer *t, struct rz_err *err)
+{
+    size_t n = model_num_params(t->model);
+    t->zero = (int)t->cfg->training.zero_stage;
+    t->shard_lo = 0;
+    t->shard_hi = n;
+    if (t->zero == 0)
+        return RZ_OK;
+    rz_shard(n, t->world, t->rank, OPTIM_NORM_BLOCK, &t->shard_lo, &t->shard_hi);
+    size_t part = t->shard_hi - t->shard_lo;
+    t->gshard = rz_alloc_aligned((part > 0 ? part : 1) * sizeof(float));
+    t->norm_blocks = calloc(optim_norm_blocks(n), sizeof *t->norm_blocks);
+    if (t->gshard == NULL || t->norm_blocks == NULL)
+        return rz_fail(err, RZ_ENOMEM, "ZeRO: out of memory for the gradient shard of %zu floats",
+                       part);
+    return RZ_OK;
+}
+
+/* Every parameter is present on this rank (waits for the gather of the last update). */
+static enum rz_status params_complete(struct trainer *t, struct rz_err *err)
+{
+    return t->zero > 0 ? comm_params_finish(t->comm, err) : RZ_OK;
+}
+
+/* The global gradient norm from this rank's blocks and everyone else's (optim.h). */
+static enum rz_status zero_grad_norm(struct trainer *t, double *norm, struct rz_err *err)
+{
+    size_t nb = optim_norm_blocks(model_num_params(t->model));
+    memset(t->norm_blocks, 0, nb * sizeof *t->norm_blocks);
+    optim_block_sumsq(t->norm_blocks, t->gshard, t->shard_lo, t->shard_hi);
+    /* one owner per block, zeros elsewhere: the sum is exact */
+    enum rz_status st = comm_sum_doubles(t->comm, t->norm_blocks, (int)nb, err);
+    *norm = optim_norm_of_blocks(t->norm_blocks, nb);
+    return st;
+}
+
+/* Clip, update the owned part, and start gathering the parameters. */
+static enum rz_status zero_update(struct trainer *t, double lr, double norm, struct rz_err *err)
+{
+    size_t n = model_num_params(t->model);
+    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    optim_clip(t->gshard, t->shard_hi - t->shard_lo, norm, t->cfg->optimizer.grad_clip);
+    optim_step(t->optim, model_params(t->model) + t->shard_lo, t->gshard, lr);
+    return comm_params_begin(t->comm, model_params(t->model), n, OPTIM_NORM_BLOCK, bucket, err);
+}
+
+/* Start this (micro-)step's gradient reduction: an allreduce of the whole buffer (stage 0) or a
+ * reduce-scatter into the shard, accumulating from the second micro-step on (stage 2). */
+static enum rz_status grads_begin(struct trainer *t, int64_t micro, bool local_norm,
+                                  struct rz_err *err)
+{
+    size_t n = model_num_params(t->model);
+    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    if (t->zero == 0) {
+        comm_grads_begin(t->comm, model_grads(t->model), n, bucket, local_norm);
+        return RZ_OK;
+    }
+    return comm_grads_begin_sharded(t->comm, t->gshard, n, OPTIM_NORM_BLOCK, bucket, local_norm,
+                                    t->zero == 2 && micro > 0, err);
+}
+
+/* ZeRO: rank 0's checkpoint writer asks for each tensor's moments in turn (ckpt.h: m of every
+ * tensor in table order, then v); every rank takes part in each gather. */
+static enum rz_status gather_moment(struct trainer *t, size_t k, float *out, struct rz_err *err)
+{
+    size_t count;
+    const struct model_tensor *e = &model_tensors(t->model, &count)[k % count];
+    const float *shard = k < count ? t->optim->m : t->optim->v;
+    return comm_gather_range(t->comm, shard, model_num_params(t->model), OPTIM_NORM_BLOCK,
+                             e->offset, e->offset + (size_t)(e->rows * e->cols), out, err);
+}
+
+struct moment_fetch {
+    struct trainer *t;
+    size_t calls;              /* gathers made so far */
+};
+
+static enum rz_status fetch_moment(void *user, int which, size_t index, float *out,
+                                   struct rz_err *err)
+{
+    struct moment_fetch *f = user;
+    size_t count;
+    model_tensors(f->t->model, &count);
+    f->calls++;
+    return gather_moment(f->t, (size_t)which * count + index, out, err);
+}
+
+/* The gathers of a checkpoint from number `from` on: what ranks other than 0 do while rank 0
+ * writes, and what rank 0 does after a write that stopped early, so no rank is left waiting. */
+static enum rz_status gather_moments_from(struct trainer *t, size_t from, struct rz_err *err)
+{
+    size_t count;
+    const struct model_tensor *table = model_tensors(t->model, &count);
+    float *out = NULL;
+    if (t->rank == 0 && from < 2 * count) {
+        size_t largest = 0;
+        for (size_t i = 0; i < count; i++)
+            largest = (size_t)(table[i].rows * table[i].cols) > largest
+                          ? (size_t)(table[i].rows * table[i].cols) : largest;
+        if ((out = malloc(largest * sizeof *out)) == NULL)
+            return rz_fail(err, RZ_ENOMEM, "checkpoint: out of memory for a moment gather");
+    }
+    enum rz_status st = RZ_OK;
+    for (size_t k = from; k < 2 * count; k++) {
+        struct rz_err e;
+        enum rz_status s2 = gather_moment(t, k, out, &e);
+        if (s2 != RZ_OK && st == RZ_OK)
+            st = rz_fail(err, s2, "%s", e.msg);
+    }
+    free(out);
+    return st;
+}
+
 static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
 {
     const struct cfg *c = t->cfg;
     enum kern_backend backend;
     struct data_opts dopts = {.vocab_size = c->model.vocab_size, .seq_len = c->model.seq_len,
                               .seed = (uint64_t)c->data.seed, .path = c->data.path,
-                              .markov_branching = c->data.markov_branching};
+                              .markov_branching = c->data.markov_branching,
+                              .token_bytes = data_token_bytes(c->data.token_dtype),
+                              .val_fraction = c->data.val_fraction, .val_path = c->data.val_path};
     struct optim_opts oopts;
     struct health_watchdog_opts wopts = {
         .run_dir = t->opts->run_dir, .attempt_dir = t->opts->attempt_dir,
@@ -203,9 +349,13 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
     if (st == RZ_OK) st = optim_opts_from_cfg(&oopts, c, err);
     if (st == RZ_OK) st = kern_ctx_create(&t->kern, backend, err);
+    if (st == RZ_OK && t->dims.bf16) st = kern_check_bf16(t->kern, err); /* no silent fallback */
     if (st == RZ_OK) st = model_create(&t->model, &t->dims, t->kern, err);
     if (st == RZ_OK) st = data_create(&t->data, &dopts, err);
-    if (st == RZ_OK) st = optim_create(&t->optim, &oopts, model_num_params(t->model), err);
+    uint64_t rss0 = rz_rss_bytes(); /* the optimizer's memory, measured (pages are zeroed) */
+    if (st == RZ_OK) st = zero_init(t, err);
+    if (st == RZ_OK) st = optim_create(&t->optim, &oopts, t->shard_hi - t->shard_lo, err);
+    t->optim_rss = rz_rss_bytes() - rss0;
     if (st == RZ_OK) st = metrics_open(&t->metrics, t->opts->run_dir, t->opts->run_id, t->rank, err);
     if (st == RZ_OK) st = health_watchdog_start(&t->watchdog, &wopts, err);
     if (st == RZ_OK) st = snapshot_config(t, err);
@@ -215,7 +365,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     t->sample = calloc((size_t)t->dims.seq_len + 1, sizeof *t->sample);
     t->inputs = calloc(n, sizeof *t->inputs);
     t->targets = calloc(n, sizeof *t->targets);
-    if (t->sample == NULL || t->inputs == NULL || t->targets == NULL)
+    t->val_losses = calloc((size_t)c->training.eval_samples, sizeof *t->val_losses);
+    if (t->sample == NULL || t->inputs == NULL || t->targets == NULL || t->val_losses == NULL)
         return rz_fail(err, RZ_ENOMEM, "trainer: out of memory for token buffers");
     model_init_params(t->model, (uint64_t)c->training.seed);
     return RZ_OK;
@@ -282,7 +433,8 @@ static struct ckpt_tensors tensors_of(struct trainer *t)
 {
     struct ckpt_tensors x = {.n_floats = model_num_params(t->model),
                              .params = model_params(t->model), .adam_m = t->optim->m,
-                             .adam_v = t->optim->v};
+                             .adam_v = t->optim->v, .moments_sharded = t->zero > 0,
+                             .moment_lo = t->shard_lo, .moment_hi = t->shard_hi};
     x.table = model_tensors(t->model, &x.count);
     return x;
 }
@@ -353,11 +505,14 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
 {
     if (t->saved_step == t->step)
         return RZ_OK; /* this state is on disk already */
-    enum rz_status st = RZ_OK;
+    enum rz_status st = params_complete(t, err);
     double commit_ms = 0.0, prune_ms = 0.0;
     char path[4096] = "";
+    struct moment_fetch fetch = {.t = t};
     health_watchdog_pause(t->watchdog, 1);
-    if (t->rank == 0) {
+    if (st == RZ_OK && t->rank != 0 && t->zero > 0)
+        st = gather_moments_from(t, 0, err); /* rank 0 writes what they gather */
+    if (st == RZ_OK && t->rank == 0) {
         test_save_delay();
         struct ckpt_meta meta = {
             .step = t->step, .samples_seen = t->step * t->global_batch,
@@ -368,8 +523,18 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
             .dims = t->dims, .config_yaml = t->config_yaml};
         snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
         struct ckpt_tensors x = tensors_of(t);
+        if (t->zero > 0) {
+            x.fetch = fetch_moment;
+            x.fetch_user = &fetch;
+        }
         double t0 = rz_now();
         st = ckpt_save(t->ckpt_dir, &meta, &x, path, sizeof path, err);
+        if (t->zero > 0) {
+            struct rz_err ignored; /* the write's own failure is the one to report */
+            enum rz_status s2 = gather_moments_from(t, fetch.calls, &ignored);
+            if (st == RZ_OK && s2 != RZ_OK)
+                st = rz_fail(err, s2, "%s", ignored.msg);
+        }
         commit_ms = (rz_now() - t0) * 1e3;
         if (st == RZ_OK) {
             struct rz_err perr;
@@ -397,29 +562,87 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
 
 /* ---- the step ----------------------------------------------------------------------------------- */
 
-static void grad_ready(void *user, size_t offset, size_t count)
+static void hook_grad_ready(void *user, size_t offset, size_t count, float *data)
 {
-    comm_grads_ready(user, offset, count);
+    comm_grads_ready(user, offset, count, data);
 }
 
-/* Fill inputs/targets (B, T) with global samples first .. first + B - 1. */
-static void load_batch(struct trainer *t, uint64_t first)
+static void hook_grad_reuse(void *user, const float *data, size_t count)
+{
+    comm_grads_reuse(user, data, count);
+}
+
+static void hook_params_needed(void *user, size_t offset, size_t count)
+{
+    comm_params_need(user, offset, count);
+}
+
+static void hook_progress(void *user)
+{
+    comm_progress(user);
+}
+
+/* Fill inputs/targets (B, T) with samples first .. first + B - 1 of the training split, or
+ * (val) of the validation split; rows from `valid` on repeat sample first + valid - 1. */
+static void load_rows(struct trainer *t, bool val, uint64_t first, int64_t valid)
 {
     int64_t B = t->dims.batch, T = t->dims.seq_len;
     for (int64_t b = 0; b < B; b++) {
-        data_sample(t->data, first + (uint64_t)b, t->sample);
+        uint64_t i = first + (uint64_t)(b < valid ? b : valid - 1);
+        if (val)
+            data_val_sample(t->data, i, t->sample);
+        else
+            data_sample(t->data, i, t->sample);
         memcpy(t->inputs + b * T, t->sample, (size_t)T * sizeof(int32_t));
         memcpy(t->targets + b * T, t->sample + 1, (size_t)T * sizeof(int32_t));
     }
 }
 
+static void load_batch(struct trainer *t, uint64_t first)
+{
+    load_rows(t, false, first, t->dims.batch);
+}
+
 struct step_out {
     double loss, grad_norm, local_gnorm, comm_s, allreduce_s;
     double compute_s;          /* forward + backward, until the wait for the allreduce */
+    double optim_s;            /* the gradient norm, clipping and the update (--profile) */
     int stop;                  /* some rank got a stop signal */
     enum guard_verdict guard;  /* the loss guard's decision: accept, skip or stop */
     char guard_why[256];       /* why a step was skipped */
 };
+
+/* The model's hooks for micro-step `micro`: gradients go to comm when this micro-step reduces
+ * (the last one; every one with ZeRO-2); ZeRO's forward waits for each range of the gather. */
+static struct model_hooks hooks_for(const struct trainer *t, bool reduce)
+{
+    struct model_hooks h = {.user = t->comm, .grad_ready = reduce ? hook_grad_ready : NULL,
+                            .grad_reuse = hook_grad_reuse, .progress = hook_progress,
+                            .params_needed = t->zero > 0 ? hook_params_needed : NULL};
+    return h;
+}
+
+/* The global gradient norm: of the whole reduced gradient (stage 0), or from every rank's blocks
+ * (ZeRO). */
+static enum rz_status grad_norm(struct trainer *t, double *norm, struct rz_err *err)
+{
+    if (t->zero > 0)
+        return zero_grad_norm(t, norm, err);
+    *norm = optim_grad_norm(model_grads(t->model), model_num_params(t->model));
+    return RZ_OK;
+}
+
+/* Clip and update: stage 0 the whole buffer, ZeRO this rank's part (and start the gather). */
+static enum rz_status update(struct trainer *t, double lr, double norm, struct rz_err *err)
+{
+    if (t->zero > 0)
+        return zero_update(t, lr, norm, err);
+    float *g = model_grads(t->model);
+    size_t n = model_num_params(t->model);
+    optim_clip(g, n, norm, t->cfg->optimizer.grad_clip);
+    optim_step(t->optim, model_params(t->model), g, lr);
+    return RZ_OK;
+}
 
 /* Test-hook build only (RYZEN_TEST_BAD_GRAD=FIRST[-LAST][:FACTOR],..., core/hooks.h): on those
  * steps rank 0 scales its loss gradient by FACTOR (nan by default), so the guard must skip them. */
@@ -498,46 +721,67 @@ static enum rz_status step_collective(struct trainer *t, double local_loss, stru
 }
 
 /* One optimizer step: accum micro-steps of forward + backward; the last micro-step's backward
- * starts the bucketed allreduce as layers finish; then clip and Adam. */
+ * (every one's with ZeRO-2) starts the bucketed reduction as layers finish; then clip and Adam. */
 static enum rz_status train_step(struct trainer *t, double lr, struct step_out *o,
                                  struct rz_err *err)
 {
     int64_t B = t->dims.batch, W = t->world;
-    float *g = model_grads(t->model);
-    size_t n = model_num_params(t->model);
-    double loss = 0.0, sumsq = 0.0, t0 = rz_now();
-    size_t bucket = (size_t)(t->cfg->comm.bucket_mb * 1024.0 * 1024.0);
+    double loss = 0.0, sumsq = 0.0, part_s = 0.0, part_sq = 0.0, t0 = rz_now();
     /* the per-rank gradient norm is only reported by the sync check */
     int64_t every = t->cfg->health.sync_check_interval;
     bool local_norm = every > 0 && (t->step + 1) % every == 0;
+    enum rz_status st = RZ_OK;
+    o->comm_s = 0.0;
     model_zero_grads(t->model);
-    comm_grads_begin(t->comm, g, n, bucket, local_norm);
-    for (int64_t u = 0; u < t->accum; u++) {
+    if (t->zero < 2)
+        st = grads_begin(t, 0, local_norm, err);
+    for (int64_t u = 0; st == RZ_OK && u < t->accum; u++) {
+        bool reduce = t->zero == 2 || u + 1 == t->accum;
+        struct model_hooks h = hooks_for(t, reduce);
+        model_set_hooks(t->model, &h);
+        if (t->zero == 2)
+            st = grads_begin(t, u, local_norm, err);
         uint64_t first = (uint64_t)(t->step * t->global_batch + u * B * W + t->rank * B);
         load_batch(t, first);
+        /* dropout masks by (seed, step, global sample index): the same at any world size */
+        model_set_dropout(t->model, true, (uint64_t)t->cfg->training.seed, (uint64_t)t->step,
+                          first);
         loss += (double)model_forward(t->model, t->inputs, t->targets);
-        bool last = u + 1 == t->accum;
-        model_set_grad_ready_hook(t->model, last ? grad_ready : NULL, t->comm);
-        /* 1/(accum*W): the allreduce sum is then the mean over the global batch */
+        /* 1/(accum*W): the reduction's sum is then the mean over the global batch */
         model_backward(t->model, test_bad_grad(t, 1.0f / (float)(t->accum * W)));
+        if (st == RZ_OK && t->zero == 2) {
+            st = comm_grads_finish(t->comm, &part_s, &part_sq, err);
+            o->comm_s += part_s;
+            sumsq += part_sq;
+        }
     }
     test_slow_rank(t);
-    o->compute_s = rz_now() - t0;
+    /* not the waits: for the gather in forward (ZeRO) and, with ZeRO-2, each micro-step's */
+    o->compute_s = rz_now() - t0 - o->comm_s - comm_params_waited(t->comm);
     health_sync_arrived(t->watchdog, t->step + 1);
-    enum rz_status st = comm_grads_finish(t->comm, &o->comm_s, &sumsq, err);
+    if (st == RZ_OK && t->zero < 2) {
+        st = comm_grads_finish(t->comm, &part_s, &sumsq, err);
+        o->comm_s += part_s;
+    }
     if (st != RZ_OK)
         return st;
-    o->local_gnorm = sqrt(sumsq) * (double)W; /* the norm of this rank's own mean gradient */
-    o->grad_norm = optim_grad_norm(g, n);
-    st = step_collective(t, loss / (double)t->accum, o, err);
+    /* the norm of this rank's own mean gradient (ZeRO-2 with accumulation: of its micro-steps'
+     * gradients taken apart, the only ones it ever holds) */
+    o->local_gnorm = sqrt(sumsq) * (double)W;
+    double t1 = rz_now();
+    st = grad_norm(t, &o->grad_norm, err);
+    o->optim_s = rz_now() - t1;
+    if (st == RZ_OK)
+        st = step_collective(t, loss / (double)t->accum, o, err);
     if (st != RZ_OK)
         return st;
     guard_step(t, o);
     if (o->guard != GUARD_ACCEPT)
         return RZ_OK; /* skipped: no update; the data position advances with the step */
-    optim_clip(g, n, o->grad_norm, t->cfg->optimizer.grad_clip);
-    optim_step(t->optim, model_params(t->model), g, lr);
-    return RZ_OK;
+    t1 = rz_now();
+    st = update(t, lr, o->grad_norm, err);
+    o->optim_s += rz_now() - t1;
+    return st;
 }
 
 /* Test-hook build only (RYZEN_TEST_DESYNC_RANK=r, core/hooks.h): perturb one parameter on rank r
@@ -554,6 +798,9 @@ static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
     int64_t every = t->cfg->health.sync_check_interval;
     if (every <= 0 || t->step % every != 0)
         return RZ_OK;
+    enum rz_status st0 = params_complete(t, err);
+    if (st0 != RZ_OK)
+        return st0;
     test_desync(t);
     struct comm_sync sync;
     enum rz_status st = comm_sync_check(t->comm, model_params(t->model),
@@ -572,6 +819,57 @@ static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
                        "rank(s) %s from rank 0 (max relative spread %.3g); the ranks no longer "
                        "train one model", (long long)t->step, sync.bad_ranks, sync.param_spread);
     return RZ_OK;
+}
+
+/* ---- validation ------------------------------------------------------------------------------- */
+
+/* The fixed validation set is held-out samples 0 .. E-1 (data_val_sample), cut into chunks of the
+ * per-rank batch B; chunk c runs on rank c mod W, the last one padded with copies of sample E-1
+ * whose losses are dropped.  A sample's loss is the mean of its T token losses.  The per-sample
+ * losses are gathered by index (a sum with one non-zero term per index, so exact) and averaged in
+ * index order: every rank gets the same figure, and any world size gets the same figure as one
+ * rank with the same per-rank batch, since each chunk runs the same shapes on the same samples. */
+static void validate_chunk(struct trainer *t, int64_t first)
+{
+    int64_t B = t->dims.batch, T = t->dims.seq_len, E = t->cfg->training.eval_samples;
+    int64_t valid = E - first < B ? E - first : B;
+    load_rows(t, true, (uint64_t)first, valid);
+    model_set_dropout(t->model, false, 0, 0, 0);
+    model_forward(t->model, t->inputs, t->targets);
+    const float *loss = model_token_losses(t->model); /* (B, T) */
+    for (int64_t b = 0; b < valid; b++) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < T; i++)
+            sum += (double)loss[b * T + i];
+        t->val_losses[first + b] = sum / (double)T;
+    }
+}
+
+static enum rz_status validate(struct trainer *t, struct rz_err *err)
+{
+    int64_t B = t->dims.batch, E = t->cfg->training.eval_samples, chunks = (E + B - 1) / B;
+    enum rz_status st0 = params_complete(t, err);
+    if (st0 != RZ_OK)
+        return st0;
+    memset(t->val_losses, 0, (size_t)E * sizeof *t->val_losses);
+    for (int64_t c = t->rank; c < chunks; c += t->world)
+        validate_chunk(t, c * B);
+    enum rz_status st = comm_sum_doubles(t->comm, t->val_losses, (int)E, err);
+    if (st != RZ_OK)
+        return st;
+    double sum = 0.0;
+    for (int64_t j = 0; j < E; j++)
+        sum += t->val_losses[j];
+    t->val_loss = sum / (double)E;
+    t->val_step = t->step;
+    return RZ_OK;
+}
+
+/* Every training.eval_interval steps, when the data holds out a split. */
+static bool validation_due(const struct trainer *t)
+{
+    int64_t every = t->cfg->training.eval_interval;
+    return data_has_val(t->data) && every > 0 && t->step % every == 0;
 }
 
 /* ---- the loop ----------------------------------------------------------------------------------- */
@@ -615,12 +913,17 @@ static void print_banner(const struct trainer *t, double peak, double latency, c
         model_num_params(t->model), (long long)d->vocab, (long long)d->d_model,
         (long long)d->n_heads, (long long)d->n_layers, (long long)d->d_ff, (long long)d->seq_len);
     inform(t, "batch %lld x accum %lld x %d rank(s) = %lld samples/step, %lld steps; kernels %s "
-        "(%s); matmul peak %.1f GFLOP/s (measured)", (long long)d->batch, (long long)t->accum,
+        "(%s), %s; matmul peak %.1f GFLOP/s (measured)", (long long)d->batch, (long long)t->accum,
         t->world, (long long)t->global_batch, (long long)t->cfg->training.steps,
-        t->cfg->kernels.backend, kern_ctx_isa(t->kern), peak);
+        t->cfg->kernels.backend, kern_ctx_isa(t->kern), t->cfg->training.precision, peak);
     if (t->world > 1)
         inform(t, "ranks: %d on %s; allreduce latency %.1f us (median, 8 bytes)", t->world,
                hosts, latency * 1e6);
+    if (t->zero > 0)
+        inform(t, "ZeRO-%d: rank 0 holds floats [%zu, %zu) of %zu: Adam moments and gradient shard "
+               "%.1f MB (RSS measured)%s", t->zero, t->shard_lo, t->shard_hi,
+               model_num_params(t->model), (double)t->optim_rss / 1e6,
+               t->zero == 2 ? "; gradients live per segment" : "");
     inform(t, "data %s", data_describe(t->data));
     inform(t, "run dir %s (metrics/%s/, checkpoints/)", t->opts->run_dir, t->opts->run_id);
 }
@@ -630,13 +933,15 @@ static void print_progress(const struct trainer *t, const struct metrics_step *s
 {
     if (t->rank != 0 || t->opts->log == NULL)
         return;
-    char eta[32], comm[32] = "";
+    char eta[32], comm[32] = "", val[32] = "";
     metrics_format_eta(eta, sizeof eta, eta_s);
     if (t->world > 1)
         snprintf(comm, sizeof comm, " | comm %.1f%%", 100.0 * comm_share);
-    fprintf(t->opts->log, "step %6lld/%lld | loss %.4f | lr %.3e | gnorm %.3f | %.1f samples/s%s"
+    if (s->has_val)
+        snprintf(val, sizeof val, " | val %.4f", s->val_loss);
+    fprintf(t->opts->log, "step %6lld/%lld | loss %.4f%s | lr %.3e | gnorm %.3f | %.1f samples/s%s"
             " | mfu %.2f | ETA %s\n", (long long)s->step, (long long)t->cfg->training.steps,
-            s->loss, s->lr, s->grad_norm, s->samples_per_sec, comm, s->mfu, eta);
+            s->loss, val, s->lr, s->grad_norm, s->samples_per_sec, comm, s->mfu, eta);
     fflush(t->opts->log);
 }
 
@@ -648,9 +953,68 @@ static double measure_peak(struct trainer *t, double seconds)
         return 0.0;
     /* The model's most common matmul shape: (B*T, C) x (C, 3C). */
     int64_t m = t->dims.batch * t->dims.seq_len, k = t->dims.d_model, n = 3 * t->dims.d_model;
-    if (kern_measure_peak(t->kern, m, n, k, seconds, &gflops, &ignored) != RZ_OK)
+    if (kern_measure_peak(t->kern, m, n, k, t->dims.bf16, seconds, &gflops, &ignored) != RZ_OK)
         return 0.0;
     return gflops;
+}
+
+static void profile_start(struct trainer *t)
+{
+    memset(&t->prof, 0, sizeof t->prof);
+    if (t->opts->profile)
+        kern_ctx_profile(t->kern, &t->prof.k);
+}
+
+static void profile_add(struct trainer *t, const struct step_out *o, double dt)
+{
+    t->prof.optimizer_s += o->optim_s;
+    t->prof.comm_s += o->comm_s + o->allreduce_s;
+    t->prof.step_s += dt;
+    t->prof.steps++;
+}
+
+/* The table of --profile, and how close the step came to the GEMM-only bound: the samples/s
+ * of a step that did nothing but its matmul flops (model_flops_per_sample) at the matmul peak
+ * measured at start. */
+static void print_profile(const struct trainer *t, const struct train_result *r)
+{
+    const struct profile *p = &t->prof;
+    if (p->steps == 0 || p->step_s <= 0.0) {
+        say(t, "profile: no steady steps to report (training.warmup_bench >= the steps run)");
+        return;
+    }
+    static const char *const names[] = {"matmul", "attention", "norm", "loss"};
+    double per = 1e3 / (double)p->steps, known = 0.0;
+    say(t, "profile: %lld steady steps, rank %d of %d, %s, ms per step:", (long long)p->steps,
+        t->rank, t->world, t->cfg->training.precision);
+    say(t, "  %-14s %9s %7s %10s", "class", "ms/step", "share", "calls/step");
+    for (int c = 0; c < KERN_OTHER; c++) {
+        say(t, "  %-14s %9.2f %6.1f%% %10.1f", names[c], p->k.seconds[c] * per,
+            100.0 * p->k.seconds[c] / p->step_s, (double)p->k.calls[c] / (double)p->steps);
+        known += p->k.seconds[c];
+    }
+    say(t, "  %-14s %9.2f %6.1f%%", "optimizer", p->optimizer_s * per,
+        100.0 * p->optimizer_s / p->step_s);
+    say(t, "  %-14s %9.2f %6.1f%%", "communication", p->comm_s * per,
+        100.0 * p->comm_s / p->step_s);
+    double other = p->step_s - known - p->optimizer_s - p->comm_s;
+    say(t, "  %-14s %9.2f %6.1f%%   (GELU %.2f ms: the rest is embeddings, residual adds, bias "
+        "gradients, bf16 rounding, data)", "other", other * per, 100.0 * other / p->step_s,
+        p->k.seconds[KERN_OTHER] * per);
+    say(t, "  %-14s %9.2f %6.1f%%", "step", p->step_s * per, 100.0);
+    double in_context = p->k.seconds[KERN_MATMUL] > 0 ? p->k.matmul_flops /
+                                                            p->k.seconds[KERN_MATMUL] * 1e-9 : 0;
+    if (r->peak_gflops <= 0.0) {
+        say(t, "profile: matmuls at %.1f GFLOP/s in context; no measured peak, no bound",
+            in_context);
+        return;
+    }
+    double bound = r->peak_gflops * 1e9 / model_flops_per_sample(&t->dims);
+    double reached = r->samples_per_sec / (double)t->world;
+    say(t, "profile: matmuls at %.1f GFLOP/s in context (peak measured at start %.1f); "
+        "GEMM-only bound %.1f samples/s per rank (%.3f GFLOP/sample); reached %.1f = %.1f%%",
+        in_context, r->peak_gflops, bound, model_flops_per_sample(&t->dims) * 1e-9, reached,
+        100.0 * reached / bound);
 }
 
 struct loop_stats {
@@ -703,6 +1067,11 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
     metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s);
     enum rz_status st = sync_check(t, o, &s, err);
     st = agree(t, st, err);
+    if (st == RZ_OK && validation_due(t)) {
+        st = validate(t, err);
+        s.has_val = 1;
+        s.val_loss = t->val_loss;
+    }
     if (st != RZ_OK)
         return st;
     st = metrics_write(t->metrics, &s, err);
@@ -719,7 +1088,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
     ls->step_total += dt;
     int64_t steps = t->cfg->training.steps, done = t->step - r->start_step;
     if (t->step == r->start_step + 1 || t->step % t->cfg->training.log_interval == 0 ||
-        t->step == steps)
+        t->step == steps || s.has_val)
         print_progress(t, &s, (rz_now() - ls->t_start) / (double)done *
                        (double)(steps - t->step), ls->comm_total / ls->step_total);
     return guard_after_step(t, o, r, err);
@@ -786,6 +1155,7 @@ static void live_write(struct trainer *t, bool running)
         .now_unix = metrics_unix_now(), .running = running, .world = t->world,
         .ranks = l->ranks, .hosts = l->host_names, .step = t->step,
         .samples_seen = t->step * t->global_batch, .loss = t->last_loss, .lr = t->last_lr,
+        .has_val = t->val_step >= 0, .val_loss = t->val_loss,
         .rank_samples_per_step = (double)(t->dims.batch * t->accum),
         .restarts = t->restarts, .skipped_steps = t->guard.skipped,
         .last_ckpt_unix = l->last_ckpt_unix, .ckpt_interval_steps = c->checkpoint.interval,
@@ -828,8 +1198,10 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         return RZ_ESIGNAL;
     }
     while (st == RZ_OK && t->step < stop_at) {
-        if (t->step == warm)
+        if (t->step == warm) {
             ls.t_steady = rz_now();
+            profile_start(t);
+        }
         struct step_out o;
         double t0 = rz_now();
         health_step_begin(t->watchdog, t->step + 1);
@@ -841,8 +1213,10 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         double dt = rz_now() - t0;
         health_step_end(t->watchdog, t->step, dt);
         t->train_time += dt;
-        if (t->step > warm)
+        if (t->step > warm) {
             ls.steady_steps++;
+            profile_add(t, &o, dt);
+        }
         st = after_step(t, &o, dt, &ls, r, err);
         int64_t every = c->checkpoint.interval;
         if (st == RZ_OK && (o.stop || (every > 0 && t->step % every == 0)))
@@ -855,8 +1229,21 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
             st = RZ_ESIGNAL;
         }
     }
+    kern_ctx_profile(t->kern, NULL);
     if (st == RZ_OK)
         st = save_checkpoint(t, r, err); /* the end of the run or of the segment */
+    if (st == RZ_OK || st == RZ_ESIGNAL) {
+        enum rz_status s2 = params_complete(t, err); /* no gather left in flight */
+        st = st == RZ_OK ? s2 : st;
+    }
+    if (st == RZ_OK && data_has_val(t->data) && t->val_step != t->step) {
+        st = validate(t, err); /* the parameters the run ends with */
+        if (st == RZ_OK)
+            say(t, "validation at step %lld: loss %.4f over %lld held-out samples",
+                (long long)t->step, t->val_loss, (long long)c->training.eval_samples);
+    }
+    r->val_step = t->val_step;
+    r->val_loss = t->val_loss;
     live_write(t, false); /* the last file says the run no longer trains, whatever ended it */
     double t_end = rz_now();
     double span = ls.steady_steps > 0 ? t_end - ls.t_steady : t_end - ls.t_start;
@@ -871,6 +1258,19 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     return st;
 }
 
+/* The planner's peak RSS for this rank with the settings the run really has (an elastic resume
+ * may have changed the micro-batch); rank 0 also stages a tensor's moments at a ZeRO checkpoint. */
+static uint64_t predict_peak(const struct trainer *t)
+{
+    struct plan_settings s = plan_settings_of(t->cfg);
+    struct plan p;
+    s.batch = t->dims.batch;
+    s.accum = t->accum;
+    if (plan_compute(&p, t->cfg, t->world, &s, NULL) != RZ_OK)
+        return 0;
+    return t->rank == 0 ? p.peak_rank0 : p.peak;
+}
+
 /* ---- summary ------------------------------------------------------------------------------------ */
 
 static enum rz_status write_summary(struct trainer *t, const struct train_result *r,
@@ -879,7 +1279,9 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
     struct metrics_rank_result mine = {
         .rank = t->rank, .steps = r->steps, .avg_loss = r->avg_loss, .final_loss = r->final_loss,
         .samples_per_sec = r->samples_per_sec / (double)t->world, .comm_share = r->comm_share,
-        .duration_sec = r->duration_s, .peak_rss_bytes = r->peak_rss_bytes};
+        .duration_sec = r->duration_s, .peak_rss_bytes = r->peak_rss_bytes,
+        .predicted_peak_rss_bytes = r->predicted_peak_rss_bytes,
+        .optimizer_rss_bytes = t->optim_rss};
     snprintf(mine.host, sizeof mine.host, "%s", comm_host(t->comm));
     struct metrics_rank_result *all = calloc((size_t)t->world, sizeof *all);
     if (all == NULL)
@@ -894,7 +1296,16 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
             .allreduce_latency_s = r->allreduce_latency_s, .restarts = t->restarts,
             .resumed_from = r->resumed_from, .steps = r->steps,
             .num_parameters = r->num_parameters, .entropy_floor = r->entropy_floor,
-            .config_path = t->cfg->source, .ranks = all};
+            .config_path = t->cfg->source, .ranks = all, .has_val = r->val_step >= 0,
+            .val_step = r->val_step,
+            .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples};
+        for (int q = 0; q < t->world; q++) { /* the worst rank, measured and predicted */
+            s.peak_rss_bytes = all[q].peak_rss_bytes > s.peak_rss_bytes ? all[q].peak_rss_bytes
+                                                                        : s.peak_rss_bytes;
+            s.predicted_peak_rss_bytes =
+                all[q].predicted_peak_rss_bytes > s.predicted_peak_rss_bytes
+                    ? all[q].predicted_peak_rss_bytes : s.predicted_peak_rss_bytes;
+        }
         st = metrics_write_summary(t->opts->run_dir, &s, err);
     }
     free(all);
@@ -910,6 +1321,7 @@ static enum rz_status prepare(struct trainer *t, const struct train_opts *opts,
     t->cfg = opts->cfg;
     t->opts = opts;
     t->saved_step = -1;
+    t->val_step = -1;
     t->comm = opts->comm;
     if (t->comm == NULL) {
         enum rz_status st = comm_create_local(&t->own_comm, err);
@@ -938,8 +1350,10 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
 {
     struct trainer t;
     memset(r, 0, sizeof *r);
+    r->val_step = -1;
     enum rz_status st = prepare(&t, opts, r, err);
     if (st == RZ_OK) {
+        r->predicted_peak_rss_bytes = predict_peak(&t);
         r->num_parameters = (int64_t)model_num_params(t.model);
         r->entropy_floor = data_entropy_floor(t.data);
         r->peak_gflops = measure_peak(&t, opts->peak_seconds);
@@ -951,6 +1365,8 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
     if (st == RZ_OK) {
         print_banner(&t, r->peak_gflops, r->allreduce_latency_s, hosts);
         st = run_loop(&t, r, err);
+        if (st == RZ_OK && opts->profile)
+            print_profile(&t, r);
     }
     r->peak_rss_bytes = rz_peak_rss_bytes();
     if (st == RZ_OK || st == RZ_ESIGNAL) {

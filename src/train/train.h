@@ -7,6 +7,10 @@
  * s*G + u*(batch*ranks) + r*batch + [0, batch).  So N ranks train like one rank with the same G,
  * and a checkpoint written at one world size resumes at another (elastic resume keeps G).
  *
+ * Validation: with a held-out split (data.val_fraction or data.val_path), the loss over a fixed
+ * set of held-out samples every training.eval_interval steps and at the end of the run; the same
+ * figure at any world size (validate, train.c).
+ *
  * Stops: a stop signal (health/) is agreed on by all ranks at the next step boundary; they
  * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  The loss guard (guard.h)
  * skips steps with a non-finite or outlier loss or gradient norm; when it has skipped
@@ -36,6 +40,8 @@ struct train_opts {
     const char *resume;      /* "auto" (default when NULL), "never", or a checkpoint path */
     int64_t stop_at_step;    /* > 0: checkpoint after this step and return (a run segment) */
     const char *attempt_dir; /* where the watchdog leaves this rank's exit record (NULL: none) */
+    int profile;             /* time each op class over the steady steps; print the table and
+                              * the share of the GEMM-only bound reached (rank 0, `events`) */
 };
 
 struct train_result {
@@ -51,6 +57,9 @@ struct train_result {
     double comm_share;       /* exposed communication time / step time */
     double allreduce_latency_s; /* median small-allreduce latency at start-up */
     uint64_t peak_rss_bytes;
+    uint64_t predicted_peak_rss_bytes; /* the planner's figure for this rank (plan.h) */
+    int64_t val_step;        /* step of the last validation (-1: none: no held-out split) */
+    double val_loss;         /* mean loss over the fixed validation set at val_step */
     int64_t skipped_steps;   /* steps the loss guard skipped (in total, across resumes) */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
