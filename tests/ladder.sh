@@ -160,7 +160,9 @@ round_ticks() {
     END {
       if (NR < 2) exit 1
       if (axis == "x") { for (i = 1; i <= NR; i++) if (v[i] != 2 ^ (i - 1)) exit 1; exit 0 }
-      step = v[2] - v[1]; e = log(step) / log(10); p = 10 ^ int(e < 0 ? e - 0.999999 : e); m = step / p
+      # the power of ten of the step; a log10 a hair off an integer (log 100 / log 10) snaps to it
+      step = v[2] - v[1]; e = log(step) / log(10)
+      n = e >= 0 ? int(e + 1e-6) : -int(-e + 1 - 1e-6); p = 10 ^ n; m = step / p
       if (!((m > 0.999 && m < 1.001) || (m > 1.999 && m < 2.001) || (m > 4.999 && m < 5.001))) exit 1
       for (i = 2; i <= NR; i++) { d = v[i] - v[i - 1] - step; if (d > step * 1e-6 || d < -step * 1e-6) exit 1 }
       r = v[1] / step; if (r - int(r) > 1e-6 && int(r) + 1 - r > 1e-6) exit 1
