@@ -284,7 +284,8 @@ static enum rz_status grads_begin(struct trainer *t, int64_t micro, bool local_n
 static enum rz_status gather_moment(struct trainer *t, size_t k, float *out, struct rz_err *err)
 {
     size_t count;
-    const struct model_tensor *e = &model_tensors(t->model, &count)[k % count];
+    const struct model_tensor *table = model_tensors(t->model, &count);
+    const struct model_tensor *e = &table[k % count];
     const float *shard = k < count ? t->optim->m : t->optim->v;
     return comm_gather_range(t->comm, shard, model_num_params(t->model), OPTIM_NORM_BLOCK,
                              e->offset, e->offset + (size_t)(e->rows * e->cols), out, err);
