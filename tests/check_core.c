@@ -201,6 +201,7 @@ START_TEST(alloc_aligned_and_rss)
     free(p);
     ck_assert_uint_gt(rz_rss_bytes(), 0);
     ck_assert_uint_ge(rz_peak_rss_bytes(), rz_rss_bytes() / 2);
+    ck_assert_msg(rz_malloc_return_freed(), "glibc refused M_TRIM_THRESHOLD");
 }
 END_TEST
 

@@ -4,6 +4,7 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,11 @@ void *rz_alloc_aligned(size_t bytes)
         return NULL;
     memset(p, 0, rounded);
     return p;
+}
+
+bool rz_malloc_return_freed(void)
+{
+    return mallopt(M_TRIM_THRESHOLD, 1 << 20) == 1;
 }
 
 uint64_t rz_peak_rss_bytes(void)

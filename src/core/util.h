@@ -4,6 +4,7 @@
 #ifndef RZ_CORE_UTIL_H
 #define RZ_CORE_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,14 @@ uint64_t rz_peak_rss_bytes(void);
 
 /* Current resident set size in bytes (/proc/self/statm), 0 if unknown. */
 uint64_t rz_rss_bytes(void);
+
+/* Process start-up, from main: gives freed heap memory back to the system once more than 1 MiB
+ * is free at the top of a malloc arena (glibc's default threshold grows with the largest block
+ * freed, up to 64 MiB).  Libraries that allocate in the step (oneDNN's AVX2 sgemm packs its
+ * operands per call in each OpenMP thread) otherwise leave each thread's arena at its largest:
+ * 2 threads on AVX2 measured 201 MB peak RSS against 176 MB with this.  Returns false when the
+ * C library refused the setting (the process runs on with its default). */
+bool rz_malloc_return_freed(void);
 
 /* mkdir -p: create `path` and its parents (mode 0755). */
 enum rz_status rz_mkdirs(const char *path, struct rz_err *err);

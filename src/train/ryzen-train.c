@@ -378,6 +378,7 @@ int main(int argc, char **argv)
     static struct rz_err err;
     env_read(&e);
     rz_hooks_load();
+    (void)rz_malloc_return_freed(); /* a tuning only: on refusal, glibc's default */
     int me = e.launch.launcher_rank;
     const char *host = e.launch.nodename;
     int rc = parse_args(&a, argc, argv, me);
