@@ -5,7 +5,8 @@
  *   input gradient  dX (N, in) = dY (N, out) . W                              "NN"
  *   weight gradient dW (out, in) = dY^T . X            dY stored (N, out)      "TN"
  * Each library gets the same operands in those layouts, with no copies outside its own call:
- * oneDNN through its matmul primitive with strided memory descriptors (what kern_dnnl.c does),
+ * oneDNN through its matmul primitive with strided memory descriptors, created once, the data
+ * handles set per call (what kern_dnnl.c does),
  * BLIS through bli_sgemm's general strides, libxsmm through its JIT kernels over 64 x 64 tiles
  * of C (libxsmm 1.17 plans small matrices only: a large product is a loop over tiles).  Prints
  * GFLOP/s per shape (best of 5 timings of 3 calls) and the maximum difference from oneDNN's
@@ -67,6 +68,7 @@ struct dnnl_state {
     dnnl_stream_t stream;
     dnnl_primitive_t prim;
     dnnl_memory_desc_t md[3];
+    dnnl_memory_t mem[3];     /* created without a buffer; each call sets the handles */
 };
 
 static void md_matrix(dnnl_memory_desc_t *md, int rows, int cols, bool trans)
@@ -87,23 +89,29 @@ static double onednn_plan(struct dnnl_state *d, const struct shape *s)
     CHECK(dnnl_primitive_desc_create(&pd, &desc, NULL, d->engine, NULL), "matmul pd");
     CHECK(dnnl_primitive_create(&d->prim, pd), "matmul primitive");
     dnnl_primitive_desc_destroy(pd);
+    for (int i = 0; i < 3; i++)
+        CHECK(dnnl_memory_create(&d->mem[i], &d->md[i], d->engine, DNNL_MEMORY_NONE), "memory");
     return 0.0;
+}
+
+static void onednn_unplan(struct dnnl_state *d)
+{
+    for (int i = 0; i < 3; i++)
+        dnnl_memory_destroy(d->mem[i]);
+    dnnl_primitive_destroy(d->prim);
 }
 
 static void onednn_gemm(const struct shape *s, const float *a, const float *b, float *c,
                       void *state)
 {
     struct dnnl_state *d = state;
-    dnnl_memory_t mem[3];
     const void *ptr[3] = {a, b, c};
     for (int i = 0; i < 3; i++)
-        dnnl_memory_create(&mem[i], &d->md[i], d->engine, (void *)ptr[i]);
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
-                               {DNNL_ARG_DST, mem[2]}};
+        dnnl_memory_set_data_handle(d->mem[i], (void *)ptr[i]);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, d->mem[0]}, {DNNL_ARG_WEIGHTS, d->mem[1]},
+                               {DNNL_ARG_DST, d->mem[2]}};
     dnnl_primitive_execute(d->prim, d->stream, 3, args);
     dnnl_stream_wait(d->stream);
-    for (int i = 0; i < 3; i++)
-        dnnl_memory_destroy(mem[i]);
     (void)s;
 }
 
@@ -238,7 +246,7 @@ int main(void)
         flops_all += flops;
         for (int j = 0; j < 3; j++)
             t_all[j] += t[j];
-        dnnl_primitive_destroy(d.prim);
+        onednn_unplan(&d);
         free(a);
         free(b);
         free(c0);
