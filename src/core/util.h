@@ -37,7 +37,7 @@ uint64_t rz_rss_bytes(void);
  * freed, up to 64 MiB).  Libraries that allocate in the step (oneDNN's AVX2 sgemm packs its
  * operands per call in each OpenMP thread) otherwise leave each thread's arena at its largest:
  * 2 threads on AVX2 measured 201 MB peak RSS against 176 MB with this.  Returns false when the
- * C library refused the setting (the process runs on with its default). */
+ * allocator refused the setting (ASan's always does); the process runs on with its default. */
 bool rz_malloc_return_freed(void);
 
 /* mkdir -p: create `path` and its parents (mode 0755). */
