@@ -58,19 +58,28 @@ START_TEST(sigterm_sets_the_flag_too)
 }
 END_TEST
 
-static void write_hb(int rank, int step, int sync)
+/* Rank `rank`'s heartbeat file holds `line`. */
+static void write_hb_line(int rank, const char *line)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/health/rank-%05d.hb", dir, rank);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "step %d sync %d wall 0\n", step, sync);
+    fputs(line, f);
     fclose(f);
 }
 
-/* Run a child that starts the watchdog as rank 0 of 3, begins step 5, arrives at its sync and
- * then hangs; the parent checks the exit status and the message. */
-START_TEST(watchdog_fires_and_names_the_rank_behind)
+static void write_hb(int rank, int step, int sync)
+{
+    char line[96];
+    snprintf(line, sizeof line, "step %d sync %d wall 0\n", step, sync);
+    write_hb_line(rank, line);
+}
+
+/* Forks a child that starts the watchdog as rank 0 of 3, lets `peers` write the other ranks'
+ * heartbeats, begins step 5, arrives at its sync and hangs.  Asserts that the watchdog ended the
+ * child with 76 within 10 s; returns the child's stderr (the caller frees it). */
+static char *hung_rank0_stderr(void (*peers)(void))
 {
     char log[128];
     snprintf(log, sizeof log, "%s/stderr.txt", dir);
@@ -84,8 +93,7 @@ START_TEST(watchdog_fires_and_names_the_rank_behind)
                                          .factor = 3};
         if (health_watchdog_start(&w, &o, NULL) != RZ_OK)
             _exit(98);
-        write_hb(1, 4, 4);  /* rank 1 never arrived at step 5's sync */
-        write_hb(2, 4, 5);
+        peers();
         health_step_begin(w, 5);
         health_sync_arrived(w, 5);
         sleep(30);      /* "stuck in the allreduce" */
@@ -99,6 +107,19 @@ START_TEST(watchdog_fires_and_names_the_rank_behind)
     ck_assert_double_lt(rz_now() - t0, 10.0);
     char *text = NULL;
     ck_assert_int_eq(rz_read_file(log, &text, NULL, NULL), RZ_OK);
+    return text;
+}
+
+/* Rank 1 never arrived at step 5's sync; rank 2 did. */
+static void peers_one_behind(void)
+{
+    write_hb(1, 4, 4);
+    write_hb(2, 4, 5);
+}
+
+START_TEST(watchdog_fires_and_names_the_rank_behind)
+{
+    char *text = hung_rank0_stderr(peers_one_behind);
     ck_assert_msg(strstr(text, "held up by: rank 1 (last at the sync of step 4)") != NULL, "%s",
                   text);
     ck_assert_ptr_null(strstr(text, "rank 2 (last"));
@@ -112,41 +133,22 @@ START_TEST(watchdog_fires_and_names_the_rank_behind)
 }
 END_TEST
 
-/* A rank whose heartbeat stopped being rewritten (its whole process is stopped) is named as not
- * responding, although it had arrived at the sync: SIGSTOP inside the allreduce. */
+/* Both peers arrived at the sync, but rank 2's heartbeat was last rewritten 10 s ago (its whole
+ * process is stopped: SIGSTOP inside the allreduce); rank 1's is fresh. */
+static void peers_one_stopped(void)
+{
+    char line[96];
+    snprintf(line, sizeof line, "step 5 sync 5 pid 4242 wall %ld\n", (long)time(NULL) - 10);
+    write_hb_line(2, line);
+    snprintf(line, sizeof line, "step 5 sync 5 pid 4241 wall %ld\n", (long)time(NULL) + 60);
+    write_hb_line(1, line);
+}
+
+/* A rank whose heartbeat stopped being rewritten is named as not responding, although it had
+ * arrived at the sync. */
 START_TEST(watchdog_names_a_rank_that_stopped_responding)
 {
-    char log[128], path[256];
-    snprintf(log, sizeof log, "%s/stderr.txt", dir);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        if (freopen(log, "w", stderr) == NULL)
-            _exit(99);
-        struct health_watchdog *w;
-        struct health_watchdog_opts o = {.run_dir = dir, .rank = 0, .world = 3, .floor_s = 0.5,
-                                         .factor = 3};
-        if (health_watchdog_start(&w, &o, NULL) != RZ_OK)
-            _exit(98);
-        snprintf(path, sizeof path, "%s/health/rank-00002.hb", dir);
-        FILE *f = fopen(path, "w");
-        fprintf(f, "step 5 sync 5 pid 4242 wall %ld\n", (long)time(NULL) - 10);
-        fclose(f);
-        snprintf(path, sizeof path, "%s/health/rank-00001.hb", dir);
-        f = fopen(path, "w");
-        fprintf(f, "step 5 sync 5 pid 4241 wall %ld\n", (long)time(NULL) + 60); /* fresh */
-        fclose(f);
-        health_step_begin(w, 5);
-        health_sync_arrived(w, 5);
-        sleep(30);
-        _exit(97);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert(WIFEXITED(status));
-    ck_assert_int_eq(WEXITSTATUS(status), 76);
-    char *text = NULL;
-    ck_assert_int_eq(rz_read_file(log, &text, NULL, NULL), RZ_OK);
+    char *text = hung_rank0_stderr(peers_one_stopped);
     ck_assert_msg(strstr(text, "held up by: rank 2 (pid 4242) not responding for 1") != NULL,
                   "%s", text);
     ck_assert_ptr_null(strstr(text, "rank 1"));

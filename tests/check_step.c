@@ -208,6 +208,14 @@ static const char *call(const struct fake *f, const char *prefix)
     return NULL;
 }
 
+/* The wrapper ran ryzen-gate, and its command line contains `args`. */
+static void assert_gate_ran_with(const struct fake *f, const char *args)
+{
+    const char *g = call(f, "ryzen-gate");
+    ck_assert_msg(g != NULL, "ryzen-gate was not run");
+    ck_assert_msg(has(g, args), "%s", g);
+}
+
 static int count_calls(const struct fake *f, const char *prefix)
 {
     int n = 0;
@@ -887,9 +895,7 @@ START_TEST(a_diverged_run_rolls_back)
     rule(&w.f, "sbatch", 0, "102\n", 0);
     ck_assert_int_eq(run(&w), 70);
     ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
-    const char *g = call(&w.f, "ryzen-gate");
-    ck_assert_ptr_nonnull(g);
-    ck_assert_msg(has(g, "--ended diverged"), "%s", g);
+    assert_gate_ran_with(&w.f, "--ended diverged");
     const char *sb = call(&w.f, "sbatch");
     ck_assert_ptr_nonnull(sb);
     ck_assert_msg(has(sb, "/site/sbatch/p0.sh --lineage 100 --rollback-of 100 --resume-from "), "%s", sb);
@@ -921,9 +927,7 @@ START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
                "{\"job\":\"100\",\"event\":\"requeue\",\"reason\":\"failure\"}\n");
     ck_assert_int_eq(run(&w), 76);
     ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
-    const char *g = call(&w.f, "ryzen-gate");
-    ck_assert_ptr_nonnull(g);
-    ck_assert_msg(has(g, "--ended give_up --why the restart budget is spent (3 of 3"), "%s", g);
+    assert_gate_ran_with(&w.f, "--ended give_up --why the restart budget is spent (3 of 3");
     ck_assert_ptr_nonnull(call(&w.f, "scontrol update JobId=100 Comment=p1: NO-GO (give_up)"));
     world_free(&w);
 }
@@ -1051,9 +1055,7 @@ START_TEST(a_stop_before_training_requeues_cleanly_then_holds)
     world_init(&w, "RUNNING"); /* the next attempt, same directory, signal again */
     ck_assert_int_eq(run(&w), 75);
     ck_assert_ptr_nonnull(call(&w.f, "scontrol requeuehold 100"));
-    const char *g = call(&w.f, "ryzen-gate");
-    ck_assert_ptr_nonnull(g);
-    ck_assert(has(g, "--ended no_progress"));
+    assert_gate_ran_with(&w.f, "--ended no_progress");
     world_free(&w);
 }
 END_TEST
@@ -1079,9 +1081,7 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
                                           "\"failed_hosts\":[]}\n"});
     ck_assert_int_eq(run(&w), 70);
     ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
-    const char *g = call(&w.f, "ryzen-gate");
-    ck_assert_ptr_nonnull(g);
-    ck_assert(has(g, "--ended health"));
+    assert_gate_ran_with(&w.f, "--ended health");
     world_free(&w);
 }
 END_TEST

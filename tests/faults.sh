@@ -22,27 +22,7 @@ trap 'for n in $down_node; do scontrol update nodename=$n state=resume >/dev/nul
 . "$src/tests/lib.sh"
 site_setup
 
-site="-A ml -p batch --time=00:15:00 --mem=2000M"
-lenient="--set phase.on_go=stop --set phase.on_hold=stop --set phase.on_no_go=stop
-  --set phase.previous=\"\" --set gates.throughput_go=0 --set gates.throughput_no_go=0
-  --set gates.comm_go=1 --set gates.comm_no_go=1 --set gates.allreduce_p99_ms_go=1e9
-  --set gates.allreduce_p99_ms_no_go=1e9 --set gates.memory_go=1 --set gates.memory_no_go=1
-  --set gates.uptime_go=0 --set gates.uptime_no_go=0 --set gates.failures_go=10
-  --set gates.failures_no_go=10 --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100
-  --set gates.straggler_ratio_go=100 --set gates.straggler_ratio_no_go=100
-  --set gates.min_duration_h=0 --set health.sync_check_interval=5"
-small="$lenient --set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2
-  --set model.d_ff=128 --set model.seq_len=32 --set training.batch_size=4
-  --set data.kind=markov --set data.markov_branching=4 --set optimizer.lr=2e-3
-  --set checkpoint.interval=5"
-
-run() {
-  name=$1 u=$2
-  shift 2
-  as "$u" mkdir -p "$sub/runs/$name"
-  RYZEN_RUN_ROOT=$sub/runs/$name submit_as "$u" "$@"
-}
-R() { echo "$sub/runs/$1/$2"; }
+site_flags
 P1=$T/phase1_4proc.sh
 P2=$T/phase2a_8proc.sh
 
