@@ -11,10 +11,11 @@
  *
  * Each row kernel is compiled for AVX-512, AVX2 and the baseline (target_clones); the loader
  * picks one per machine, so results are bit-identical run to run, and independent of the thread
- * count (rows are independent and go to threads in fixed chunks).  Across machines they may
- * differ in the last bits: the clones sum a row in vector-width lanes, and oneDNN's kernels
- * differ per ISA anyway.  Deliberately not here: oneDNN (kern_dnnl.c) and argument validation
- * (kern_common.c). */
+ * count (rows are independent and go to threads in fixed chunks).  The clones are written to
+ * agree with each other too: elementwise code is the same arithmetic at any vector width (C11
+ * mode: no FMA contraction), and row sums and maxima fold 16 lanes by one fixed tree (below).
+ * Across machines a run still differs in the last bits, because oneDNN's kernels differ per
+ * ISA.  Deliberately not here: oneDNN (kern_dnnl.c) and argument validation (kern_common.c). */
 #include "config.h"
 
 #include <math.h>
@@ -30,13 +31,16 @@
  * remainder loop (a causal row has any length 1..cols).  The helpers are inlined into one clone
  * per row range, so constants stay in registers across rows. */
 #define KERN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+/* Every helper is forced inline: one left out of line is compiled for the baseline ISA only (it
+ * is not a clone), and its vector loops then run in SSE registers (seen: tile_exp, 3x slower). */
+#define ROW_INLINE static inline __attribute__((always_inline))
 #define ROW_PAD 16
 
 /* exp(x) for x <= 88 (larger x is clamped): Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2,
  * and the Cephes expf polynomial (~1 ulp); 2^n is built in the exponent bits.  Results below
  * FLT_MIN (x < -87.33654) are flushed to exactly 0, so exp(-inf) = 0; NaN propagates.  The
  * clamps come first so the float-to-int conversion is always defined. */
-static inline float exp_approx(float x)
+ROW_INLINE float exp_approx(float x)
 {
     const float lo = -87.33654f, hi = 88.0f;
     float xc = x > lo ? x : lo; /* NaN -> lo */
@@ -59,7 +63,7 @@ static inline float exp_approx(float x)
 
 /* Round to nearest, ties to even, on the bits: add 0x7fff plus the lowest kept bit and cut.  A
  * NaN keeps its sign and upper payload and is made quiet (the cut could leave an infinity). */
-static inline kern_bf16 bf16_rne(float f)
+ROW_INLINE kern_bf16 bf16_rne(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -68,7 +72,7 @@ static inline kern_bf16 bf16_rne(float f)
 }
 
 /* dst (n) = src rounded to bf16 */
-static inline void round_row(kern_bf16 *dst, const float *src, int64_t n)
+ROW_INLINE void round_row(kern_bf16 *dst, const float *src, int64_t n)
 {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++)
@@ -87,32 +91,115 @@ void kern_simd_exp(float *y, const float *x, int64_t n)
     exp_row(y, x, n);
 }
 
-/* max of x[0, len), reading the window x[0, n) */
-static inline float row_max(const float *x, int64_t len, int64_t n)
+/* ---- sixteen lanes: the row reductions ------------------------------------------------------
+ * A row's max and sums are taken in 16 lanes of GCC's vector extension (one zmm register in the
+ * AVX-512 clone, two ymm in the AVX2 one, four xmm in the baseline) and folded by a fixed tree,
+ * so every clone adds in the same order and gives the same bits.  `#pragma omp simd reduction`
+ * did the arithmetic in vectors too, but GCC 12 folds its lanes with a scalar loop through the
+ * stack: 16 dependent maxss or addss per row, about 64 cycles, which on the attention's 64-key
+ * rows cost more than the row itself (measured: 28% of kern_simd_attn_online's samples). */
+#pragma GCC diagnostic ignored "-Wpsabi" /* the helpers below are static and inlined into each
+                                          * clone: no call ever passes a v16f across the ABI */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+#define V16 16
+
+ROW_INLINE v16f v16_load(const float *p)
 {
-    float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 0; j < n; j++) {
-        float v = j < len ? x[j] : -INFINITY;
-        m = v > m ? v : m;
-    }
+    v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+ROW_INLINE v16f v16_splat(float f)
+{
+    return (v16f){0} + f;
+}
+
+/* the lanes j0 + [0, 16) that are < len: all ones, else zero */
+ROW_INLINE v16i v16_below(int64_t j0, int64_t len)
+{
+    const v16i iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    return iota + (int32_t)j0 < (v16i){0} + (int32_t)len; /* rows are far below 2^31 */
+}
+
+/* where `mask` a, else b */
+ROW_INLINE v16f v16_select(v16i mask, v16f a, v16f b)
+{
+    v16i ai, bi;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    v16i r = (ai & mask) | (bi & ~mask);
+    v16f out;
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
+
+/* lane-wise b > a ? b : a (a NaN in b is skipped, as by the scalar form) */
+ROW_INLINE v16f v16_max(v16f a, v16f b)
+{
+    return v16_select(b > a, b, a);
+}
+
+ROW_INLINE float v16_hsum(v16f v)
+{
+    v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+    return v[0];
+}
+
+ROW_INLINE float v16_hmax(v16f v)
+{
+    v = v16_max(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5,
+                                           6, 7));
+    v = v16_max(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9,
+                                           10, 11));
+    v = v16_max(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,
+                                           12, 13));
+    v = v16_max(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12,
+                                           15, 14));
+    return v[0];
+}
+
+/* sum of x[0, n): whole vectors in lanes, then the tail in order */
+ROW_INLINE float sum_row(const float *x, int64_t n)
+{
+    v16f acc = {0};
+    int64_t j = 0;
+    for (; j + V16 <= n; j += V16)
+        acc += v16_load(x + j);
+    float s = v16_hsum(acc);
+    for (; j < n; j++)
+        s += x[j];
+    return s;
+}
+
+/* max of x[0, len), reading the window x[0, n) (lanes past len count as -inf) */
+ROW_INLINE float row_max(const float *x, int64_t len, int64_t n)
+{
+    const v16f ninf = v16_splat(-INFINITY);
+    v16f acc = ninf;
+    int64_t j = 0;
+    for (; j + V16 <= n; j += V16)
+        acc = v16_max(acc, v16_select(v16_below(j, len), v16_load(x + j), ninf));
+    float m = v16_hmax(acc);
+    for (; j < len; j++)
+        m = x[j] > m ? x[j] : m;
     return m;
 }
 
 /* y = exp(x - shift) on [0, len) and 0 on [len, n); returns sum(y).  y may alias x. */
-static inline float exp_shift_sum(float *y, const float *x, int64_t len, int64_t n, float shift)
+ROW_INLINE float exp_shift_sum(float *y, const float *x, int64_t len, int64_t n, float shift)
 {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int64_t j = 0; j < n; j++) {
-        float e = exp_approx((j < len ? x[j] : -INFINITY) - shift);
-        y[j] = e;
-        s += e;
-    }
-    return s;
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        y[j] = exp_approx((j < len ? x[j] : -INFINITY) - shift);
+    return sum_row(y, n);
 }
 
-static inline void scale_row(float *y, const float *x, int64_t n, float a)
+ROW_INLINE void scale_row(float *y, const float *x, int64_t n, float a)
 {
 #pragma omp simd
     for (int64_t j = 0; j < n; j++)
@@ -120,17 +207,20 @@ static inline void scale_row(float *y, const float *x, int64_t n, float a)
 }
 
 /* sum of x * y over [0, n) */
-static inline float dot_row(const float *x, const float *y, int64_t n)
+ROW_INLINE float dot_row(const float *x, const float *y, int64_t n)
 {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int64_t j = 0; j < n; j++)
+    v16f acc = {0};
+    int64_t j = 0;
+    for (; j + V16 <= n; j += V16)
+        acc += v16_load(x + j) * v16_load(y + j);
+    float s = v16_hsum(acc);
+    for (; j < n; j++)
         s += x[j] * y[j];
     return s;
 }
 
 /* The padded window of a causal row of visible length len. */
-static inline int64_t window(int64_t len, int64_t cols)
+ROW_INLINE int64_t window(int64_t len, int64_t cols)
 {
     int64_t n = (len + ROW_PAD - 1) / ROW_PAD * ROW_PAD;
     return n < cols ? n : cols;
@@ -155,9 +245,8 @@ KERN_CLONES static void xent_forward_rows(float *losses, float *probs, const flo
 /* Row piece [j0, j0 + n) of dlogits = scale * (p - onehot(t)) into d, added into psum when
  * `sum`.  Inlined with constant flags: one branch-free loop per case; the index is 32-bit (the
  * vocab fits int32_t) so the compare has the float lanes' width. */
-static inline __attribute__((always_inline)) void xent_grad(float *d, float *psum, const float *p,
-                                                            int32_t t, float scale, int32_t j0,
-                                                            int32_t n, const bool sum)
+ROW_INLINE void xent_grad(float *d, float *psum, const float *p, int32_t t, float scale,
+                          int32_t j0, int32_t n, const bool sum)
 {
 #pragma omp simd
     for (int32_t j = 0; j < n; j++) {
@@ -250,25 +339,21 @@ void kern_simd_xent_backward(struct kern_xent *op, float *scratch, void *dlogits
 /* ---- attention: the row steps of one head between its tile matmuls (kern_impl.h) ---------- */
 
 /* Visible keys of row r of the tile: all bk, or up to the query on the diagonal. */
-static inline int64_t tile_len(const struct kern_attn_tile *t, int64_t r)
+ROW_INLINE int64_t tile_len(const struct kern_attn_tile *t, int64_t r)
 {
     return t->k0 == t->q0 ? r + 1 : t->bk;
 }
 
 /* p = exp(scale * s - shift) on the visible keys [0, len), exactly 0 on the rest of [0, bk);
  * returns sum(p). */
-static inline float tile_exp(float *s, int64_t len, int64_t bk, float scale, float shift)
+ROW_INLINE float tile_exp(float *s, int64_t len, int64_t bk, float scale, float shift)
 {
     int64_t n = window(len, bk);
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < n; j++) {
-        float e = exp_approx((j < len ? scale * s[j] : -INFINITY) - shift);
-        s[j] = e;
-        sum += e;
-    }
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        s[j] = exp_approx((j < len ? scale * s[j] : -INFINITY) - shift);
     memset(s + n, 0, (size_t)(bk - n) * sizeof *s);
-    return sum;
+    return sum_row(s, n);
 }
 
 KERN_CLONES void kern_simd_attn_online(const struct kern_attn_tile *t, float scale, float *m,
@@ -334,6 +419,42 @@ KERN_CLONES void kern_simd_attn_dscores(const struct kern_attn_tile *t, const fl
  * dbeta = sum dy go into one partial row pair per chunk of ROW_CHUNK rows, which are then added
  * up in chunk order: deterministic and independent of the thread count. */
 
+/* sum of (x - mu)^2 over [0, n) */
+ROW_INLINE float sq_dev_row(const float *x, int64_t n, float mu)
+{
+    v16f acc = {0};
+    int64_t j = 0;
+    for (; j + V16 <= n; j += V16) {
+        v16f d = v16_load(x + j) - mu;
+        acc += d * d;
+    }
+    float s = v16_hsum(acc);
+    for (; j < n; j++)
+        s += (x[j] - mu) * (x[j] - mu);
+    return s;
+}
+
+/* With g = dy gamma and xhat = (x - mu) rstd: *mg = sum g, *mgx = sum g xhat over [0, n). */
+ROW_INLINE void ln_grad_sums(float *mg, float *mgx, const float *dy, const float *x,
+                                const float *gamma, float mu, float rstd, int64_t n)
+{
+    v16f a = {0}, b = {0};
+    int64_t j = 0;
+    for (; j + V16 <= n; j += V16) {
+        v16f g = v16_load(dy + j) * v16_load(gamma + j);
+        a += g;
+        b += g * ((v16_load(x + j) - mu) * rstd);
+    }
+    float sa = v16_hsum(a), sb = v16_hsum(b);
+    for (; j < n; j++) {
+        float g = dy[j] * gamma[j];
+        sa += g;
+        sb += g * ((x[j] - mu) * rstd);
+    }
+    *mg = sa;
+    *mgx = sb;
+}
+
 KERN_CLONES static void ln_forward_rows(const struct kern_layernorm *op, void *y, float *mean,
                                         float *var, const float *x, const float *gamma,
                                         const float *beta, int64_t r0, int64_t r1)
@@ -343,15 +464,8 @@ KERN_CLONES static void ln_forward_rows(const struct kern_layernorm *op, void *y
         const float *xr = x + r * n;
         float *yr = (float *)y + r * n;
         kern_bf16 *hr = (kern_bf16 *)y + r * n;
-        float s = 0.0f, v = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (int64_t j = 0; j < n; j++)
-            s += xr[j];
-        float mu = s / (float)n;
-#pragma omp simd reduction(+ : v)
-        for (int64_t j = 0; j < n; j++)
-            v += (xr[j] - mu) * (xr[j] - mu);
-        v /= (float)n;
+        float mu = sum_row(xr, n) / (float)n;
+        float v = sq_dev_row(xr, n, mu) / (float)n;
         float rstd = 1.0f / sqrtf(v + op->eps);
         if (op->bf16_out) {
 #pragma omp simd
@@ -380,13 +494,8 @@ KERN_CLONES static void ln_backward_rows(const struct kern_layernorm *op, float 
     for (int64_t r = r0; r < r1; r++) {
         const float *xr = x + r * n, *dyr = dy + r * n;
         float *dxr = dx + r * n;
-        float mu = mean[r], rstd = 1.0f / sqrtf(var[r] + op->eps), mg = 0.0f, mgx = 0.0f;
-#pragma omp simd reduction(+ : mg, mgx)
-        for (int64_t j = 0; j < n; j++) {
-            float g = dyr[j] * gamma[j];
-            mg += g;
-            mgx += g * ((xr[j] - mu) * rstd);
-        }
+        float mu = mean[r], rstd = 1.0f / sqrtf(var[r] + op->eps), mg, mgx;
+        ln_grad_sums(&mg, &mgx, dyr, xr, gamma, mu, rstd, n);
         mg /= (float)n;
         mgx /= (float)n;
 #pragma omp simd
