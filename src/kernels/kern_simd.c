@@ -141,25 +141,33 @@ ROW_INLINE v16f v16_max(v16f a, v16f b)
     return v16_select(b > a, b, a);
 }
 
+/* Stage k (0 to 3) of the fold tree: v with its lanes swapped in blocks of 8 >> k, so that
+ * combining the two gives each pair of blocks their combination. */
+ROW_INLINE v16f v16_swapped(v16f v, int k)
+{
+    switch (k) {
+    case 0: return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5,
+                                           6, 7);
+    case 1: return __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9,
+                                           10, 11);
+    case 2: return __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,
+                                           12, 13);
+    default: return __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12,
+                                            15, 14);
+    }
+}
+
 ROW_INLINE float v16_hsum(v16f v)
 {
-    v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-    v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-    v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-    v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+    for (int k = 0; k < 4; k++)
+        v += v16_swapped(v, k);
     return v[0];
 }
 
 ROW_INLINE float v16_hmax(v16f v)
 {
-    v = v16_max(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5,
-                                           6, 7));
-    v = v16_max(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9,
-                                           10, 11));
-    v = v16_max(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,
-                                           12, 13));
-    v = v16_max(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12,
-                                           15, 14));
+    for (int k = 0; k < 4; k++)
+        v = v16_max(v, v16_swapped(v, k));
     return v[0];
 }
 

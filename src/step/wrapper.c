@@ -137,13 +137,19 @@ static void on_quarantine(void *user, const char *path, const char *reason)
     step_event(&w->ev, "checkpoint_quarantined", msg, kv, 2);
 }
 
+/* RUN_DIR/checkpoints */
+static void checkpoint_dir(const struct wrapper *w, char *out, size_t len)
+{
+    rz_fmt(out, len, "%s/checkpoints", w->run_dir);
+}
+
 /* Newest checkpoint step that verifies (damaged ones are quarantined on the way); -1: none. */
 static int64_t newest_checkpoint(struct wrapper *w, char *path, size_t len)
 {
     char dir[STEP_PATH_MAX + 400];
     struct rz_err err;
     struct ckpt_meta meta;
-    rz_fmt(dir, sizeof dir, "%s/checkpoints", w->run_dir);
+    checkpoint_dir(w, dir, sizeof dir);
     int64_t step = -1;
     path[0] = '\0';
     if (ckpt_find_latest(dir, path, len, on_quarantine, w, &err) == RZ_OK && path[0] != '\0' &&
@@ -653,7 +659,7 @@ static int64_t choose_resume(struct wrapper *w, char *resume, size_t len)
 static int64_t committed(const struct wrapper *w)
 {
     char dir[STEP_PATH_MAX + 400];
-    rz_fmt(dir, sizeof dir, "%s/checkpoints", w->run_dir);
+    checkpoint_dir(w, dir, sizeof dir);
     return ckpt_newest_committed(dir);
 }
 
