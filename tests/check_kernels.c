@@ -265,6 +265,47 @@ START_TEST(test_round_bf16)
 }
 END_TEST
 
+/* kern_colsum_round: each column summed in row order, so exactly a plain loop's float sums at
+ * 1 and 2 threads (odd widths: a band's last vector is partial), onto what sums held; the
+ * rounding is kern_round_bf16's; either output may be left out. */
+START_TEST(test_colsum_round)
+{
+    const int64_t shapes[][2] = {{2048, 256}, {2048, 768}, {300, 37}, {1, 5}, {7, 1}};
+    for (size_t k = 0; k < RZ_ARRAY_LEN(shapes); k++) {
+        int64_t rows = shapes[k][0], cols = shapes[k][1], n = rows * cols;
+        float *src = random_vec((size_t)n, 40u + (uint32_t)k);
+        float *start = random_vec((size_t)cols, 60u + (uint32_t)k);
+        float *want = malloc((size_t)cols * sizeof *want), *got = malloc((size_t)cols * sizeof *got);
+        kern_bf16 *wh = malloc((size_t)n * sizeof *wh), *gh = malloc((size_t)n * sizeof *gh);
+        memcpy(want, start, (size_t)cols * sizeof *want);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < cols; j++)
+                want[j] += src[r * cols + j];
+        kern_round_bf16(wh, src, n);
+        for (int threads = 1; threads <= 2; threads++) {
+            omp_set_num_threads(threads);
+            memcpy(got, start, (size_t)cols * sizeof *got);
+            memset(gh, 0, (size_t)n * sizeof *gh);
+            kern_colsum_round(got, gh, src, rows, cols);
+            ck_assert_msg(memcmp(got, want, (size_t)cols * sizeof *got) == 0,
+                          "sums differ from a plain loop: %ldx%ld, %d threads", (long)rows,
+                          (long)cols, threads);
+            ck_assert_msg(memcmp(gh, wh, (size_t)n * sizeof *gh) == 0,
+                          "rounding differs: %ldx%ld, %d threads", (long)rows, (long)cols,
+                          threads);
+            memcpy(got, start, (size_t)cols * sizeof *got);
+            kern_colsum_round(got, NULL, src, rows, cols);
+            ck_assert(memcmp(got, want, (size_t)cols * sizeof *got) == 0);
+            memset(gh, 0, (size_t)n * sizeof *gh);
+            kern_colsum_round(NULL, gh, src, rows, cols);
+            ck_assert(memcmp(gh, wh, (size_t)n * sizeof *gh) == 0);
+        }
+        omp_set_num_threads(1);
+        free(src), free(start), free(want), free(got), free(wh), free(gh);
+    }
+}
+END_TEST
+
 /* The reference's bf16 matmul is the fp32 one on the rounded values, bit for bit; the oneDNN
  * backend matches it within TOL_DNNL where the CPU runs bf16, and refuses it by name where not. */
 START_TEST(test_matmul_bf16)
@@ -1250,6 +1291,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(core, test_matmul_seed_shapes, 0, (int)RZ_ARRAY_LEN(seed_mm));
     tcase_add_test(core, test_matmul_deterministic);
     tcase_add_test(core, test_round_bf16);
+    tcase_add_test(core, test_colsum_round);
     tcase_add_loop_test(core, test_matmul_bf16, 0, 14); /* the linear layers' shapes */
     tcase_add_loop_test(core, test_bf16_outputs, 0, 2);
     tcase_add_test(core, test_measure_peak);

@@ -162,7 +162,7 @@ START_TEST(linear_gradients)
     for (int k = 0; k < I; k++)
         y00 += (double)x[k] * (double)w[k];
     ck_assert_double_eq_tol((double)y[0], y00, 1e-5);
-    linear_backward(&lin, dx, dw, db, r, r, x, w);
+    linear_backward(&lin, dx, dw, db, r, NULL, x, w);
     const float h = 1e-3f;
     float *params[3] = {x, w, b};
     float *grads[3] = {dx, dw, db};

@@ -123,6 +123,18 @@ void kern_round_bf16(kern_bf16 *dst, const float *src, int64_t n)
     kern_simd_round_bf16(dst, src, n);
 }
 
+void kern_colsum_round(float *sums, kern_bf16 *dst, const float *src, int64_t rows, int64_t cols)
+{
+    assert(rows >= 0 && cols >= 0);
+    if (rows == 0 || cols == 0 || (sums == NULL && dst == NULL))
+        return;
+    assert(src != NULL);
+    if (sums == NULL)
+        kern_simd_round_bf16(dst, src, rows * cols);
+    else
+        kern_simd_colsum_round(sums, dst, src, rows, cols);
+}
+
 /* ---- op lifecycle -------------------------------------------------------------------------- */
 
 /* ---- profiling ----------------------------------------------------------------------------- */

@@ -165,6 +165,9 @@ void kern_simd_attn_dscores(const struct kern_attn_tile *t, const float *p, cons
 /* kern_round_bf16's loop (shared by both backends), and its one value. */
 void kern_simd_round_bf16(kern_bf16 *dst, const float *src, int64_t n);
 kern_bf16 kern_simd_bf16(float f);
+/* kern_colsum_round's loop (shared by both backends). */
+void kern_simd_colsum_round(float *sums, kern_bf16 *dst, const float *src, int64_t rows,
+                            int64_t cols);
 
 /* The vectorized exp of those kernels: y[i] = exp(x[i]) with relative error < 1e-6 for normal
  * results; results below FLT_MIN are flushed to 0.  Exposed so the tests can check its accuracy

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "kernels/kern_impl.h"
 
 /* Each row kernel is compiled for AVX-512, AVX2 and the baseline; the loader picks one per
@@ -564,5 +566,45 @@ void kern_simd_round_bf16(kern_bf16 *dst, const float *src, int64_t n)
     for (int64_t b = 0; b < blocks; b++) {
         int64_t end = (b + 1) * BF16_BLOCK;
         round_bf16_range(dst, src, b * BF16_BLOCK, end < n ? end : n);
+    }
+}
+
+/* ---- column sums (a bias gradient), with the bf16 rounding in the same pass ------------------ */
+
+/* Columns [j0, j1) of src (rows, cols): sums[j] += src[r][j] for r in order; with dst, dst gets
+ * src rounded as it streams by. */
+KERN_CLONES static void colsum_cols(float *sums, kern_bf16 *dst, const float *src, int64_t rows,
+                                    int64_t cols, int64_t j0, int64_t j1)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = src + r * cols;
+        if (dst != NULL) {
+            kern_bf16 *out = dst + r * cols;
+#pragma omp simd
+            for (int64_t j = j0; j < j1; j++) {
+                sums[j] += row[j];
+                out[j] = bf16_rne(row[j]);
+            }
+        } else {
+#pragma omp simd
+            for (int64_t j = j0; j < j1; j++)
+                sums[j] += row[j];
+        }
+    }
+}
+
+/* Each thread takes a band of columns (whole vectors) through all rows, so every column is summed
+ * in row order whatever the thread count: the bits never depend on it. */
+void kern_simd_colsum_round(float *sums, kern_bf16 *dst, const float *src, int64_t rows,
+                            int64_t cols)
+{
+    int64_t bands = omp_get_max_threads();
+    int64_t width = (cols + bands - 1) / bands;
+    width = (width + ROW_PAD - 1) / ROW_PAD * ROW_PAD;
+    bands = (cols + width - 1) / width;
+#pragma omp parallel for schedule(static) if (bands > 1 && rows * cols >= BF16_BLOCK)
+    for (int64_t b = 0; b < bands; b++) {
+        int64_t j1 = (b + 1) * width;
+        colsum_cols(sums, dst, src, rows, cols, b * width, j1 < cols ? j1 : cols);
     }
 }

@@ -56,6 +56,13 @@ typedef uint16_t kern_bf16;
  * Bit-identical on every backend, ISA and thread count. */
 void kern_round_bf16(kern_bf16 *dst, const float *src, int64_t n);
 
+/* The bias gradient of a layer whose output gradient is src (rows, cols), and in bf16 mode that
+ * gradient's rounding for the matmuls, in one pass over src: sums (cols) += the column sums of
+ * src, each summed in row order (bit-identical at any thread count, and to a plain loop over the
+ * rows); dst (rows, cols) = src rounded as by kern_round_bf16.  Either of sums and dst may be
+ * NULL (not wanted). */
+void kern_colsum_round(float *sums, kern_bf16 *dst, const float *src, int64_t rows, int64_t cols);
+
 /* RZ_OK if this context runs bf16 matmuls natively: the reference backend emulates them
  * anywhere; the oneDNN backend needs its avx512_core_bf16 or avx512_core_amx ISA (CPU flags
  * avx512_bf16 or amx_bf16).  Otherwise RZ_ECONFIG naming the missing ISA: there is no silent

@@ -27,17 +27,6 @@ RZ_SIMD_CLONES void vec_acc(float *y, const float *x, int64_t n)
         y[i] += x[i];
 }
 
-/* db (cols) += column sums of dy (rows, cols); row-order accumulation keeps it deterministic. */
-RZ_SIMD_CLONES static void bias_grad(float *db, const float *dy, int64_t rows, int64_t cols)
-{
-    for (int64_t r = 0; r < rows; r++) {
-        const float *row = dy + r * cols;
-#pragma omp simd
-        for (int64_t j = 0; j < cols; j++)
-            db[j] += row[j];
-    }
-}
-
 /* ---- linear ----------------------------------------------------------------------------------- */
 
 enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows, int64_t in,
@@ -47,6 +36,7 @@ enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows,
     l->rows = rows;
     l->in = in;
     l->out = out;
+    l->bf16 = bf16;
     struct kern_matmul_desc fwd = {.batch = 1, .m = rows, .n = out, .k = in, .trans_b = true,
                                    .alpha = 1.0f, .bias = true, .bf16 = bf16};
     struct kern_matmul_desc bx = {.batch = 1, .m = rows, .n = in, .k = out, .alpha = 1.0f,
@@ -77,13 +67,14 @@ void linear_forward(struct linear *l, float *y, const void *x, const void *w, co
 }
 
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
-                     const void *dy_mm, const void *x, const void *w)
+                     kern_bf16 *dy_h, const void *x, const void *w)
 {
+    const void *dy_mm = l->bf16 ? (const void *)dy_h : (const void *)dy;
+    if (dy != NULL)
+        kern_colsum_round(db, l->bf16 ? dy_h : NULL, dy, l->rows, l->out);
     if (dx != NULL)
         kern_matmul_run(l->bwd_x, dx, dy_mm, w, NULL);
     kern_matmul_run(l->bwd_w, dw, dy_mm, x, NULL);
-    if (db != NULL)
-        bias_grad(db, dy, l->rows, l->out);
 }
 
 /* ---- embedding -------------------------------------------------------------------------------- */

@@ -13,10 +13,12 @@
 #include "kernels/kernels.h"
 
 /* ---- linear: y (N, out) = x (N, in) @ w^T + b,  w (out, in), b (out) ----------------------
- * The matmuls' operands x, w and dy_mm are float, or kern_bf16 for a layer made with bf16 (the
- * caller rounds them with kern_round_bf16); y, b, dx, dw, db and dy are always float. */
+ * The matmuls' operands x, w and the gradient are float, or kern_bf16 for a layer made with
+ * bf16 (the caller rounds x and w with kern_round_bf16); y, b, dx, dw, db and dy are always
+ * float. */
 struct linear {
     int64_t rows, in, out;
+    bool bf16;
     struct kern_matmul *fwd;   /* y = x w^T + b */
     struct kern_matmul *bwd_x; /* dx = dy w */
     struct kern_matmul *bwd_w; /* dw += dy^T x */
@@ -25,11 +27,13 @@ enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows,
                            int64_t out, bool bf16, struct rz_err *err);
 void linear_free(struct linear *l);
 void linear_forward(struct linear *l, float *y, const void *x, const void *w, const float *b);
-/* dy feeds the bias gradient, dy_mm (dy itself or its bf16 rounding) the matmuls.  dx may be NULL
- * (not needed); dw, db accumulate; db (and then dy) may be NULL when the bias gradient is summed
- * elsewhere (the cross-entropy sums the head's in its own pass). */
+/* From dy (N, out): db += its column sums, and a bf16 layer rounds it into dy_h (N, out) for
+ * its matmuls, both in one pass (kern_colsum_round).  A bf16 layer whose gradient was rounded
+ * elsewhere gets dy NULL and db NULL, and reads dy_h as it is (the head: the cross-entropy
+ * rounds its gradient and sums its bias gradient in its own pass).  dx may be NULL (not
+ * needed); dw and db accumulate; db may be NULL; dy_h is unused by an fp32 layer. */
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
-                     const void *dy_mm, const void *x, const void *w);
+                     kern_bf16 *dy_h, const void *x, const void *w);
 
 /* ---- token + position embedding: x (B, T, C) = wte[tokens] + wpe[t] ------------------------ */
 void embedding_forward(float *x, const int32_t *tokens, const float *wte, const float *wpe,

@@ -794,26 +794,24 @@ static void block_backward(struct model *m, const struct layer_params *p, struct
                            const struct block_acts *a, int64_t l)
 {
     struct acts *s = &m->a;
-    int64_t N = m->dims.batch * m->dims.seq_len, C = m->dims.d_model, F = m->dims.d_ff;
     const float *dy = drop_backward(m, s->dresid, s->ddrop, l, DROP_MLP);
-    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, dy, mm_round(m, s->dy_h, dy, N * C),
+    linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, dy, s->dy_h,
                     mm_saved(m, a->fcg_h, a->fcg), mm_weight(m, p->fc2_w));
     progress(m);
     kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
-    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, mm_round(m, s->dy_h, s->dfcg, N * F),
+    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, s->dy_h,
                     mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w));
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
                             a->ln2_var, p->ln2_w, true);
     dy = drop_backward(m, s->dresid, s->ddrop, l, DROP_ATTN);
-    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, dy, mm_round(m, s->dy_h, dy, N * C),
+    linear_backward(&m->proj, s->datty, g->proj_w, g->proj_b, dy, s->dy_h,
                     mm_saved(m, a->atty_h, a->atty), mm_weight(m, p->proj_w));
     progress(m);
     kern_attention_backward(m->attn, s->dqkv, s->datty, a->qkv, a->atty, a->lse);
     progress(m);
-    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv,
-                    mm_round(m, s->dy_h, s->dqkv, 3 * N * C), mm_saved(m, a->ln1_h, a->ln1),
-                    mm_weight(m, p->qkv_w));
+    linear_backward(&m->qkv, s->dln, g->qkv_w, g->qkv_b, s->dqkv, s->dy_h,
+                    mm_saved(m, a->ln1_h, a->ln1), mm_weight(m, p->qkv_w));
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln1_w, g->ln1_b, s->dln, a->x, a->ln1_mean,
                             a->ln1_var, p->ln1_w, true);
@@ -831,9 +829,9 @@ void model_backward(struct model *m, float loss_scale)
     seg_begin(m, head);
     /* d logits in place of the probabilities, or (bf16) rounded into dy_h; the head's bias
      * gradient is summed in the same pass */
-    void *dlogits = mm_saved(m, a->dy_h, a->probs);
-    kern_xent_backward(m->xent, dlogits, g->head_b, a->probs, m->targets, loss_scale / (float)N);
-    linear_backward(&m->head, a->dln, g->head_w, NULL, NULL, dlogits,
+    kern_xent_backward(m->xent, mm_saved(m, a->dy_h, a->probs), g->head_b, a->probs, m->targets,
+                       loss_scale / (float)N);
+    linear_backward(&m->head, a->dln, g->head_w, NULL, d->bf16 ? NULL : a->probs, a->dy_h,
                     mm_saved(m, a->lnf_h, a->lnf), mm_weight(m, m->p.head_w));
     progress(m);
     kern_layernorm_backward(m->ln, a->dresid, g->lnf_w, g->lnf_b, a->dln, a->x_out, a->lnf_mean,
