@@ -42,6 +42,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: tools/devcluster needs root (it starts slurmd and slurmctld); run the tests as root"
   exit 77
 fi
+cluster_lock
 
 # wait_for SECONDS COMMAND...: poll every 0.2 s until COMMAND succeeds; false on timeout.
 wait_for() {

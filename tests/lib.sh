@@ -50,6 +50,18 @@ mpi_setup() {
 }
 
 # ---- the dev cluster (slurm.sh, faults.sh, chain.sh) ----------------------------------------
+# cluster_lock: hold the dev cluster for this suite until it exits.  The suites share one
+# cluster, and one's jobs would disturb another's (seen under `make -j2 check`: faults.sh's urgent
+# job preempted slurm.sh's scancel job on n4), so under a parallel `make check` they take turns.
+cluster_lock() {
+  local lock=${TMPDIR:-/tmp}/ryzen-llm-devcluster-tests.lock
+  exec 8>>"$lock"
+  if ! flock -n 8; then
+    echo "# another suite holds the dev cluster ($lock): waiting for it"
+    flock -w 3600 8 || { echo "FAIL: $lock still held after an hour"; exit 1; }
+  fi
+}
+
 # site_setup: start the site profile, install ryzen-llm into $tmp/prefix as a site would, and
 # make $tmp/sub a submit directory owned by rzuser outside the source tree.  Sets prefix, T (the
 # installed templates), sub, and exports the cluster's environment.  Needs $src, $build, $tmp.
@@ -58,6 +70,7 @@ site_setup() {
     echo "SKIP: the dev cluster's slurmd must run as root"
     exit 77
   fi
+  cluster_lock
   if ! "$src/tools/devcluster" up >"$tmp/up.log" 2>&1; then
     cat "$tmp/up.log"
     echo "FAIL: tools/devcluster up"
