@@ -275,7 +275,8 @@ START_TEST(test_colsum_round)
         int64_t rows = shapes[k][0], cols = shapes[k][1], n = rows * cols;
         float *src = random_vec((size_t)n, 40u + (uint32_t)k);
         float *start = random_vec((size_t)cols, 60u + (uint32_t)k);
-        float *want = malloc((size_t)cols * sizeof *want), *got = malloc((size_t)cols * sizeof *got);
+        float *want = malloc((size_t)cols * sizeof *want);
+        float *got = malloc((size_t)cols * sizeof *got);
         kern_bf16 *wh = malloc((size_t)n * sizeof *wh), *gh = malloc((size_t)n * sizeof *gh);
         memcpy(want, start, (size_t)cols * sizeof *want);
         for (int64_t r = 0; r < rows; r++)

@@ -1,10 +1,12 @@
 /* layers.c: forward/backward pairs of the transformer's layers (see layers.h).
- * The heavy math is in kernels/; this file only arranges tensors (residual adds, bias sums).
+ * The heavy math is in kernels/; this file only arranges tensors (residual adds; bias sums go
+ * through kern_colsum_round).
  * It does not own activation memory: model.c passes views of its one buffer. */
 #include "config.h"
 
 #include "model/layers.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -69,6 +71,7 @@ void linear_forward(struct linear *l, float *y, const void *x, const void *w, co
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
                      kern_bf16 *dy_h, const void *x, const void *w)
 {
+    assert(dy != NULL ? !l->bf16 || dy_h != NULL : l->bf16 && db == NULL);
     const void *dy_mm = l->bf16 ? (const void *)dy_h : (const void *)dy;
     if (dy != NULL)
         kern_colsum_round(db, l->bf16 ? dy_h : NULL, dy, l->rows, l->out);
