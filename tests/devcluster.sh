@@ -2,6 +2,7 @@
 # devcluster.sh: the site profile of tools/devcluster (docs/devcluster.md) comes up and behaves
 # like a real site:
 #   up          tools/devcluster up succeeds (or finds the cluster already up); status agrees
+#   fds         daemons started while this suite holds its lock (fd 8) do not keep it
 #   nodes       n1..n4 idle, 8 CPUs and 4096 MB each
 #   config      accounting enforced (associations,limits,qos), job_comment stored,
 #               JobFileAppend=0, partition_prio preemption, cgroup task/proctrack, CR_Core_Memory
@@ -67,6 +68,17 @@ sacct_row() { sacct -n -X -P -j "$1" -o "$2" 2>/dev/null | tail -n 1; }
 t0=$(date +%s)
 expect "up" 0 "" -- "$devcluster" up
 echo "     | up took $(($(date +%s) - t0)) s: $(tail -n 1 "$tmp/out")"
+
+# ---- the daemons hold nothing of their caller's: started while this suite holds the cluster's
+# lock (fd 8), none of them may keep it, or every later suite waits for a lock nobody releases.
+# When 'up' found the cluster already up, it is restarted here so that the check means something.
+if grep -q 'already up' "$tmp/out"; then
+  "$devcluster" down >"$tmp/down.log" 2>&1 || { show "$tmp/down.log"; bad "down for the restart"; }
+  expect "up again (daemons started under the lock)" 0 "up in" -- "$devcluster" up
+fi
+holders=$(lock_holders "$(cluster_lock_file)" | paste -sd, -)
+check "no daemon inherited the suite's lock${holders:+ (held by: $holders)}" test -z "$holders"
+
 eval "$("$devcluster" env)"
 chown rzuser: "$tmp"
 expect "status" 0 "ml\|rzuser" -- "$devcluster" status

@@ -53,12 +53,38 @@ mpi_setup() {
 # cluster_lock: hold the dev cluster for this suite until it exits.  The suites share one
 # cluster, and one's jobs would disturb another's (seen under `make -j2 check`: faults.sh's urgent
 # job preempted slurm.sh's scancel job on n4), so under a parallel `make check` they take turns.
+# The lock is fd 8 of this shell; tools/devcluster starts its daemons with no descriptor of ours
+# (a daemon that inherited fd 8 held the lock for good: CI's next suite waited out its time).
+# The wait is bounded well below CI's limit, and names the processes that hold the lock.
+cluster_lock_file() { echo "${TMPDIR:-/tmp}/ryzen-llm-devcluster-tests.lock"; }
+
+# lock_holders FILE: "pid comm" of every live process with FILE open, but this shell and its
+# children (a command substitution that calls this holds the lock too, while it runs).
+lock_holders() {
+  local f p q comm
+  for f in $(find /proc/[0-9]*/fd -lname "$1" 2>/dev/null); do
+    p=${f#/proc/}
+    p=${p%%/*}
+    q=$p
+    while [ -n "$q" ] && [ "$q" -gt 1 ] && [ "$q" != "$$" ]; do
+      q=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$q/status" 2>/dev/null)
+    done
+    comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue # gone: it held nothing for long
+    [ "$q" = "$$" ] || echo "$p $comm"
+  done | sort -u
+}
+
 cluster_lock() {
-  local lock=${TMPDIR:-/tmp}/ryzen-llm-devcluster-tests.lock
+  local lock
+  lock=$(cluster_lock_file)
   exec 8>>"$lock"
   if ! flock -n 8; then
-    echo "# another suite holds the dev cluster ($lock): waiting for it"
-    flock -w 3600 8 || { echo "FAIL: $lock still held after an hour"; exit 1; }
+    echo "# another suite holds the dev cluster ($lock): waiting for it;" \
+      "held by: $(lock_holders "$lock" | paste -sd, -)"
+    flock -w 1200 8 || {
+      echo "FAIL: $lock still held after 20 minutes, by: $(lock_holders "$lock" | paste -sd, -)"
+      exit 1
+    }
   fi
 }
 
