@@ -130,7 +130,7 @@ void kern_colsum_round(float *sums, kern_bf16 *dst, const float *src, int64_t ro
         return;
     assert(src != NULL);
     if (sums == NULL)
-        kern_simd_round_bf16(dst, src, rows * cols);
+        kern_round_bf16(dst, src, rows * cols);
     else
         kern_simd_colsum_round(sums, dst, src, rows, cols);
 }
