@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,9 +78,10 @@ static void write_hb(int rank, int step, int sync)
 }
 
 /* Forks a child that starts the watchdog as rank 0 of 3, lets `peers` write the other ranks'
- * heartbeats, begins step 5, arrives at its sync and hangs.  Asserts that the watchdog ended the
- * child with 76 within 10 s; returns the child's stderr (the caller frees it). */
-static char *hung_rank0_stderr(void (*peers)(void))
+ * heartbeats, begins step 5, arrives at its sync and hangs there; or, with in_commit, ends step 5
+ * and hangs in the checkpoint commit after it.  Asserts that the watchdog ended the child with 76
+ * within 10 s; returns the child's stderr (the caller frees it). */
+static char *hung_rank0_stderr(void (*peers)(void), bool in_commit)
 {
     char log[128];
     snprintf(log, sizeof log, "%s/stderr.txt", dir);
@@ -90,13 +92,17 @@ static char *hung_rank0_stderr(void (*peers)(void))
             _exit(99);
         struct health_watchdog *w;
         struct health_watchdog_opts o = {.run_dir = dir, .rank = 0, .world = 3, .floor_s = 0.5,
-                                         .factor = 3};
+                                         .factor = 3, .checkpoint_s = 1.0};
         if (health_watchdog_start(&w, &o, NULL) != RZ_OK)
             _exit(98);
         peers();
         health_step_begin(w, 5);
         health_sync_arrived(w, 5);
-        sleep(30);      /* "stuck in the allreduce" */
+        if (in_commit) {
+            health_step_end(w, 5, 0.01);
+            health_watchdog_pause(w, 1);
+        }
+        sleep(30);      /* "stuck in the allreduce", or in the commit's agreement */
         _exit(97);
     }
     int status = 0;
@@ -119,7 +125,7 @@ static void peers_one_behind(void)
 
 START_TEST(watchdog_fires_and_names_the_rank_behind)
 {
-    char *text = hung_rank0_stderr(peers_one_behind);
+    char *text = hung_rank0_stderr(peers_one_behind, false);
     ck_assert_msg(strstr(text, "held up by: rank 1 (last at the sync of step 4)") != NULL, "%s",
                   text);
     ck_assert_ptr_null(strstr(text, "rank 2 (last"));
@@ -148,10 +154,26 @@ static void peers_one_stopped(void)
  * arrived at the sync. */
 START_TEST(watchdog_names_a_rank_that_stopped_responding)
 {
-    char *text = hung_rank0_stderr(peers_one_stopped);
+    char *text = hung_rank0_stderr(peers_one_stopped, false);
     ck_assert_msg(strstr(text, "held up by: rank 2 (pid 4242) not responding for 1") != NULL,
                   "%s", text);
     ck_assert_ptr_null(strstr(text, "rank 1"));
+    free(text);
+}
+END_TEST
+
+/* A rank that stops during a checkpoint commit leaves the others in the commit's agreement,
+ * between steps: the commit's own limit (checkpoint_s, 1 s here) ends them, naming the rank.
+ * Before that limit existed the commit was unwatched, and the job hung to its time limit (seen
+ * in tests/slurm.sh when its SIGSTOP landed during a checkpoint). */
+START_TEST(watchdog_fires_in_a_checkpoint_commit_that_hangs)
+{
+    char *text = hung_rank0_stderr(peers_one_stopped, true);
+    ck_assert_msg(strstr(text, "the checkpoint commit after step 5 has run") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "over the limit 1 s (health.watchdog_checkpoint_s)") != NULL, "%s",
+                  text);
+    ck_assert_msg(strstr(text, "held up by: rank 2 (pid 4242) not responding for 1") != NULL,
+                  "%s", text);
     free(text);
 }
 END_TEST
@@ -160,7 +182,7 @@ START_TEST(watchdog_quiet_for_healthy_and_paused_steps)
 {
     struct health_watchdog *w;
     struct health_watchdog_opts o = {.run_dir = dir, .rank = 0, .world = 1, .floor_s = 0.4,
-                                     .factor = 2};
+                                     .factor = 2, .checkpoint_s = 5};
     ck_assert_int_eq(health_watchdog_start(&w, &o, NULL), RZ_OK);
     for (int s = 1; s <= 5; s++) {
         health_step_begin(w, s);
@@ -168,7 +190,7 @@ START_TEST(watchdog_quiet_for_healthy_and_paused_steps)
         health_sync_arrived(w, s);
         health_step_end(w, s, 0.05);
     }
-    /* a long pause (a checkpoint write) between steps does not count */
+    /* a checkpoint commit longer than a step's limit, but within its own, does not count */
     health_watchdog_pause(w, 1);
     usleep(900 * 1000);
     health_watchdog_pause(w, 0);
@@ -219,6 +241,7 @@ static Suite *health_suite(void)
     tcase_add_test(core, watchdog_fires_and_names_the_rank_behind);
     tcase_add_test(core, watchdog_quiet_for_healthy_and_paused_steps);
     tcase_add_test(core, watchdog_names_a_rank_that_stopped_responding);
+    tcase_add_test(core, watchdog_fires_in_a_checkpoint_commit_that_hangs);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

@@ -103,6 +103,7 @@ struct cfg_health {
     char stop_signal[CFG_STR_MAX];  /* "USR2" | "USR1" | "TERM" */
     double watchdog_floor_s;
     double watchdog_factor;
+    double watchdog_checkpoint_s;
 };
 
 struct cfg_comm {

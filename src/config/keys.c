@@ -158,6 +158,10 @@ const struct cfg_key cfg_keys[] = {
               "A step may always run this long before the watchdog fires (exit 76)."),
     KEY_FLOAT("health.watchdog_factor", health.watchdog_factor, 1.0, 1e6, 0u, "10",
               "... or this many times the median step time, whichever is longer."),
+    KEY_FLOAT("health.watchdog_checkpoint_s", health.watchdog_checkpoint_s, 0.0, 1e7,
+              CFG_OPEN_MIN, "1800",
+              "A checkpoint commit (the write and the ranks' agreement on it) may run this long "
+              "before the watchdog fires (exit 76)."),
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),

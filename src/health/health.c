@@ -126,7 +126,7 @@ struct health_watchdog {
     pthread_mutex_t lock;
     bool stop, in_step, paused;
     int64_t step, sync_step;
-    double step_start;
+    double step_start, pause_start;
     double times[MEDIAN_WINDOW];
     int n_times, next_time;
 };
@@ -232,8 +232,9 @@ static void *watchdog_main(void *arg)
         double med = median_step(w);
         double limit = w->opts.factor * med > w->opts.floor_s ? w->opts.factor * med
                                                               : w->opts.floor_s;
-        double ran = now - w->step_start;
-        bool fire = w->in_step && !w->paused && ran > limit;
+        double ran = now - w->step_start, held = now - w->pause_start;
+        bool commit_over = w->paused && w->opts.checkpoint_s > 0 && held > w->opts.checkpoint_s;
+        bool fire = commit_over || (w->in_step && !w->paused && ran > limit);
         long long step = (long long)w->step;
         pthread_mutex_unlock(&w->lock);
         if (!fire)
@@ -244,9 +245,14 @@ static void *watchdog_main(void *arg)
                    "%.1f s", frozen);
         else
             diagnose(w, behind, sizeof behind);
-        rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
-               "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); held up by: %s",
-               w->opts.rank, step, ran, limit, w->opts.factor, med, w->opts.floor_s, behind);
+        if (commit_over)
+            rz_fmt(msg, sizeof msg, "watchdog: rank %d: the checkpoint commit after step %lld has "
+                   "run %.1f s, over the limit %.0f s (health.watchdog_checkpoint_s); held up "
+                   "by: %s", w->opts.rank, step, held, w->opts.checkpoint_s, behind);
+        else
+            rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
+                   "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); held up by: %s",
+                   w->opts.rank, step, ran, limit, w->opts.factor, med, w->opts.floor_s, behind);
         fprintf(stderr, "ryzen-train: %s; exiting %d\n", msg, RZ_EXIT_WATCHDOG);
         fflush(stderr);
         health_exit_record(w->opts.attempt_dir, w->opts.rank, w->opts.host, RZ_EXIT_WATCHDOG,
@@ -347,7 +353,9 @@ void health_watchdog_pause(struct health_watchdog *w, int paused)
         return;
     pthread_mutex_lock(&w->lock);
     w->paused = paused != 0;
-    if (!paused)
+    if (paused)
+        w->pause_start = rz_now();
+    else
         w->step_start = rz_now();
     pthread_mutex_unlock(&w->lock);
 }

@@ -47,6 +47,7 @@ struct health_watchdog_opts {
     int rank, world;
     double floor_s;           /* a step may always take this long */
     double factor;            /* ... or this many times the median step time */
+    double checkpoint_s;      /* a checkpoint commit may take this long (0: no limit) */
 };
 
 enum rz_status health_watchdog_start(struct health_watchdog **out,
@@ -59,7 +60,9 @@ void health_step_begin(struct health_watchdog *w, int64_t step);
 void health_sync_arrived(struct health_watchdog *w, int64_t step);
 void health_step_end(struct health_watchdog *w, int64_t step, double seconds);
 
-/* Pause the watchdog around long non-step work (checkpoint writes, evaluation). */
+/* Around a checkpoint commit (1 at its start, 0 at its end): the step limit gives way to
+ * opts.checkpoint_s, counted from the start.  A rank that hangs in the commit (a frozen rank
+ * leaves the others in the commit's agreement, between steps) is caught by that limit. */
 void health_watchdog_pause(struct health_watchdog *w, int paused);
 
 #endif

@@ -345,7 +345,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     struct health_watchdog_opts wopts = {
         .run_dir = t->opts->run_dir, .attempt_dir = t->opts->attempt_dir,
         .host = comm_host(t->comm), .rank = t->rank, .world = t->world,
-        .floor_s = c->health.watchdog_floor_s, .factor = c->health.watchdog_factor};
+        .floor_s = c->health.watchdog_floor_s, .factor = c->health.watchdog_factor,
+        .checkpoint_s = c->health.watchdog_checkpoint_s};
     enum rz_status st = kern_backend_parse(c->kernels.backend, &backend, err);
     if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
     if (st == RZ_OK) st = optim_opts_from_cfg(&oopts, c, err);
