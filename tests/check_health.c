@@ -77,11 +77,15 @@ static void write_hb(int rank, int step, int sync)
     write_hb_line(rank, line);
 }
 
+/* Where the child hangs: in step 5's allreduce, in the checkpoint commit after it, or in the
+ * other work after it (a validation pass's or the agreement's collective). */
+enum hang_at { HANG_IN_STEP, HANG_IN_COMMIT, HANG_AFTER_STEP };
+
 /* Forks a child that starts the watchdog as rank 0 of 3, lets `peers` write the other ranks'
- * heartbeats, begins step 5, arrives at its sync and hangs there; or, with in_commit, ends step 5
- * and hangs in the checkpoint commit after it.  Asserts that the watchdog ended the child with 76
- * within 10 s; returns the child's stderr (the caller frees it). */
-static char *hung_rank0_stderr(void (*peers)(void), bool in_commit)
+ * heartbeats, begins step 5, arrives at its sync and hangs where `at` says.  Asserts that the
+ * watchdog ended the child with 76 within 10 s; returns the child's stderr (the caller frees
+ * it). */
+static char *hung_rank0_stderr(void (*peers)(void), enum hang_at at)
 {
     char log[128];
     snprintf(log, sizeof log, "%s/stderr.txt", dir);
@@ -98,11 +102,11 @@ static char *hung_rank0_stderr(void (*peers)(void), bool in_commit)
         peers();
         health_step_begin(w, 5);
         health_sync_arrived(w, 5);
-        if (in_commit) {
+        if (at != HANG_IN_STEP)
             health_step_end(w, 5, 0.01);
+        if (at == HANG_IN_COMMIT)
             health_watchdog_pause(w, 1);
-        }
-        sleep(30);      /* "stuck in the allreduce", or in the commit's agreement */
+        sleep(30);      /* "stuck in the allreduce", in the commit's agreement, or after both */
         _exit(97);
     }
     int status = 0;
@@ -125,7 +129,7 @@ static void peers_one_behind(void)
 
 START_TEST(watchdog_fires_and_names_the_rank_behind)
 {
-    char *text = hung_rank0_stderr(peers_one_behind, false);
+    char *text = hung_rank0_stderr(peers_one_behind, HANG_IN_STEP);
     ck_assert_msg(strstr(text, "held up by: rank 1 (last at the sync of step 4)") != NULL, "%s",
                   text);
     ck_assert_ptr_null(strstr(text, "rank 2 (last"));
@@ -154,7 +158,7 @@ static void peers_one_stopped(void)
  * arrived at the sync. */
 START_TEST(watchdog_names_a_rank_that_stopped_responding)
 {
-    char *text = hung_rank0_stderr(peers_one_stopped, false);
+    char *text = hung_rank0_stderr(peers_one_stopped, HANG_IN_STEP);
     ck_assert_msg(strstr(text, "held up by: rank 2 (pid 4242) not responding for 1") != NULL,
                   "%s", text);
     ck_assert_ptr_null(strstr(text, "rank 1"));
@@ -162,19 +166,37 @@ START_TEST(watchdog_names_a_rank_that_stopped_responding)
 }
 END_TEST
 
-/* A rank that stops during a checkpoint commit leaves the others in the commit's agreement,
- * between steps: the commit's own limit (checkpoint_s, 1 s here) ends them, naming the rank.
- * Before that limit existed the commit was unwatched, and the job hung to its time limit (seen
- * in tests/slurm.sh when its SIGSTOP landed during a checkpoint). */
-START_TEST(watchdog_fires_in_a_checkpoint_commit_that_hangs)
+/* Rank 0 hangs between steps, `at` the commit or after it, while rank 2 has stopped: the
+ * between-step limit (checkpoint_s, 1 s here) ends rank 0 with `what` in its message, naming
+ * rank 2. */
+static void assert_between_steps_limit(enum hang_at at, const char *what)
 {
-    char *text = hung_rank0_stderr(peers_one_stopped, true);
-    ck_assert_msg(strstr(text, "the checkpoint commit after step 5 has run") != NULL, "%s", text);
+    char *text = hung_rank0_stderr(peers_one_stopped, at);
+    ck_assert_msg(strstr(text, what) != NULL, "%s", text);
     ck_assert_msg(strstr(text, "over the limit 1 s (health.watchdog_checkpoint_s)") != NULL, "%s",
                   text);
     ck_assert_msg(strstr(text, "held up by: rank 2 (pid 4242) not responding for 1") != NULL,
                   "%s", text);
     free(text);
+}
+
+/* A rank that stops during a checkpoint commit leaves the others in the commit's agreement,
+ * between steps: the commit's own limit ends them, naming the rank.  Before that limit existed
+ * the commit was unwatched, and the job hung to its time limit (seen in tests/slurm.sh when its
+ * SIGSTOP landed during a checkpoint). */
+START_TEST(watchdog_fires_in_a_checkpoint_commit_that_hangs)
+{
+    assert_between_steps_limit(HANG_IN_COMMIT, "the checkpoint commit after step 5 has run");
+}
+END_TEST
+
+/* The same limit covers the rest of the time between steps: a rank that stops in a validation
+ * pass (or the per-step agreement) leaves the others in its collective.  Before, nothing watched
+ * that time. */
+START_TEST(watchdog_fires_in_the_work_after_a_step_that_hangs)
+{
+    assert_between_steps_limit(HANG_AFTER_STEP, "the work after step 5 (its metrics, the ranks' "
+                                                "agreement, a validation pass) has run");
 }
 END_TEST
 
@@ -242,6 +264,7 @@ static Suite *health_suite(void)
     tcase_add_test(core, watchdog_quiet_for_healthy_and_paused_steps);
     tcase_add_test(core, watchdog_names_a_rank_that_stopped_responding);
     tcase_add_test(core, watchdog_fires_in_a_checkpoint_commit_that_hangs);
+    tcase_add_test(core, watchdog_fires_in_the_work_after_a_step_that_hangs);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

@@ -124,9 +124,9 @@ struct health_watchdog {
     pthread_t thread;
     bool running;
     pthread_mutex_t lock;
-    bool stop, in_step, paused;
+    bool stop, in_step, paused, between; /* between: a step has ended, the next not begun */
     int64_t step, sync_step;
-    double step_start, pause_start;
+    double step_start, pause_start, between_start;
     double times[MEDIAN_WINDOW];
     int n_times, next_time;
 };
@@ -233,8 +233,10 @@ static void *watchdog_main(void *arg)
         double limit = w->opts.factor * med > w->opts.floor_s ? w->opts.factor * med
                                                               : w->opts.floor_s;
         double ran = now - w->step_start, held = now - w->pause_start;
-        bool commit_over = w->paused && w->opts.checkpoint_s > 0 && held > w->opts.checkpoint_s;
-        bool fire = commit_over || (w->in_step && !w->paused && ran > limit);
+        double after = now - w->between_start, cap = w->opts.checkpoint_s;
+        bool commit_over = w->paused && cap > 0 && held > cap;
+        bool between_over = w->between && !w->paused && !w->in_step && cap > 0 && after > cap;
+        bool fire = commit_over || between_over || (w->in_step && !w->paused && ran > limit);
         long long step = (long long)w->step;
         pthread_mutex_unlock(&w->lock);
         if (!fire)
@@ -248,7 +250,12 @@ static void *watchdog_main(void *arg)
         if (commit_over)
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: the checkpoint commit after step %lld has "
                    "run %.1f s, over the limit %.0f s (health.watchdog_checkpoint_s); held up "
-                   "by: %s", w->opts.rank, step, held, w->opts.checkpoint_s, behind);
+                   "by: %s", w->opts.rank, step, held, cap, behind);
+        else if (between_over)
+            rz_fmt(msg, sizeof msg, "watchdog: rank %d: the work after step %lld (its metrics, "
+                   "the ranks' agreement, a validation pass) has run %.1f s, over the limit %.0f s "
+                   "(health.watchdog_checkpoint_s); held up by: %s", w->opts.rank, step, after,
+                   cap, behind);
         else
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
                    "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); held up by: %s",
@@ -318,6 +325,7 @@ void health_step_begin(struct health_watchdog *w, int64_t step)
         return;
     pthread_mutex_lock(&w->lock);
     w->in_step = true;
+    w->between = false;
     w->step = step;
     w->step_start = rz_now();
     pthread_mutex_unlock(&w->lock);
@@ -339,6 +347,8 @@ void health_step_end(struct health_watchdog *w, int64_t step, double seconds)
         return;
     pthread_mutex_lock(&w->lock);
     w->in_step = false;
+    w->between = true;
+    w->between_start = rz_now();
     w->step = step;
     w->times[w->next_time] = seconds;
     w->next_time = (w->next_time + 1) % MEDIAN_WINDOW;
@@ -356,6 +366,6 @@ void health_watchdog_pause(struct health_watchdog *w, int paused)
     if (paused)
         w->pause_start = rz_now();
     else
-        w->step_start = rz_now();
+        w->step_start = w->between_start = rz_now(); /* what follows the commit: a new window */
     pthread_mutex_unlock(&w->lock);
 }
