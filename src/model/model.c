@@ -467,23 +467,6 @@ void model_memory_plan(const struct model_dims *dims, struct model_memory *out)
     free(m.a.blocks);
 }
 
-size_t model_memory_bytes(const struct model_dims *dims)
-{
-    struct model m;
-    memset(&m, 0, sizeof m);
-    m.dims = *dims;
-    m.a.blocks = calloc((size_t)dims->n_layers, sizeof *m.a.blocks);
-    if (m.a.blocks == NULL)
-        return 0;
-    size_t halves = 0, act = layout_acts(&m, NULL, NULL, &halves); /* counts only */
-    free(m.a.blocks);
-    /* parameters, gradients and the two Adam moments, plus the activations; in bf16 mode the
-     * parameters' bf16 copy and the bf16 activations */
-    size_t params = model_count_params(dims);
-    return (4 * params + act) * sizeof(float) +
-           ((dims->bf16 ? params : 0) + halves) * sizeof(kern_bf16);
-}
-
 /* ---- lifecycle --------------------------------------------------------------------------------- */
 
 static enum rz_status check_dims(const struct model_dims *d, struct rz_err *err)

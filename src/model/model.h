@@ -78,10 +78,6 @@ struct model_memory {
 };
 void model_memory_plan(const struct model_dims *dims, struct model_memory *out);
 
-/* Bytes of the big allocations of a training rank (parameters, gradients, Adam moments,
- * activations) for these dims; the preflight memory check adds the runtime on top. */
-size_t model_memory_bytes(const struct model_dims *dims);
-
 /* Matmul FLOPs of one training sample (forward + backward, 2 per multiply-add): the numerator of
  * MFU.  6*T*(matmul weights) + 12*L*T^2*C for attention, counted in full as PyTorch computes it
  * (the blocked attention skips the masked blocks, so MFU stays comparable with the peer's). */
