@@ -458,8 +458,18 @@ START_TEST(missing_and_empty_baselines)
     gate_result_free(&res);
     gate_input_free(&in);
     snprintf(c.data.kind, sizeof c.data.kind, "random");
+    c.model.vocab_size = 2048;
     ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
     ck_assert_int_eq(res.crit[GATE_ENTROPY_GAP].status, GATE_NA);
+    ck_assert_msg(strstr(res.crit[GATE_ENTROPY_GAP].note, "its floor ln V = 7.62462 nats is also "
+                         "the loss of a model that has learned nothing") != NULL, "%s",
+                  res.crit[GATE_ENTROPY_GAP].note);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    snprintf(c.data.kind, sizeof c.data.kind, "text");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_ENTROPY_GAP].status, GATE_NA);
+    ck_assert_str_eq(res.crit[GATE_ENTROPY_GAP].note, "data.kind is text: no known entropy floor");
     gate_result_free(&res);
     gate_input_free(&in);
     teardown_fixture();
@@ -652,6 +662,9 @@ START_TEST(reports_are_written_and_well_formed)
     ck_assert_ptr_nonnull(strstr(st, "data-median=\"0.125\""));
     ck_assert_uint_eq(count(cm, "<rect class=\"bar\""), 2);
     ck_assert_ptr_nonnull(strstr(cm, "data-comm=\"0.0625\""));
+    /* the thresholds are drawn over the bars, so a bar past one does not hide its label */
+    ck_assert_ptr_nonnull(strstr(cm, "thr-go"));
+    ck_assert(strstr(cm, "thr-go") > strstr(cm, "<rect class=\"bar\""));
     ck_assert_ptr_null(strstr(html, "<script"));
     ck_assert_ptr_null(strstr(html, "src=\""));
     free(loss), free(tp), free(st), free(cm), free(html);

@@ -220,8 +220,9 @@ st=$(wait_done "$ref40" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
 
 echo "# a hung rank (SIGSTOP): the watchdog's 76 reaches the report as a hang naming the rank"
-# The stop may land in a step or in a checkpoint commit (every 5 steps here): the commit has its
-# own limit, health.watchdog_checkpoint_s (a stop there once went unwatched until CI's time).
+# The stop may land in a step, in a checkpoint commit (every 5 steps here) or in the other work
+# between two steps: those have their own limit, health.watchdog_checkpoint_s (a stop in a commit
+# once went unwatched until CI's time).
 j=$(run hang rzuser $site "$P1" $small --set training.steps=40 --set health.watchdog_floor_s=4 \
   --set health.watchdog_checkpoint_s=15)
 r=$(R hang phase1_4proc)

@@ -482,7 +482,13 @@ static void gate_entropy(struct gate_result *res, const struct gate_input *in,
     struct gate_criterion *k = &res->crit[GATE_ENTROPY_GAP];
     bool val = false;
     size_t n = gate_judged_losses(in, xy, &val);
-    if (strcmp(c->data.kind, "markov") != 0) {
+    if (strcmp(c->data.kind, "random") == 0) {
+        /* the floor is known, and the loss chart draws it, but it says nothing here */
+        gate_set(k, GATE_NA);
+        gate_note(k, "data.kind is random: its floor ln V = %.6g nats is also the loss of a model "
+                  "that has learned nothing, so the gap cannot show learning",
+                  log((double)c->model.vocab_size));
+    } else if (strcmp(c->data.kind, "markov") != 0) {
         gate_set(k, GATE_NA);
         gate_note(k, "data.kind is %s: no known entropy floor", c->data.kind);
     } else if (isnan(in->entropy_floor)) {

@@ -160,8 +160,6 @@ static void gate_chart_comm(FILE *f, const struct gate_doc *d)
     a.y1 = a.y1 > 0 ? a.y1 * 1.1 : 1;
     gate_svg_begin(f, "chart-comm", "Exposed communication share per rank", "rank",
                    "comm time / step time", &a);
-    gate_hline(f, &a, d->comm_go, "thr-go", "go");
-    gate_hline(f, &a, d->comm_no_go, "thr-nogo", "no-go");
     double bw = (GATE_W - GATE_L - GATE_R) / fmax(in->world_size, 1) * 0.6;
     for (int r = 0; r < in->world_size; r++) {
         double v = res->rank_stats[r].comm_share;
@@ -171,6 +169,9 @@ static void gate_chart_comm(FILE *f, const struct gate_doc *d)
                    "y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>\n", r, v,
                 gate_px(&a, r) - bw / 2, gate_py(&a, v), bw, gate_py(&a, 0) - gate_py(&a, v));
     }
+    /* after the bars, so that a bar over a threshold does not hide its line and label */
+    gate_hline(f, &a, d->comm_go, "thr-go", "go");
+    gate_hline(f, &a, d->comm_no_go, "thr-nogo", "no-go");
     gate_svg_end(f);
 }
 
