@@ -727,6 +727,41 @@ START_TEST(reports_are_written_and_well_formed)
 }
 END_TEST
 
+/* A threshold far from the data (throughput go 1e9 against 128 samples/s) stays off the axes
+ * instead of squashing the data into a sliver, and the chart names it; near ones are drawn. */
+START_TEST(far_thresholds_stay_off_the_chart)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    char dir[4096], path[4200], warn[256];
+    fixture();
+    for (int r = 0; r < 2; r++)
+        metrics(r, 41, 250, 41, 0.125);
+    config(&c);
+    c.gates.throughput_go = 1e9;
+    c.gates.throughput_no_go = 5e8;
+    snprintf(c.gates.prom_dir, sizeof c.gates.prom_dir, "%s/prom", root);
+    ck_assert_int_eq(rz_mkdirs(c.gates.prom_dir, NULL), RZ_OK);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    struct gate_doc doc;
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html = slurp(path), *tp = chart(html, "chart-throughput");
+    ck_assert_ptr_null(strstr(tp, "thr-go"));
+    ck_assert_ptr_null(strstr(tp, "thr-nogo"));
+    ck_assert_msg(strstr(tp, ">off the chart: go 1e+09 (above), no-go 5e+08 (above)<") != NULL,
+                  "%s", tp);
+    free(tp);
+    free(html);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
 /* A preemption, a time limit and a node failure are the site's doing: only the failure requeue
  * (and the give-up) counts against the failures gate; an unknown event is kept, not an error. */
 START_TEST(requeues_by_reason_and_unknown_events)
@@ -1019,6 +1054,27 @@ START_TEST(nice_steps_are_round)
 }
 END_TEST
 
+/* A threshold widens the data's range only when it is near: at most GATE_NEAR times the top,
+ * at least the bottom / GATE_NEAR; with no data, always. */
+START_TEST(thresholds_widen_the_range_only_when_near)
+{
+    double lo = 98, hi = 113;
+    ck_assert(gate_range_threshold(&lo, &hi, 250));
+    ck_assert(lo == 98 && hi == 250);
+    ck_assert(!gate_range_threshold(&lo, &hi, 1e9));
+    ck_assert(!gate_range_threshold(&lo, &hi, 20));
+    ck_assert(gate_range_threshold(&lo, &hi, 30));
+    ck_assert(lo == 30 && hi == 250);
+    ck_assert(!gate_range_threshold(&lo, &hi, NAN));
+    double nlo = INFINITY, nhi = -INFINITY;
+    ck_assert(gate_range_threshold(&nlo, &nhi, 1e9));
+    ck_assert(nlo == 1e9 && nhi == 1e9);
+    double zlo = 0, zhi = 0; /* comm shares all zero (one rank) */
+    ck_assert(gate_range_threshold(&zlo, &zhi, 0.2));
+    ck_assert(zlo == 0 && zhi == 0.2);
+}
+END_TEST
+
 START_TEST(json_reader_escapes)
 {
     struct gj_value *v = NULL;
@@ -1170,6 +1226,8 @@ static Suite *gate_suite(void)
     tcase_add_test(core, dashboard_is_a_grafana_model);
     tcase_add_test(core, ladder_fit_predictions_and_flags);
     tcase_add_test(core, nice_steps_are_round);
+    tcase_add_test(core, thresholds_widen_the_range_only_when_near);
+    tcase_add_test(core, far_thresholds_stay_off_the_chart);
     tcase_add_test(core, requeues_by_reason_and_unknown_events);
     tcase_add_test(core, ended_report_from_whatever_exists);
     suite_add_tcase(s, core);

@@ -81,14 +81,16 @@ static void gate_chart_throughput(FILE *f, const struct gate_input *in,
         a.y0 = fmin(a.y0, res->windows[i].samples_per_sec);
         a.y1 = fmax(a.y1, res->windows[i].samples_per_sec);
     }
-    a.y0 = fmin(a.y0, k->no_go);
-    a.y1 = fmax(a.y1, k->go);
+    (void)gate_range_threshold(&a.y0, &a.y1, k->no_go);
+    (void)gate_range_threshold(&a.y0, &a.y1, k->go);
     gate_range(&a.x0, &a.x1, false);
     gate_range(&a.y0, &a.y1, true);
     gate_svg_begin(f, "chart-throughput", "Throughput per window (restarts marked)", "step",
                    "samples/s", &a);
     gate_hline(f, &a, k->go, "thr-go", "go");
     gate_hline(f, &a, k->no_go, "thr-nogo", "no-go");
+    gate_offchart(f, &a, (const double[]){k->go, k->no_go}, (const char *const[]){"go", "no-go"},
+                  2);
     for (size_t i = 0; i < res->n_restarts; i++)
         fprintf(f, "<line class=\"restart\" data-step=\"%lld\" x1=\"%.2f\" x2=\"%.2f\" "
                    "y1=\"%.1f\" y2=\"%.1f\"/>\n", (long long)res->restart_steps[i],
@@ -152,11 +154,13 @@ static void gate_chart_comm(FILE *f, const struct gate_doc *d)
 {
     const struct gate_input *in = d->in;
     const struct gate_result *res = d->res;
-    struct gate_axes a = {-0.5, (in->world_size > 0 ? in->world_size : 1) - 0.5, 0, d->comm_go,
+    struct gate_axes a = {-0.5, (in->world_size > 0 ? in->world_size : 1) - 0.5, 0, 0,
                           GATE_X_RANKS, 0};
     for (int r = 0; r < in->world_size; r++)
         if (!isnan(res->rank_stats[r].comm_share))
             a.y1 = fmax(a.y1, res->rank_stats[r].comm_share);
+    (void)gate_range_threshold(&a.y0, &a.y1, d->comm_go);
+    (void)gate_range_threshold(&a.y0, &a.y1, d->comm_no_go);
     a.y1 = a.y1 > 0 ? a.y1 * 1.1 : 1;
     gate_svg_begin(f, "chart-comm", "Exposed communication share per rank", "rank",
                    "comm time / step time", &a);
@@ -172,6 +176,8 @@ static void gate_chart_comm(FILE *f, const struct gate_doc *d)
     /* after the bars, so that a bar over a threshold does not hide its line and label */
     gate_hline(f, &a, d->comm_go, "thr-go", "go");
     gate_hline(f, &a, d->comm_no_go, "thr-nogo", "no-go");
+    gate_offchart(f, &a, (const double[]){d->comm_go, d->comm_no_go},
+                  (const char *const[]){"go", "no-go"}, 2);
     gate_svg_end(f);
 }
 

@@ -75,6 +75,33 @@ void gate_range(double *lo, double *hi, bool pad)
     *hi += d;
 }
 
+bool gate_range_threshold(double *lo, double *hi, double v)
+{
+    if (!isfinite(v))
+        return false;
+    bool data = isfinite(*lo) && isfinite(*hi) && *hi > 0;
+    if (data && (v > GATE_NEAR * *hi || v < *lo / GATE_NEAR))
+        return false;
+    *lo = fmin(*lo, v);
+    *hi = fmax(*hi, v);
+    return true;
+}
+
+void gate_offchart(FILE *f, const struct gate_axes *a, const double *v, const char *const *label,
+                   int n)
+{
+    char text[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < n && used + 64 < sizeof text; i++)
+        if (isfinite(v[i]) && (v[i] > a->y1 || v[i] < a->y0))
+            used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.6g (%s)",
+                                     used ? ", " : "off the chart: ", label[i], v[i],
+                                     v[i] > a->y1 ? "above" : "below");
+    if (used > 0)
+        fprintf(f, "<text class=\"lab offchart\" x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+                GATE_L + 4, GATE_T + 12, text);
+}
+
 double gate_nice_step(double range, int ticks)
 {
     double raw = range / (ticks > 1 ? ticks : 1);
