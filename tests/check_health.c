@@ -229,6 +229,25 @@ START_TEST(watchdog_quiet_for_healthy_and_paused_steps)
 }
 END_TEST
 
+/* Work between steps that keeps moving (validation chunks, each marked) may run past the limit
+ * in all: the limit counts from the last mark.  Check runs the test in a child, so a firing
+ * watchdog (exit 76) fails it. */
+START_TEST(watchdog_quiet_while_the_work_after_a_step_moves)
+{
+    struct health_watchdog *w;
+    struct health_watchdog_opts o = {.run_dir = dir, .rank = 0, .world = 1, .floor_s = 0.4,
+                                     .factor = 2, .checkpoint_s = 0.6};
+    ck_assert_int_eq(health_watchdog_start(&w, &o, NULL), RZ_OK);
+    health_step_begin(w, 1);
+    health_step_end(w, 1, 0.01);
+    for (int chunk = 0; chunk < 8; chunk++) { /* 2 s in all, over three times the limit */
+        usleep(250 * 1000);
+        health_progress(w);
+    }
+    health_watchdog_stop(w);
+}
+END_TEST
+
 START_TEST(watchdog_needs_a_writable_run_dir)
 {
     struct health_watchdog *w = NULL;
@@ -265,6 +284,7 @@ static Suite *health_suite(void)
     tcase_add_test(core, watchdog_names_a_rank_that_stopped_responding);
     tcase_add_test(core, watchdog_fires_in_a_checkpoint_commit_that_hangs);
     tcase_add_test(core, watchdog_fires_in_the_work_after_a_step_that_hangs);
+    tcase_add_test(core, watchdog_quiet_while_the_work_after_a_step_moves);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

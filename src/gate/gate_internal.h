@@ -76,7 +76,7 @@ void gate_range(double *lo, double *hi, bool pad);
  * gate_offchart names it. */
 #define GATE_NEAR 4.0
 bool gate_range_threshold(double *lo, double *hi, double v);
-/* One line at the plot's top left naming the thresholds left off the axes ("" labels skip). */
+/* One line at the plot's top left naming the thresholds left off the axes (none: nothing). */
 void gate_offchart(FILE *f, const struct gate_axes *a, const double *v, const char *const *label,
                    int n);
 /* A round step (1, 2 or 5 times a power of ten) that cuts `range` into about `ticks` parts. */

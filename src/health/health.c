@@ -357,6 +357,16 @@ void health_step_end(struct health_watchdog *w, int64_t step, double seconds)
     pthread_mutex_unlock(&w->lock);
 }
 
+void health_progress(struct health_watchdog *w)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (w->between && !w->paused)
+        w->between_start = rz_now();
+    pthread_mutex_unlock(&w->lock);
+}
+
 void health_watchdog_pause(struct health_watchdog *w, int paused)
 {
     if (w == NULL)

@@ -63,6 +63,9 @@ void health_watchdog_stop(struct health_watchdog *w);
 void health_step_begin(struct health_watchdog *w, int64_t step);
 void health_sync_arrived(struct health_watchdog *w, int64_t step);
 void health_step_end(struct health_watchdog *w, int64_t step, double seconds);
+/* Between steps: this rank got on with its work (a validation chunk done), so the limit counts
+ * from now; long work that moves is not a hang. */
+void health_progress(struct health_watchdog *w);
 
 /* Around a checkpoint commit (1 at its start, 0 at its end): the step limit gives way to
  * opts.checkpoint_s, counted from the start.  A rank that hangs in the commit (a frozen rank

@@ -854,8 +854,10 @@ static enum rz_status validate(struct trainer *t, struct rz_err *err)
     if (st0 != RZ_OK)
         return st0;
     memset(t->val_losses, 0, (size_t)E * sizeof *t->val_losses);
-    for (int64_t c = t->rank; c < chunks; c += t->world)
+    for (int64_t c = t->rank; c < chunks; c += t->world) {
         validate_chunk(t, c * B);
+        health_progress(t->watchdog); /* a long validation that moves is not a hang */
+    }
     enum rz_status st = comm_sum_doubles(t->comm, t->val_losses, (int)E, err);
     if (st != RZ_OK)
         return st;
