@@ -623,6 +623,31 @@ static char *chart(const char *html, const char *id)
     return strndup(a, (size_t)(b - a));
 }
 
+/* The fixture's two ranks of 250 steps at 128 samples/s, judged under these throughput gates
+ * with a Prometheus copy directory; writes the reports into `dir` (no warning) and returns
+ * report.html (the caller frees it, and in, res and the fixture). */
+static char *two_rank_reports(struct cfg *c, double go, double no_go, struct gate_input *in,
+                              struct gate_result *res, char *dir, size_t len)
+{
+    struct rz_err err;
+    char path[4200], warn[256];
+    fixture();
+    for (int r = 0; r < 2; r++)  /* 250 steps in all: the loss curve is downsampled to 200 */
+        metrics(r, 41, 250, 41, 0.125);
+    config(c);
+    c->gates.throughput_go = go;
+    c->gates.throughput_no_go = no_go;
+    snprintf(c->gates.prom_dir, sizeof c->gates.prom_dir, "%s/prom", root);
+    ck_assert_int_eq(rz_mkdirs(c->gates.prom_dir, NULL), RZ_OK);
+    ck_assert_int_eq(judge(in, res, c, &err), RZ_OK);
+    struct gate_doc doc;
+    gate_doc_build(&doc, in, res, c);
+    ck_assert_int_eq(gate_write_reports(&doc, dir, len, warn, sizeof warn, &err), RZ_OK);
+    ck_assert_str_eq(warn, "");
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    return slurp(path);
+}
+
 START_TEST(reports_are_written_and_well_formed)
 {
     static struct cfg c;
@@ -630,24 +655,9 @@ START_TEST(reports_are_written_and_well_formed)
     struct gate_result res;
     struct rz_err err;
     char dir[4096], path[4200];
-    fixture();
-    for (int r = 0; r < 2; r++)  /* 250 steps in all: the loss curve is downsampled to 200 */
-        metrics(r, 41, 250, 41, 0.125);
-    config(&c);
-    c.gates.throughput_go = 200; /* 128: HOLD */
-    c.gates.throughput_no_go = 50;
-    snprintf(c.gates.prom_dir, sizeof c.gates.prom_dir, "%s/prom", root);
-    ck_assert_int_eq(rz_mkdirs(c.gates.prom_dir, NULL), RZ_OK);
-    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
-    char warn[256];
-    struct gate_doc doc;
-    gate_doc_build(&doc, &in, &res, &c);
-    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
-    ck_assert_str_eq(warn, "");
+    char *html = two_rank_reports(&c, 200, 50, &in, &res, dir, sizeof dir); /* 128: HOLD */
     ck_assert_uint_eq(res.n_loss, 200);
 
-    snprintf(path, sizeof path, "%s/report.html", dir);
-    char *html = slurp(path);
     assert_balanced(html);
     char *loss = chart(html, "chart-loss"), *tp = chart(html, "chart-throughput");
     char *st = chart(html, "chart-steptime"), *cm = chart(html, "chart-comm");
@@ -734,22 +744,9 @@ START_TEST(far_thresholds_stay_off_the_chart)
     static struct cfg c;
     struct gate_input in;
     struct gate_result res;
-    struct rz_err err;
-    char dir[4096], path[4200], warn[256];
-    fixture();
-    for (int r = 0; r < 2; r++)
-        metrics(r, 41, 250, 41, 0.125);
-    config(&c);
-    c.gates.throughput_go = 1e9;
-    c.gates.throughput_no_go = 5e8;
-    snprintf(c.gates.prom_dir, sizeof c.gates.prom_dir, "%s/prom", root);
-    ck_assert_int_eq(rz_mkdirs(c.gates.prom_dir, NULL), RZ_OK);
-    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
-    struct gate_doc doc;
-    gate_doc_build(&doc, &in, &res, &c);
-    ck_assert_int_eq(gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err), RZ_OK);
-    snprintf(path, sizeof path, "%s/report.html", dir);
-    char *html = slurp(path), *tp = chart(html, "chart-throughput");
+    char dir[4096];
+    char *html = two_rank_reports(&c, 1e9, 5e8, &in, &res, dir, sizeof dir);
+    char *tp = chart(html, "chart-throughput");
     ck_assert_ptr_null(strstr(tp, "thr-go"));
     ck_assert_ptr_null(strstr(tp, "thr-nogo"));
     ck_assert_msg(strstr(tp, ">off the chart: go 1e+09 (above), no-go 5e+08 (above)<") != NULL,

@@ -87,10 +87,7 @@ static void gate_chart_throughput(FILE *f, const struct gate_input *in,
     gate_range(&a.y0, &a.y1, true);
     gate_svg_begin(f, "chart-throughput", "Throughput per window (restarts marked)", "step",
                    "samples/s", &a);
-    gate_hline(f, &a, k->go, "thr-go", "go");
-    gate_hline(f, &a, k->no_go, "thr-nogo", "no-go");
-    gate_offchart(f, &a, (const double[]){k->go, k->no_go}, (const char *const[]){"go", "no-go"},
-                  2);
+    gate_thresholds(f, &a, k->go, k->no_go);
     for (size_t i = 0; i < res->n_restarts; i++)
         fprintf(f, "<line class=\"restart\" data-step=\"%lld\" x1=\"%.2f\" x2=\"%.2f\" "
                    "y1=\"%.1f\" y2=\"%.1f\"/>\n", (long long)res->restart_steps[i],
@@ -174,10 +171,7 @@ static void gate_chart_comm(FILE *f, const struct gate_doc *d)
                 gate_px(&a, r) - bw / 2, gate_py(&a, v), bw, gate_py(&a, 0) - gate_py(&a, v));
     }
     /* after the bars, so that a bar over a threshold does not hide its line and label */
-    gate_hline(f, &a, d->comm_go, "thr-go", "go");
-    gate_hline(f, &a, d->comm_no_go, "thr-nogo", "no-go");
-    gate_offchart(f, &a, (const double[]){d->comm_go, d->comm_no_go},
-                  (const char *const[]){"go", "no-go"}, 2);
+    gate_thresholds(f, &a, d->comm_go, d->comm_no_go);
     gate_svg_end(f);
 }
 

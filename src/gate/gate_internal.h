@@ -73,12 +73,12 @@ void gate_range(double *lo, double *hi, bool pad);
 /* Widen [lo, hi], the range of non-negative data, to hold the threshold v when v is at most
  * GATE_NEAR times the data's top (and at least its bottom / GATE_NEAR): returns whether it did.
  * A threshold further off would squash the data into a sliver; it stays off the axes, and
- * gate_offchart names it. */
+ * gate_thresholds names it. */
 #define GATE_NEAR 4.0
 bool gate_range_threshold(double *lo, double *hi, double v);
-/* One line at the plot's top left naming the thresholds left off the axes (none: nothing). */
-void gate_offchart(FILE *f, const struct gate_axes *a, const double *v, const char *const *label,
-                   int n);
+/* A gate's go and no-go lines (gate_hline), and one line at the plot's top left naming those
+ * off the axes (none: nothing). */
+void gate_thresholds(FILE *f, const struct gate_axes *a, double go, double no_go);
 /* A round step (1, 2 or 5 times a power of ten) that cuts `range` into about `ticks` parts. */
 double gate_nice_step(double range, int ticks);
 /* The frame, title, axis labels and round ticks; snaps a's ends to the ticks first. */

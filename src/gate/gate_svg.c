@@ -87,16 +87,19 @@ bool gate_range_threshold(double *lo, double *hi, double v)
     return true;
 }
 
-void gate_offchart(FILE *f, const struct gate_axes *a, const double *v, const char *const *label,
-                   int n)
+void gate_thresholds(FILE *f, const struct gate_axes *a, double go, double no_go)
 {
-    char text[256] = "";
+    const double v[2] = {go, no_go};
+    const char *const cls[2] = {"thr-go", "thr-nogo"}, *const label[2] = {"go", "no-go"};
+    char text[160] = "";
     size_t used = 0;
-    for (int i = 0; i < n && used + 64 < sizeof text; i++)
+    for (int i = 0; i < 2; i++) {
+        gate_hline(f, a, v[i], cls[i], label[i]);
         if (isfinite(v[i]) && (v[i] > a->y1 || v[i] < a->y0))
             used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.6g (%s)",
                                      used ? ", " : "off the chart: ", label[i], v[i],
                                      v[i] > a->y1 ? "above" : "below");
+    }
     if (used > 0)
         fprintf(f, "<text class=\"lab offchart\" x=\"%.1f\" y=\"%.1f\">%s</text>\n",
                 GATE_L + 4, GATE_T + 12, text);

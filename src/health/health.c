@@ -124,9 +124,11 @@ struct health_watchdog {
     pthread_t thread;
     bool running;
     pthread_mutex_t lock;
-    bool stop, in_step, paused, between; /* between: a step has ended, the next not begun */
-    int64_t step, sync_step;
-    double step_start, pause_start, between_start;
+    bool stop, in_step, paused;
+    int64_t step, sync_step;   /* -1 until a step begins */
+    double step_start;
+    double out_start;          /* out of a step: when the current window began (a step's end, a
+                                * commit's start or end, the last progress mark) */
     double times[MEDIAN_WINDOW];
     int n_times, next_time;
 };
@@ -232,11 +234,12 @@ static void *watchdog_main(void *arg)
         double med = median_step(w);
         double limit = w->opts.factor * med > w->opts.floor_s ? w->opts.factor * med
                                                               : w->opts.floor_s;
-        double ran = now - w->step_start, held = now - w->pause_start;
-        double after = now - w->between_start, cap = w->opts.checkpoint_s;
-        bool commit_over = w->paused && cap > 0 && held > cap;
-        bool between_over = w->between && !w->paused && !w->in_step && cap > 0 && after > cap;
-        bool fire = commit_over || between_over || (w->in_step && !w->paused && ran > limit);
+        double ran = now - w->step_start, out = now - w->out_start, cap = w->opts.checkpoint_s;
+        /* out of a step: in a commit, or after a step (step is -1 until the first begins) */
+        bool watched_out = w->paused || (!w->in_step && w->step >= 0);
+        bool out_over = watched_out && cap > 0 && out > cap;
+        bool commit_over = out_over && w->paused;
+        bool fire = out_over || (w->in_step && !w->paused && ran > limit);
         long long step = (long long)w->step;
         pthread_mutex_unlock(&w->lock);
         if (!fire)
@@ -250,11 +253,11 @@ static void *watchdog_main(void *arg)
         if (commit_over)
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: the checkpoint commit after step %lld has "
                    "run %.1f s, over the limit %.0f s (health.watchdog_checkpoint_s); held up "
-                   "by: %s", w->opts.rank, step, held, cap, behind);
-        else if (between_over)
+                   "by: %s", w->opts.rank, step, out, cap, behind);
+        else if (out_over)
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: the work after step %lld (its metrics, "
                    "the ranks' agreement, a validation pass) has run %.1f s, over the limit %.0f s "
-                   "(health.watchdog_checkpoint_s); held up by: %s", w->opts.rank, step, after,
+                   "(health.watchdog_checkpoint_s); held up by: %s", w->opts.rank, step, out,
                    cap, behind);
         else
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
@@ -325,7 +328,6 @@ void health_step_begin(struct health_watchdog *w, int64_t step)
         return;
     pthread_mutex_lock(&w->lock);
     w->in_step = true;
-    w->between = false;
     w->step = step;
     w->step_start = rz_now();
     pthread_mutex_unlock(&w->lock);
@@ -347,8 +349,7 @@ void health_step_end(struct health_watchdog *w, int64_t step, double seconds)
         return;
     pthread_mutex_lock(&w->lock);
     w->in_step = false;
-    w->between = true;
-    w->between_start = rz_now();
+    w->out_start = rz_now();
     w->step = step;
     w->times[w->next_time] = seconds;
     w->next_time = (w->next_time + 1) % MEDIAN_WINDOW;
@@ -362,8 +363,8 @@ void health_progress(struct health_watchdog *w)
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->lock);
-    if (w->between && !w->paused)
-        w->between_start = rz_now();
+    if (!w->in_step && !w->paused)
+        w->out_start = rz_now();
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -373,9 +374,8 @@ void health_watchdog_pause(struct health_watchdog *w, int paused)
         return;
     pthread_mutex_lock(&w->lock);
     w->paused = paused != 0;
-    if (paused)
-        w->pause_start = rz_now();
-    else
-        w->step_start = w->between_start = rz_now(); /* what follows the commit: a new window */
+    w->out_start = rz_now(); /* the commit, and then what follows it, each a window of its own */
+    if (!paused)
+        w->step_start = w->out_start;
     pthread_mutex_unlock(&w->lock);
 }
