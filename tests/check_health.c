@@ -70,6 +70,16 @@ static void write_hb_line(int rank, const char *line)
     fclose(f);
 }
 
+/* Rank `rank` at `step` (and at its sync), pid `pid`, last rewritten `age` s ago (negative: in
+ * the future, fresh for the whole test). */
+static void write_hb_aged(int rank, int step, long pid, long age)
+{
+    char line[96];
+    snprintf(line, sizeof line, "step %d sync %d pid %ld wall %ld\n", step, step, pid,
+             (long)time(NULL) - age);
+    write_hb_line(rank, line);
+}
+
 static void write_hb(int rank, int step, int sync)
 {
     char line[96];
@@ -77,12 +87,14 @@ static void write_hb(int rank, int step, int sync)
     write_hb_line(rank, line);
 }
 
-/* Where the child hangs: in step 5's allreduce, in the checkpoint commit after it, or in the
- * other work after it (a validation pass's or the agreement's collective). */
-enum hang_at { HANG_IN_STEP, HANG_IN_COMMIT, HANG_AFTER_STEP };
+/* Where the child hangs: in step 5's allreduce, in the checkpoint commit after it, in the
+ * other work after it (a validation pass's or the agreement's collective), or at the start,
+ * before any step (loading the checkpoint, the first agreements). */
+enum hang_at { HANG_IN_STEP, HANG_IN_COMMIT, HANG_AFTER_STEP, HANG_AT_START };
 
 /* Forks a child that starts the watchdog as rank 0 of 3, lets `peers` write the other ranks'
- * heartbeats, begins step 5, arrives at its sync and hangs where `at` says.  Asserts that the
+ * heartbeats, begins step 5 (unless it hangs at the start), arrives at its sync and hangs where
+ * `at` says.  Asserts that the
  * watchdog ended the child with 76 within 10 s; returns the child's stderr (the caller frees
  * it). */
 static char *hung_rank0_stderr(void (*peers)(void), enum hang_at at)
@@ -100,6 +112,10 @@ static char *hung_rank0_stderr(void (*peers)(void), enum hang_at at)
         if (health_watchdog_start(&w, &o, NULL) != RZ_OK)
             _exit(98);
         peers();
+        if (at == HANG_AT_START) {
+            sleep(30); /* "stuck in the first agreement, waiting for a rank loading a checkpoint" */
+            _exit(97);
+        }
         health_step_begin(w, 5);
         health_sync_arrived(w, 5);
         if (at != HANG_IN_STEP)
@@ -147,11 +163,8 @@ END_TEST
  * process is stopped: SIGSTOP inside the allreduce); rank 1's is fresh. */
 static void peers_one_stopped(void)
 {
-    char line[96];
-    snprintf(line, sizeof line, "step 5 sync 5 pid 4242 wall %ld\n", (long)time(NULL) - 10);
-    write_hb_line(2, line);
-    snprintf(line, sizeof line, "step 5 sync 5 pid 4241 wall %ld\n", (long)time(NULL) + 60);
-    write_hb_line(1, line);
+    write_hb_aged(2, 5, 4242, 10);
+    write_hb_aged(1, 5, 4241, -60);
 }
 
 /* A rank whose heartbeat stopped being rewritten is named as not responding, although it had
@@ -166,12 +179,12 @@ START_TEST(watchdog_names_a_rank_that_stopped_responding)
 }
 END_TEST
 
-/* Rank 0 hangs between steps, `at` the commit or after it, while rank 2 has stopped: the
- * between-step limit (checkpoint_s, 1 s here) ends rank 0 with `what` in its message, naming
- * rank 2. */
-static void assert_between_steps_limit(enum hang_at at, const char *what)
+/* Rank 0 hangs out of a step, `at` the start, the commit or after a step, while rank 2 has
+ * stopped (`peers`): the out-of-step limit (checkpoint_s, 1 s here) ends rank 0 with `what` in
+ * its message, naming rank 2. */
+static void assert_between_steps_limit(void (*peers)(void), enum hang_at at, const char *what)
 {
-    char *text = hung_rank0_stderr(peers_one_stopped, at);
+    char *text = hung_rank0_stderr(peers, at);
     ck_assert_msg(strstr(text, what) != NULL, "%s", text);
     ck_assert_msg(strstr(text, "over the limit 1 s (health.watchdog_checkpoint_s)") != NULL, "%s",
                   text);
@@ -186,7 +199,8 @@ static void assert_between_steps_limit(enum hang_at at, const char *what)
  * SIGSTOP landed during a checkpoint). */
 START_TEST(watchdog_fires_in_a_checkpoint_commit_that_hangs)
 {
-    assert_between_steps_limit(HANG_IN_COMMIT, "the checkpoint commit after step 5 has run");
+    assert_between_steps_limit(peers_one_stopped, HANG_IN_COMMIT,
+                               "the checkpoint commit after step 5 has run");
 }
 END_TEST
 
@@ -195,8 +209,45 @@ END_TEST
  * that time. */
 START_TEST(watchdog_fires_in_the_work_after_a_step_that_hangs)
 {
-    assert_between_steps_limit(HANG_AFTER_STEP, "the work after step 5 (its metrics, the ranks' "
-                                                "agreement, a validation pass) has run");
+    assert_between_steps_limit(peers_one_stopped, HANG_AFTER_STEP,
+                               "the work after step 5 (its metrics, the ranks' agreement, a "
+                               "validation pass) has run");
+}
+END_TEST
+
+/* Before step 1 every heartbeat says step -1; rank 2's stopped being rewritten 10 s ago. */
+static void peers_one_stopped_at_start(void)
+{
+    write_hb_aged(2, -1, 4242, 10);
+    write_hb_aged(1, -1, 4241, -60);
+}
+
+/* A rank that stops at the start (loading the checkpoint on a stalled file system) leaves the
+ * others in the first agreement: the same limit ends them, naming it.  Before, the watchdog
+ * watched nothing until step 1 began, and such a job waited for its time limit. */
+START_TEST(watchdog_fires_at_a_start_that_hangs)
+{
+    assert_between_steps_limit(peers_one_stopped_at_start, HANG_AT_START,
+                               "the start (choosing and loading the checkpoint, the ranks' first "
+                               "agreements, the matmul peak, before step 1) has run");
+}
+END_TEST
+
+/* At the start, with every rank responding, the diagnosis says no step's sync was reached
+ * rather than naming step -1. */
+static void peers_responding_at_start(void)
+{
+    write_hb_aged(1, -1, 4241, -60);
+    write_hb_aged(2, -1, 4242, -60);
+}
+
+START_TEST(watchdog_at_the_start_names_no_step)
+{
+    char *text = hung_rank0_stderr(peers_responding_at_start, HANG_AT_START);
+    ck_assert_msg(strstr(text, "held up by: none (every rank is responding; none has reached a "
+                               "step's sync)") != NULL, "%s", text);
+    ck_assert_ptr_null(strstr(text, "step -1"));
+    free(text);
 }
 END_TEST
 
@@ -285,6 +336,8 @@ static Suite *health_suite(void)
     tcase_add_test(core, watchdog_fires_in_a_checkpoint_commit_that_hangs);
     tcase_add_test(core, watchdog_fires_in_the_work_after_a_step_that_hangs);
     tcase_add_test(core, watchdog_quiet_while_the_work_after_a_step_moves);
+    tcase_add_test(core, watchdog_fires_at_a_start_that_hangs);
+    tcase_add_test(core, watchdog_at_the_start_names_no_step);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

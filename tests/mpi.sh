@@ -392,6 +392,16 @@ kill -CONT "$victim" 2>/dev/null
 check "... naming rank 1 as not responding" \
   grep -q "watchdog: rank 0: .*held up by: rank 1 (pid $victim) not responding for" "$tmp/hang.out"
 
+# a rank frozen before step 1 (loading the checkpoint, say): the start is watched too; before,
+# the others waited in the first agreement until the job's time limit
+start hang0 RYZEN_TEST_STOP_AT_START=1 "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/hang0" \
+  --set health.watchdog_checkpoint_s=4
+finished "a rank 1 stopped at the start: the watchdog ends the job" 76 hang0
+pkill -CONT -f "run-dir $tmp/hang0" 2>/dev/null
+check "... rank 0 names the start and rank 1 as not responding" \
+  grep -q "watchdog: rank 0: the start (.*held up by: rank 1 (pid [0-9]*) not responding for" \
+  "$tmp/hang0.out"
+
 expect "ranks that disagree on parameters exit 76, naming the rank" 76 "differ on rank\(s\) 1 " -- \
   env RYZEN_TEST_DESYNC_RANK=1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/desync" \
   --set training.steps=30

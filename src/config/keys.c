@@ -160,9 +160,10 @@ const struct cfg_key cfg_keys[] = {
               "... or this many times the median step time, whichever is longer."),
     KEY_FLOAT("health.watchdog_checkpoint_s", health.watchdog_checkpoint_s, 0.0, 1e7,
               CFG_OPEN_MIN, "1800",
-              "A checkpoint commit (the write and the ranks' agreement on it), or the other "
-              "work between two steps (metrics, agreement, validation), may run this long before "
-              "the watchdog fires (exit 76)."),
+              "The start (choosing and loading the checkpoint, the ranks' first agreements, "
+              "before step 1), a checkpoint commit (the write and the ranks' agreement on it), "
+              "or the other work between two steps (metrics, agreement, validation), may run "
+              "this long before the watchdog fires (exit 76)."),
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct rz_hooks rz_hooks = {.desync_rank = -1, .slow_rank = -1};
+struct rz_hooks rz_hooks = {.desync_rank = -1, .stop_at_start_rank = -1, .slow_rank = -1};
 
 static void copy_env(char *out, size_t len, const char *name)
 {
@@ -47,6 +47,7 @@ void rz_hooks_load(void)
     rz_hooks.save_delay_s = env_double("RYZEN_TEST_SAVE_DELAY_S", 0.0);
     rz_hooks.startup_delay_s = env_double("RYZEN_TEST_STARTUP_DELAY_S", 0.0);
     rz_hooks.desync_rank = (int)env_double("RYZEN_TEST_DESYNC_RANK", -1.0);
+    rz_hooks.stop_at_start_rank = (int)env_double("RYZEN_TEST_STOP_AT_START", -1.0);
     copy_env(rz_hooks.preflight_fail_host, sizeof rz_hooks.preflight_fail_host,
              "RYZEN_TEST_PREFLIGHT_FAIL_HOST");
     rz_hooks.slow_rank = (int)env_double("RYZEN_TEST_SLOW_RANK", -1.0);

@@ -10,6 +10,8 @@
  *   RYZEN_TEST_SAVE_DELAY_S=N       rank 0 sleeps N s before writing each checkpoint
  *   RYZEN_TEST_STARTUP_DELAY_S=N    each rank sleeps N s after MPI_Init
  *   RYZEN_TEST_DESYNC_RANK=R        rank R perturbs a parameter before each sync check
+ *   RYZEN_TEST_STOP_AT_START=R      rank R stops itself (SIGSTOP) at the start, once its
+ *                                   watchdog runs: a rank frozen before step 1
  *   RYZEN_TEST_PREFLIGHT_FAIL_HOST=H the preflight's memory probe fails on host H
  *   RYZEN_TEST_SLOW_RANK=R, RYZEN_TEST_SLOW_MS=N   rank R computes N ms longer every step (a
  *                                   straggler)
@@ -27,6 +29,7 @@ struct rz_hooks {
     double save_delay_s;
     double startup_delay_s;
     int desync_rank;             /* -1: off */
+    int stop_at_start_rank;      /* -1: off */
     char preflight_fail_host[64];
     int slow_rank;               /* -1: off */
     double slow_ms;

@@ -209,7 +209,9 @@ static void diagnose(const struct health_watchdog *w, char *out, size_t len)
             used += (size_t)snprintf(out + used, len - used, "%srank %d (last at the sync of "
                                      "step %lld)", used ? ", " : "", r, sync);
     }
-    if (out[0] == '\0')
+    if (out[0] == '\0' && best < 0)
+        snprintf(out, len, "none (every rank is responding; none has reached a step's sync)");
+    else if (out[0] == '\0')
         snprintf(out, len, "none (every rank reached the sync of step %lld and is responding; "
                  "stuck after it)", best);
 }
@@ -235,10 +237,9 @@ static void *watchdog_main(void *arg)
         double limit = w->opts.factor * med > w->opts.floor_s ? w->opts.factor * med
                                                               : w->opts.floor_s;
         double ran = now - w->step_start, out = now - w->out_start, cap = w->opts.checkpoint_s;
-        /* out of a step: in a commit, or after a step (step is -1 until the first begins) */
-        bool watched_out = w->paused || (!w->in_step && w->step >= 0);
-        bool out_over = watched_out && cap > 0 && out > cap;
-        bool commit_over = out_over && w->paused;
+        /* out of a step: the start (step is -1 until the first begins), a commit, or after a
+         * step */
+        bool out_over = (w->paused || !w->in_step) && cap > 0 && out > cap;
         bool fire = out_over || (w->in_step && !w->paused && ran > limit);
         long long step = (long long)w->step;
         pthread_mutex_unlock(&w->lock);
@@ -250,10 +251,15 @@ static void *watchdog_main(void *arg)
                    "%.1f s", frozen);
         else
             diagnose(w, behind, sizeof behind);
-        if (commit_over)
+        if (out_over && w->paused)
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: the checkpoint commit after step %lld has "
                    "run %.1f s, over the limit %.0f s (health.watchdog_checkpoint_s); held up "
                    "by: %s", w->opts.rank, step, out, cap, behind);
+        else if (out_over && step < 0)
+            rz_fmt(msg, sizeof msg, "watchdog: rank %d: the start (choosing and loading the "
+                   "checkpoint, the ranks' first agreements, the matmul peak, before step 1) has "
+                   "run %.1f s, over the limit %.0f s (health.watchdog_checkpoint_s); held up "
+                   "by: %s", w->opts.rank, out, cap, behind);
         else if (out_over)
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: the work after step %lld (its metrics, "
                    "the ranks' agreement, a validation pass) has run %.1f s, over the limit %.0f s "
@@ -296,6 +302,7 @@ enum rz_status health_watchdog_start(struct health_watchdog **out,
         return st;
     }
     w->step = w->sync_step = -1;
+    w->out_start = rz_now(); /* the start is out of a step too: watched from here */
     write_heartbeat(w);
     if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
         health_watchdog_stop(w);

@@ -47,8 +47,9 @@ struct health_watchdog_opts {
     int rank, world;
     double floor_s;           /* a step may always take this long */
     double factor;            /* ... or this many times the median step time */
-    double checkpoint_s;      /* a checkpoint commit, or the work between two steps, may take
-                               * this long (0: no limit) */
+    double checkpoint_s;      /* the start (from the watchdog's own until step 1), a checkpoint
+                               * commit, or the work between two steps, may take this long
+                               * (0: no limit) */
 };
 
 enum rz_status health_watchdog_start(struct health_watchdog **out,
@@ -56,10 +57,11 @@ enum rz_status health_watchdog_start(struct health_watchdog **out,
 void health_watchdog_stop(struct health_watchdog *w);
 
 /* Phase marks, cheap: a step begins / this rank arrived at the gradient synchronization /
- * the step ended after `seconds` (feeds the median).  From a step's end to the next one's
- * begin (metrics, the ranks' agreement, validation, and after the last step until the watchdog
- * stops) opts.checkpoint_s is the limit: a rank stopped there leaves the others in a collective
- * as surely as one stopped in a step. */
+ * the step ended after `seconds` (feeds the median).  Out of a step, opts.checkpoint_s is the
+ * limit: from the watchdog's start to step 1 (choosing and loading a checkpoint, the ranks'
+ * first agreements), and from a step's end to the next one's begin (metrics, the ranks'
+ * agreement, validation, and after the last step until the watchdog stops).  A rank stopped
+ * there leaves the others in a collective as surely as one stopped in a step. */
 void health_step_begin(struct health_watchdog *w, int64_t step);
 void health_sync_arrived(struct health_watchdog *w, int64_t step);
 void health_step_end(struct health_watchdog *w, int64_t step, double seconds);

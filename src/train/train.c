@@ -7,6 +7,7 @@
 #include "train/train.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,11 +343,6 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
                               .token_bytes = data_token_bytes(c->data.token_dtype),
                               .val_fraction = c->data.val_fraction, .val_path = c->data.val_path};
     struct optim_opts oopts;
-    struct health_watchdog_opts wopts = {
-        .run_dir = t->opts->run_dir, .attempt_dir = t->opts->attempt_dir,
-        .host = comm_host(t->comm), .rank = t->rank, .world = t->world,
-        .floor_s = c->health.watchdog_floor_s, .factor = c->health.watchdog_factor,
-        .checkpoint_s = c->health.watchdog_checkpoint_s};
     enum rz_status st = kern_backend_parse(c->kernels.backend, &backend, err);
     if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
     if (st == RZ_OK) st = optim_opts_from_cfg(&oopts, c, err);
@@ -359,7 +355,6 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     if (st == RZ_OK) st = optim_create(&t->optim, &oopts, t->shard_hi - t->shard_lo, err);
     t->optim_rss = rz_rss_bytes() - rss0;
     if (st == RZ_OK) st = metrics_open(&t->metrics, t->opts->run_dir, t->opts->run_id, t->rank, err);
-    if (st == RZ_OK) st = health_watchdog_start(&t->watchdog, &wopts, err);
     if (st == RZ_OK) st = snapshot_config(t, err);
     if (st != RZ_OK)
         return st;
@@ -1318,6 +1313,14 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
 
 /* ---- entry -------------------------------------------------------------------------------------- */
 
+/* Test-hook build only (RYZEN_TEST_STOP_AT_START, core/hooks.h): this rank freezes before
+ * step 1, as on a node that stops, so a test can see the start's watchdog end the others. */
+static void test_stop_at_start(const struct trainer *t)
+{
+    if (RZ_HOOK(stop_at_start_rank, -1) == t->rank)
+        raise(SIGSTOP);
+}
+
 static enum rz_status prepare(struct trainer *t, const struct train_opts *opts,
                               struct train_result *r, struct rz_err *err)
 {
@@ -1339,8 +1342,18 @@ static enum rz_status prepare(struct trainer *t, const struct train_opts *opts,
     t->accum = t->cfg->training.grad_accum;
     t->global_batch = t->dims.batch * t->world * t->accum;
     snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s/checkpoints", opts->run_dir);
+    /* Watched from here: a rank stopped while choosing or loading the checkpoint, or in the
+     * first agreements, holds the others in a collective as one stopped in a step does. */
+    const struct cfg *c = t->cfg;
+    struct health_watchdog_opts wopts = {
+        .run_dir = opts->run_dir, .attempt_dir = opts->attempt_dir,
+        .host = comm_host(t->comm), .rank = t->rank, .world = t->world,
+        .floor_s = c->health.watchdog_floor_s, .factor = c->health.watchdog_factor,
+        .checkpoint_s = c->health.watchdog_checkpoint_s};
     char path[4096];
-    enum rz_status st = choose_checkpoint(t, path, sizeof path, err);
+    enum rz_status st = agree(t, health_watchdog_start(&t->watchdog, &wopts, err), err);
+    if (st == RZ_OK) test_stop_at_start(t);
+    if (st == RZ_OK) st = choose_checkpoint(t, path, sizeof path, err);
     if (st == RZ_OK) st = plan_resume(t, path, err);
     if (st == RZ_OK) st = agree(t, trainer_init(t, err), err);
     if (st == RZ_OK) st = agree(t, live_init(t, err), err);
