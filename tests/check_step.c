@@ -661,7 +661,7 @@ START_TEST(names_and_places)
     snprintf(path, sizeof path, "%s/sub/configs/p1.yaml", dir);
     write_file(path, "training:\n  steps: 4\n");
     ck_assert(step_find_config(cfg, sizeof cfg, "p1.yaml", &e, tdir));
-    ck_assert(has(cfg, "/prefix/sbatch/../configs/p1.yaml"));
+    ck_assert_msg(has(cfg, "/prefix/configs/p1.yaml") && !has(cfg, ".."), "%s", cfg);
     ck_assert(step_find_config(cfg, sizeof cfg, "p1", &e, ""));
     ck_assert(has(cfg, "/sub/configs/p1.yaml"));
     ck_assert(!step_find_config(cfg, sizeof cfg, "p9", &e, tdir));

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,8 @@ static bool readable_file(const char *path)
 }
 
 /* NAME as given when it names a file; else NAME or NAME.yaml in RYZEN_CONFIG_DIR, the template's
- * ../configs, SUBMIT_DIR/configs and the installed configs, in that order. */
+ * ../configs (resolved, so reports name the directory itself), SUBMIT_DIR/configs and the
+ * installed configs, in that order. */
 bool step_find_config(char *out, size_t len, const char *name, const struct step_env *e,
                       const char *template_dir)
 {
@@ -58,6 +60,9 @@ bool step_find_config(char *out, size_t len, const char *name, const struct step
     char dirs[4][STEP_PATH_MAX + 16];
     rz_fmt(dirs[0], sizeof dirs[0], "%s", e->config_dir);
     rz_fmt(dirs[1], sizeof dirs[1], "%s%s", template_dir, template_dir[0] ? "/../configs" : "");
+    char canon[PATH_MAX]; /* shown in every report: .../configs, not .../sbatch/../configs */
+    if (dirs[1][0] != '\0' && realpath(dirs[1], canon) != NULL)
+        rz_fmt(dirs[1], sizeof dirs[1], "%s", canon);
     rz_fmt(dirs[2], sizeof dirs[2], "%s/configs", e->submit_dir);
     rz_fmt(dirs[3], sizeof dirs[3], "%s/configs", RZ_PKGDATADIR);
     size_t n = strlen(name);
