@@ -239,8 +239,8 @@ static void *watchdog_main(void *arg)
         double ran = now - w->step_start, out = now - w->out_start, cap = w->opts.checkpoint_s;
         /* out of a step: the start (step is -1 until the first begins), a commit, or after a
          * step */
-        bool out_over = (w->paused || !w->in_step) && cap > 0 && out > cap;
-        bool fire = out_over || (w->in_step && !w->paused && ran > limit);
+        bool in_commit = w->paused, out_over = (in_commit || !w->in_step) && cap > 0 && out > cap;
+        bool fire = out_over || (w->in_step && !in_commit && ran > limit);
         long long step = (long long)w->step;
         pthread_mutex_unlock(&w->lock);
         if (!fire)
@@ -251,21 +251,20 @@ static void *watchdog_main(void *arg)
                    "%.1f s", frozen);
         else
             diagnose(w, behind, sizeof behind);
-        if (out_over && w->paused)
-            rz_fmt(msg, sizeof msg, "watchdog: rank %d: the checkpoint commit after step %lld has "
-                   "run %.1f s, over the limit %.0f s (health.watchdog_checkpoint_s); held up "
-                   "by: %s", w->opts.rank, step, out, cap, behind);
-        else if (out_over && step < 0)
-            rz_fmt(msg, sizeof msg, "watchdog: rank %d: the start (choosing and loading the "
-                   "checkpoint, the ranks' first agreements, the matmul peak, before step 1) has "
-                   "run %.1f s, over the limit %.0f s (health.watchdog_checkpoint_s); held up "
-                   "by: %s", w->opts.rank, out, cap, behind);
-        else if (out_over)
-            rz_fmt(msg, sizeof msg, "watchdog: rank %d: the work after step %lld (its metrics, "
-                   "the ranks' agreement, a validation pass) has run %.1f s, over the limit %.0f s "
-                   "(health.watchdog_checkpoint_s); held up by: %s", w->opts.rank, step, out,
-                   cap, behind);
-        else
+        if (out_over) {
+            char what[160]; /* the work out of a step that overran */
+            if (in_commit)
+                rz_fmt(what, sizeof what, "the checkpoint commit after step %lld", step);
+            else if (step < 0)
+                rz_fmt(what, sizeof what, "the start (choosing and loading the checkpoint, the "
+                       "ranks' first agreements, the matmul peak, before step 1)");
+            else
+                rz_fmt(what, sizeof what, "the work after step %lld (its metrics, the ranks' "
+                       "agreement, a validation pass)", step);
+            rz_fmt(msg, sizeof msg, "watchdog: rank %d: %s has run %.1f s, over the limit %.0f s "
+                   "(health.watchdog_checkpoint_s); held up by: %s", w->opts.rank, what, out, cap,
+                   behind);
+        } else
             rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
                    "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); held up by: %s",
                    w->opts.rank, step, ran, limit, w->opts.factor, med, w->opts.floor_s, behind);
