@@ -163,7 +163,9 @@ const struct cfg_key cfg_keys[] = {
               "The start (choosing and loading the checkpoint, the ranks' first agreements, "
               "before step 1), a checkpoint commit (the write and the ranks' agreement on it), "
               "or the other work between two steps (metrics, agreement, validation), may run "
-              "this long before the watchdog fires (exit 76)."),
+              "this long before the watchdog fires (exit 76).  Size it for the checkpoint: 12 "
+              "bytes per parameter, written and read at the run directory's slowest rate "
+              "(docs/operations.md, \"Sizing\")."),
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),
