@@ -2,7 +2,10 @@
 # tools.sh: tools/bench-history, the chart of every recorded tools/bench run against issue 11's
 # targets: the committed docs/bench-history.svg is what docs/bench-history.tsv draws, a point is
 # drawn met or missed by its own ISA's target, and a malformed row is an error naming FILE:LINE
-# with exit 65 that leaves the chart as it was.
+# with exit 65 that leaves the chart as it was.  And tools/bench's own logic, with a stand-in
+# trainer and peer (what is measured is not under test here; how it is checked and recorded is):
+# bad arguments and a stale binary are refused before any run, and --record appends the run's
+# medians and ratios in the history's columns.
 set -u
 src=${top_srcdir:-.}
 tool=$src/tools/bench-history
@@ -60,5 +63,53 @@ check "no chart from a bad history" test ! -e "$tmp/x.svg"
 echo "# only a comment" >"$tmp/empty.tsv"
 expect "a history without a header" 65 "empty.tsv: no header line" \
   -- "$tool" "$tmp/empty.tsv" "$tmp/x.svg"
+
+# ---- tools/bench --------------------------------------------------------------------------
+bench=$src/tools/bench
+# The stand-in trainer writes the summary.json fields the bench reads and the trainer's commit
+# log line; samples/s by configuration (OMP_NUM_THREADS, --set training.precision=bf16).
+cat >"$tmp/train" <<'SH'
+#!/bin/sh
+sps=80
+while [ $# -gt 0 ]; do
+  case $1 in --run-dir) dir=$2; shift ;; training.precision=bf16) sps=150 ;; esac
+  shift
+done
+[ "${OMP_NUM_THREADS:-1}" = 2 ] && sps=120
+mkdir -p "$dir"
+printf '{"aggregated_metrics": {"samples_per_sec": %s, "mfu": 0.5, "comm_share": 0.01},\n' "$sps" >"$dir/summary.json"
+printf ' "rank_results": [{"peak_rss_bytes": 177000000}]}\n' >>"$dir/summary.json"
+echo "ryzen-train: checkpoint: step 2 committed to $dir/c.h5 in 12 ms"
+SH
+printf '#!/bin/sh\necho samples_per_s=50.0\n' >"$tmp/peer"
+chmod +x "$tmp/train" "$tmp/peer"
+{ echo "# a comment"; echo "$hdr"; } >"$tmp/rec.tsv"
+cp "$tmp/rec.tsv" "$tmp/rec.before"
+fake() { RYZEN_TRAIN=$tmp/train RYZEN_PEER=$tmp/peer "$bench" "$@"; }
+expect "bench: unknown configuration" 64 'unknown configuration "3t"' -- fake --configs "1t 3t"
+expect "bench: rounds must be a number" 64 "positive whole number" -- fake --rounds x
+expect "bench: --label without --record" 64 "needs --record" -- fake --label R9
+expect "bench: --record into a file without the header" 64 "not a writable history" \
+  -- fake --record "$tmp/nohdr.tsv"
+cp -p "$tmp/train" "$tmp/old-train"
+touch -d 2000-01-01 "$tmp/old-train"
+expect "bench: --record refuses a binary older than the sources" 64 \
+  "old-train is older than src/.*rebuild it first" \
+  -- env RYZEN_TRAIN="$tmp/old-train" RYZEN_PEER="$tmp/peer" "$bench" --record "$tmp/rec.tsv"
+check "bench: the refused run recorded nothing" cmp -s "$tmp/rec.tsv" "$tmp/rec.before"
+if grep -qw avx2 /proc/cpuinfo; then
+  expect "bench: --record runs and records" 0 "recorded run R1 \(2 rows\)" \
+    -- fake --rounds 1 --steps 2 --configs "1t 2t" --record "$tmp/rec.tsv"
+  check "bench: the table gives the 1t ratio of medians (80 / 50)" \
+    grep -q '^| 1 rank x 1 thread | 80.0 | 50.0 | 1.60x |' "$tmp/out"
+  check "bench: two rows appended under the header" test "$(grep -c "${T}R1${T}" "$tmp/rec.tsv")" = 2
+  check "bench: the 2t row's medians and ratio (120 / 50)" \
+    grep -Eq "${T}R1${T}[0-9a-f]+(\+dirty)?${T}[^${T}]+${T}avx(2|512)${T}2t${T}1${T}120.0${T}50.0${T}2.40\$" "$tmp/rec.tsv"
+  expect "bench: the recorded history draws" 0 "wrote" -- "$tool" "$tmp/rec.tsv" "$tmp/rec.svg"
+  expect "bench: the next run is numbered on" 0 "recorded run R2" \
+    -- fake --rounds 1 --steps 2 --configs 1t --record "$tmp/rec.tsv"
+else
+  echo "skip bench: --record runs (this CPU has no avx2, which --record refuses)"
+fi
 
 finish
