@@ -88,7 +88,8 @@ printf '#!/bin/sh\necho samples_per_s=50.0\n' >"$tmp/peer"
 chmod +x "$tmp/train" "$tmp/peer"
 { echo "# a comment"; echo "$hdr"; } >"$tmp/rec.tsv"
 cp "$tmp/rec.tsv" "$tmp/rec.before"
-fake() { RYZEN_TRAIN=$tmp/train RYZEN_PEER=$tmp/peer "$bench" "$@"; }
+bench_with() { t=$1; shift; RYZEN_TRAIN=$t RYZEN_PEER=$tmp/peer "$bench" "$@"; } # TRAIN ARGS...
+fake() { bench_with "$tmp/train" "$@"; }
 expect "bench: unknown configuration" 64 'unknown configuration "3t"' -- fake --configs "1t 3t"
 expect "bench: rounds must be a number" 64 "positive whole number" -- fake --rounds x
 expect "bench: --label without --record" 64 "needs --record" -- fake --label R9
@@ -98,7 +99,7 @@ cp -p "$tmp/train" "$tmp/old-train"
 touch -d 2000-01-01 "$tmp/old-train"
 expect "bench: --record refuses a binary older than the sources" 64 \
   "old-train is older than src/.*rebuild it first" \
-  -- env RYZEN_TRAIN="$tmp/old-train" RYZEN_PEER="$tmp/peer" "$bench" --record "$tmp/rec.tsv"
+  -- bench_with "$tmp/old-train" --record "$tmp/rec.tsv"
 check "bench: the refused run recorded nothing" cmp -s "$tmp/rec.tsv" "$tmp/rec.before"
 if grep -qw avx2 /proc/cpuinfo; then
   expect "bench: --record runs and records" 0 "recorded run R1 \(2 rows\)" \
