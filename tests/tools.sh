@@ -42,6 +42,32 @@ check "the AVX2 count" grep -q '>AVX2 (diamonds): met in 1 of 1<' "$tmp/h.svg"
 check "a panel with one ISA gives one count" grep -q '>met in 1 of 1 runs<' "$tmp/h.svg"
 cp "$tmp/h.svg" "$tmp/h.before"
 
+# A target's label stays clear of the points: three runs just over 1.4x put the last point
+# where the label would sit at the right end above its line.
+labels_clear() { # no point within 5 px of a target label's box (9 px text, 5.5 px a character)
+  awk '
+    { line = $0 }
+    match(line, /<circle cx="[0-9.]+" cy="[0-9.]+"/) {
+      split(substr(line, RSTART, RLENGTH), f, "\""); px[++np] = f[2]; py[np] = f[4] }
+    /fill="#333">[^<]*</ && match(line, /<text x="[0-9.]+" y="[0-9.]+"/) {
+      split(substr(line, RSTART, RLENGTH), f, "\""); lx[++nl] = f[2]; ly[nl] = f[4]
+      t = line; sub(/^.*fill="#333">/, "", t); sub(/<.*$/, "", t); lw[nl] = 5.5 * length(t)
+      if (line ~ /text-anchor="end"/) lx[nl] -= lw[nl] }
+    END {
+      for (i = 1; i <= nl; i++) for (j = 1; j <= np; j++)
+        if (px[j] + 5 >= lx[i] && px[j] - 5 <= lx[i] + lw[i] && py[j] + 5 >= ly[i] - 9 &&
+            py[j] - 5 <= ly[i] + 1) { printf "point %s,%s under label %d\n", px[j], py[j], i; bad = 1 }
+      exit bad || nl == 0 || np == 0 }' "$1"
+}
+{ echo "$hdr"
+  for r in R1 R2 R3; do
+    echo "2026-11-23${T}$r${T}-${T}Test CPU (6/1)${T}avx512${T}1t${T}5${T}71.0${T}50.0${T}1.42"
+  done
+} >"$tmp/near.tsv"
+expect "draws points beside a target" 0 "wrote" -- "$tool" "$tmp/near.tsv" "$tmp/near.svg"
+check "the targets' labels are clear of those points" labels_clear "$tmp/near.svg"
+check "... and of the committed chart's" labels_clear "$src/docs/bench-history.svg"
+
 expect "a stale chart fails --check" 1 "bench-history.svg is not what .*h.tsv draws" \
   -- "$tool" --check "$tmp/h.tsv" "$src/docs/bench-history.svg"
 
