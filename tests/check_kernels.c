@@ -410,6 +410,46 @@ END_TEST
 
 static struct kern_layernorm *ln_new(struct kern_ctx *ctx, int64_t rows, int64_t cols, float eps);
 
+/* The profile keeps one row per matmul shape and form, in the order first seen: the same shape
+ * transposed is another row, and past KERN_PROFILE_SHAPES rows the calls are counted apart. */
+START_TEST(test_profile_shapes)
+{
+    struct kern_ctx *ctx = _i ? g_dnnl : g_ref;
+    enum { N = KERN_PROFILE_SHAPES + 2 };
+    struct kern_matmul *mm[N];
+    float *a = random_vec(4 * N, 1), *b = random_vec(4 * N, 2), *c = vec(4 * N);
+    for (int i = 0; i < N; i++) {
+        /* rows 0 and 1: (2, 3, 4) as NN and NT; then (i, 1, 2) NN */
+        struct kern_matmul_desc d = {1, i < 2 ? 2 : i, i < 2 ? 3 : 1, i < 2 ? 4 : 2, false,
+                                     i == 1, 1.0f, false, false, false};
+        mm[i] = mm_new(ctx, &d);
+    }
+    struct kern_profile prof;
+    memset(&prof, 0, sizeof prof);
+    kern_ctx_profile(ctx, &prof);
+    for (int i = 0; i < N; i++)
+        kern_matmul_run(mm[i], c, a, b, NULL);
+    kern_matmul_run(mm[1], c, a, b, NULL);
+    kern_matmul_run(mm[N - 1], c, a, b, NULL);
+    kern_ctx_profile(ctx, NULL);
+    ck_assert_int_eq(prof.nshapes, KERN_PROFILE_SHAPES);
+    ck_assert_int_eq(prof.calls[KERN_MATMUL], N + 2);
+    ck_assert(prof.shapes[0].m == 2 && prof.shapes[0].n == 3 && prof.shapes[0].k == 4);
+    ck_assert(!prof.shapes[0].trans_b && prof.shapes[0].calls == 1);
+    ck_assert(prof.shapes[1].m == 2 && prof.shapes[1].trans_b && prof.shapes[1].calls == 2);
+    ck_assert(prof.shapes[1].flops == 2 * 2.0 * (2 * 3 * 4));
+    ck_assert_int_eq(prof.shapes[KERN_PROFILE_SHAPES - 1].m, KERN_PROFILE_SHAPES - 1);
+    ck_assert_int_eq(prof.unlisted_calls, 3); /* shapes N-2 and N-1, the latter twice */
+    double listed = 0.0;
+    for (int i = 0; i < prof.nshapes; i++)
+        listed += prof.shapes[i].flops;
+    ck_assert(listed + 4.0 * (N - 2) + 2 * 4.0 * (N - 1) == prof.matmul_flops); /* 2 i 1 2 */
+    for (int i = 0; i < N; i++)
+        kern_matmul_destroy(mm[i]);
+    free(a), free(b), free(c);
+}
+END_TEST
+
 /* An attached profile counts every op in its class, and the matmul flops; detached, nothing. */
 START_TEST(test_profile_counts)
 {
@@ -434,6 +474,13 @@ START_TEST(test_profile_counts)
                      0);
     ck_assert(prof.matmul_flops == 2.0 * 2 * (2.0 * 3 * 5 * 7));
     ck_assert(prof.seconds[KERN_MATMUL] > 0.0 && prof.seconds[KERN_NORM] > 0.0);
+    ck_assert_int_eq(prof.nshapes, 1);
+    const struct kern_profile_shape *s = &prof.shapes[0];
+    ck_assert(s->batch == 2 && s->m == 3 && s->n == 5 && s->k == 7);
+    ck_assert(!s->trans_a && !s->trans_b && !s->bf16);
+    ck_assert_int_eq(s->calls, 2);
+    ck_assert(s->flops == prof.matmul_flops && s->seconds == prof.seconds[KERN_MATMUL]);
+    ck_assert_int_eq(prof.unlisted_calls, 0);
     kern_matmul_destroy(mm);
     kern_layernorm_destroy(ln);
     free(a), free(b), free(c), free(x), free(y), free(g), free(mean), free(var);
@@ -1297,6 +1344,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(core, test_bf16_outputs, 0, 2);
     tcase_add_test(core, test_measure_peak);
     tcase_add_loop_test(core, test_profile_counts, 0, 2);
+    tcase_add_loop_test(core, test_profile_shapes, 0, 2);
     tcase_add_test(core, test_ref_layernorm_hand);
     tcase_add_test(core, test_layernorm_dnnl_vs_ref);
     tcase_add_test(core, test_layernorm_grad_fd);

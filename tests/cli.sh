@@ -147,6 +147,15 @@ check "... the classes add up to the step (100%, +-0.5)" awk '
 check "... matmuls are a real share of it" awk '
   /^ryzen-train:   matmul / { s = $4; sub("%", "", s); exit !(s > 10) }' "$tmp/out"
 check "... and the GEMM-only bound" grep -q "GEMM-only bound .* samples/s per rank" "$tmp/out"
+check "... the matmuls by shape: the head's forward, once a step" grep -Eq \
+  "^ryzen-train:   2048 x 2048 x 256 +NT +[0-9.]+ +[0-9.]+ +1\.0$" "$tmp/out"
+check "... fifteen shapes and forms, 27 calls a step" awk '
+  /^ryzen-train:   [0-9]+ x [0-9]+ x [0-9]+ +[NT][NT] / { n++; calls += $NF }
+  END { exit !(n == 15 && calls > 26.95 && calls < 27.05) }' "$tmp/out"
+check "... whose times add up to the matmul class's" awk '
+  /^ryzen-train:   matmul / { total = $3 }
+  /^ryzen-train:   [0-9]+ x [0-9]+ x [0-9]+ +[NT][NT] / { sum += $8 }
+  END { d = sum - total; exit !(total > 0 && d < 0.1 && d > -0.1) }' "$tmp/out"
 
 # docs/config.md is generated from the key table and must not drift
 "$bin" --config-reference >"$tmp/config.md"

@@ -138,6 +138,33 @@ if grep -qw avx2 /proc/cpuinfo; then
   expect "bench: the recorded history draws" 0 "wrote" -- "$tool" "$tmp/rec.tsv" "$tmp/rec.svg"
   expect "bench: the next run is numbered on" 0 "recorded run R2" \
     -- fake --rounds 1 --steps 2 --configs 1t --record "$tmp/rec.tsv"
+  # The commit is taken as the runs start, in the bench's own tree: a copy of it in a fresh
+  # repository whose stand-in trainer edits a source while it runs.
+  repo=$tmp/repo
+  mkdir -p "$repo/tools" "$repo/src"
+  cp "$bench" "$repo/tools/bench"
+  echo 'int x;' >"$repo/src/x.c"
+  git -C "$repo" init -q && git -C "$repo" add -A &&
+    git -C "$repo" -c user.name=t -c user.email=t@t commit -qm t
+  head=$(git -C "$repo" rev-parse --short HEAD)
+  printf '#!/bin/sh
+"%s" "$@"; s=$?
+echo "int y;" >"%s"
+exit $s
+' "$tmp/train" \
+    "$repo/src/late.c" >"$tmp/editing-train"
+  chmod +x "$tmp/editing-train"
+  { echo "$hdr"; } >"$tmp/rec2.tsv"
+  rec_in_repo() { RYZEN_TRAIN=$tmp/editing-train RYZEN_PEER=$tmp/peer "$repo/tools/bench" \
+                    --rounds 1 --steps 2 --configs 1t --record "$tmp/rec2.tsv"; }
+  expect "bench: a run that edits the tree records" 0 "recorded run R1" -- rec_in_repo
+  check "bench: ... the commit as the runs started, not +dirty" \
+    grep -q "${T}R1${T}${head}${T}" "$tmp/rec2.tsv"
+  rm "$repo/src/late.c"
+  echo 'int z;' >>"$repo/src/x.c"
+  touch -d 2000-01-01 "$repo/src/x.c" # not newer than the stand-in, so not refused as stale
+  expect "bench: a run from a changed tree records" 0 "recorded run R2" -- rec_in_repo
+  check "bench: ... as +dirty" grep -q "${T}R2${T}${head}+dirty${T}" "$tmp/rec2.tsv"
 else
   echo "skip bench: --record runs (this CPU has no avx2, which --record refuses)"
 fi

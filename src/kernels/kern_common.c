@@ -213,16 +213,54 @@ enum rz_status kern_matmul_create(struct kern_matmul **out, struct kern_ctx *ctx
     return st;
 }
 
+/* The profile's row for d's shape and form: found, or added while there is room; NULL past
+ * KERN_PROFILE_SHAPES distinct shapes. */
+static struct kern_profile_shape *profile_shape(struct kern_profile *prof,
+                                                const struct kern_matmul_desc *d)
+{
+    for (int i = 0; i < prof->nshapes; i++) {
+        struct kern_profile_shape *s = &prof->shapes[i];
+        if (s->batch == d->batch && s->m == d->m && s->n == d->n && s->k == d->k &&
+            s->trans_a == d->trans_a && s->trans_b == d->trans_b && s->bf16 == d->bf16)
+            return s;
+    }
+    if (prof->nshapes == KERN_PROFILE_SHAPES)
+        return NULL;
+    struct kern_profile_shape *s = &prof->shapes[prof->nshapes++];
+    *s = (struct kern_profile_shape){.batch = d->batch, .m = d->m, .n = d->n, .k = d->k,
+                                     .trans_a = d->trans_a, .trans_b = d->trans_b,
+                                     .bf16 = d->bf16};
+    return s;
+}
+
+/* One matmul of `seconds` into the profile: its class, its flops and its shape's row. */
+static void profile_matmul(struct kern_profile *prof, const struct kern_matmul_desc *d,
+                           double seconds)
+{
+    double flops = 2.0 * (double)d->batch * (double)d->m * (double)d->n * (double)d->k;
+    prof->seconds[KERN_MATMUL] += seconds;
+    prof->calls[KERN_MATMUL]++;
+    prof->matmul_flops += flops;
+    struct kern_profile_shape *s = profile_shape(prof, d);
+    if (s == NULL) {
+        prof->unlisted_calls++;
+        return;
+    }
+    s->calls++;
+    s->seconds += seconds;
+    s->flops += flops;
+}
+
 void kern_matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                      const float *bias)
 {
     assert(op != NULL && c != NULL && a != NULL && b != NULL);
     assert(!op->desc.bias || bias != NULL);
-    const struct kern_matmul_desc *d = &op->desc;
-    TIMED(op->ctx, KERN_MATMUL, op->ctx->ops->matmul_run(op, c, a, b, bias));
-    if (op->ctx->profile != NULL)
-        op->ctx->profile->matmul_flops += 2.0 * (double)d->batch * (double)d->m * (double)d->n *
-                                          (double)d->k;
+    struct kern_profile *prof = op->ctx->profile;
+    double t0 = prof != NULL ? rz_now() : 0.0;
+    op->ctx->ops->matmul_run(op, c, a, b, bias);
+    if (prof != NULL)
+        profile_matmul(prof, &op->desc, rz_now() - t0);
 }
 
 void kern_matmul_destroy(struct kern_matmul *op)

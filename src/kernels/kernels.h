@@ -36,13 +36,26 @@ const char *kern_ctx_isa(const struct kern_ctx *ctx);
 /* ---- profiling: wall time per op class (ryzen-train --profile) ----------------------------
  * With a profile attached, every op executed on the context adds its wall time and one call to
  * its class (kernels run synchronously, so the times are the ops' own), and every matmul its
- * flops (2 batch m n k).  The caller owns the profile; NULL detaches it.  Off by default: then
- * no clock is read. */
+ * flops (2 batch m n k).  Matmuls are also kept per shape and form (batch, m, n, k, trans_a,
+ * trans_b, bf16): the first KERN_PROFILE_SHAPES distinct ones get a row each, and the calls of
+ * any further ones are counted in `unlisted_calls` (the seed model has 15 shapes at any depth:
+ * three per linear layer kind).  The caller owns the profile, zeroed before it attaches it;
+ * NULL detaches it.  Off by default: then no clock is read. */
 enum kern_class { KERN_MATMUL, KERN_ATTENTION, KERN_NORM, KERN_LOSS, KERN_OTHER, KERN_CLASSES };
+enum { KERN_PROFILE_SHAPES = 24 };
+struct kern_profile_shape {
+    int64_t batch, m, n, k;
+    bool trans_a, trans_b, bf16;
+    int64_t calls;
+    double seconds, flops;
+};
 struct kern_profile {
     double seconds[KERN_CLASSES];
     int64_t calls[KERN_CLASSES];
     double matmul_flops;
+    struct kern_profile_shape shapes[KERN_PROFILE_SHAPES];
+    int nshapes;
+    int64_t unlisted_calls;
 };
 void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile);
 

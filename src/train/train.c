@@ -6,6 +6,7 @@
 
 #include "train/train.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -972,6 +973,43 @@ static void profile_add(struct trainer *t, const struct step_out *o, double dt)
     t->prof.steps++;
 }
 
+static int shape_slower_first(const void *a, const void *b)
+{
+    double sa = (*(const struct kern_profile_shape *const *)a)->seconds;
+    double sb = (*(const struct kern_profile_shape *const *)b)->seconds;
+    return (sa < sb) - (sa > sb);
+}
+
+/* --profile's matmuls per shape and form, the most time first, each with its own in-context
+ * rate: the numbers to hold against tools/bench-gemm's standalone rates at the same shapes. */
+static void print_profile_shapes(const struct trainer *t, const struct profile *p)
+{
+    const struct kern_profile_shape *rows[KERN_PROFILE_SHAPES];
+    int n = p->k.nshapes;
+    for (int i = 0; i < n; i++)
+        rows[i] = &p->k.shapes[i];
+    qsort(rows, (size_t)n, sizeof rows[0], shape_slower_first);
+    double per = 1e3 / (double)p->steps;
+    say(t, "profile: matmuls by shape (form NT: x w^T, a forward; NN: dy w, an input gradient; "
+        "TN: dy^T x, a weight gradient):");
+    say(t, "  %-22s %-9s %9s %9s %10s", "m x n x k", "form", "ms/step", "GFLOP/s", "calls/step");
+    for (int i = 0; i < n; i++) {
+        const struct kern_profile_shape *r = rows[i];
+        char shape[96], form[16];
+        int at = r->batch > 1 ? snprintf(shape, sizeof shape, "%" PRId64 " x ", r->batch) : 0;
+        snprintf(shape + at, sizeof shape - (size_t)at, "%" PRId64 " x %" PRId64 " x %" PRId64,
+                 r->m, r->n, r->k);
+        snprintf(form, sizeof form, "%c%c%s", r->trans_a ? 'T' : 'N', r->trans_b ? 'T' : 'N',
+                 r->bf16 ? " bf16" : "");
+        say(t, "  %-22s %-9s %9.2f %9.1f %10.1f", shape, form, r->seconds * per,
+            r->seconds > 0.0 ? r->flops / r->seconds * 1e-9 : 0.0,
+            (double)r->calls / (double)p->steps);
+    }
+    if (p->k.unlisted_calls > 0)
+        say(t, "  and %.1f calls/step of further shapes (the first %d shapes are listed)",
+            (double)p->k.unlisted_calls / (double)p->steps, KERN_PROFILE_SHAPES);
+}
+
 /* The table of --profile, and how close the step came to the GEMM-only bound: the samples/s
  * of a step that did nothing but its matmul flops (model_flops_per_sample) at the matmul peak
  * measured at start. */
@@ -1001,6 +1039,7 @@ static void print_profile(const struct trainer *t, const struct train_result *r)
         "gradients, bf16 rounding, data)", "other", other * per, 100.0 * other / p->step_s,
         p->k.seconds[KERN_OTHER] * per);
     say(t, "  %-14s %9.2f %6.1f%%", "step", p->step_s * per, 100.0);
+    print_profile_shapes(t, p);
     double in_context = p->k.seconds[KERN_MATMUL] > 0 ? p->k.matmul_flops /
                                                             p->k.seconds[KERN_MATMUL] * 1e-9 : 0;
     if (r->peak_gflops <= 0.0) {
