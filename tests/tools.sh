@@ -1,8 +1,9 @@
 #!/bin/sh
 # tools.sh: tools/bench-history, the chart of every recorded tools/bench run against issue 11's
 # targets: the committed docs/bench-history.svg is what docs/bench-history.tsv draws, a point is
-# drawn met or missed by its own ISA's target, and a malformed row is an error naming FILE:LINE
-# with exit 65 that leaves the chart as it was.  And tools/bench's own logic, with a stand-in
+# drawn met or missed by its own ISA's target and in its CPU kind's shape, which a key names and
+# counts, and a malformed row is an error naming FILE:LINE with exit 65 that leaves the chart as
+# it was.  And tools/bench's own logic, with a stand-in
 # trainer and peer (what is measured is not under test here; how it is checked and recorded is):
 # bad arguments and a stale binary are refused before any run, and --record appends the run's
 # medians and ratios in the history's columns.
@@ -32,19 +33,23 @@ count() { grep -o "$1" "$tmp/h.svg" | wc -l | tr -d ' '; }
 check "one missed point (1.39x against 1.4x on AVX-512)" test "$(count 'class="missed"')" = 1
 check "two met points (1.30x against 1.25x on AVX2, 1.80x against 1.8x)" \
   test "$(count 'class="met"')" = 2
-check "the AVX2 run is a diamond" test "$(count '<path d=')" = 1
+point() { grep -o "<g class=\"$1\"><title>[^<]*</title><$2" "$tmp/h.svg" | wc -l | tr -d ' '; }
+check "the first CPU kind's points are circles" test "$(point missed circle)$(point met circle)" = 11
+check "the second kind's (the AVX2 run) a diamond" test "$(point met 'path d="M[0-9.]* [0-9.]*l5 5l')" = 1
 check "its tooltip names the run and its figures" \
   grep -q '<title>R1, 2026-11-23, commit abc1234 (Test CPU (6/1)): 69.5 vs 50.0 samples/s = 1.39x, 5 rounds; target 1.40x</title>' "$tmp/h.svg"
 check "1t draws both targets" grep -q '1.4x AVX-512.*' "$tmp/h.svg"
-check "a panel with both ISAs counts each against its own target" \
-  grep -q '>AVX-512: met in 0 of 1 runs<' "$tmp/h.svg"
-check "the AVX2 count" grep -q '>AVX2 (diamonds): met in 1 of 1<' "$tmp/h.svg"
-check "a panel with one ISA gives one count" grep -q '>met in 1 of 1 runs<' "$tmp/h.svg"
+key() { grep -o "<g class=\"key\"><$1[^>]*><text [^>]*>$2</text></g>" "$tmp/h.svg" | wc -l | tr -d ' '; }
+check "the key names each CPU kind by its marker" \
+  test "$(key circle 'Test CPU (6/1)')$(key 'path d=' 'Test CPU (6/1), proxy')" = 11
+check "a panel counts each kind against its own ISA's target (1t: 0 of 1 and 1 of 1)" \
+  test "$(key circle 'met in 0 of 1')$(key 'path d=' 'met in 1 of 1')$(key circle 'met in 1 of 1')" = 111
 cp "$tmp/h.svg" "$tmp/h.before"
 
 # A target's label stays clear of the points: three runs just over 1.4x put the last point
 # where the label would sit at the right end above its line.
-labels_clear() { # no point within 5 px of a target label's box (9 px text, 5.5 px a character)
+labels_clear() { # no point within 5 px of a target label's box (9 px text, 5.5 px a character),
+                 # and no label over another
   awk '
     { line = $0 }
     match(line, /<circle cx="[0-9.]+" cy="[0-9.]+"/) {
@@ -57,6 +62,9 @@ labels_clear() { # no point within 5 px of a target label's box (9 px text, 5.5 
       for (i = 1; i <= nl; i++) for (j = 1; j <= np; j++)
         if (px[j] + 5 >= lx[i] && px[j] - 5 <= lx[i] + lw[i] && py[j] + 5 >= ly[i] - 9 &&
             py[j] - 5 <= ly[i] + 1) { printf "point %s,%s under label %d\n", px[j], py[j], i; bad = 1 }
+      for (i = 1; i <= nl; i++) for (j = i + 1; j <= nl; j++)
+        if (lx[j] <= lx[i] + lw[i] && lx[j] + lw[j] >= lx[i] && ly[j] - 9 <= ly[i] + 1 &&
+            ly[j] + 1 >= ly[i] - 9) { printf "label %d over label %d\n", j, i; bad = 1 }
       exit bad || nl == 0 || np == 0 }' "$1"
 }
 { echo "$hdr"
@@ -66,6 +74,20 @@ labels_clear() { # no point within 5 px of a target label's box (9 px text, 5.5 
 } >"$tmp/near.tsv"
 expect "draws points beside a target" 0 "wrote" -- "$tool" "$tmp/near.tsv" "$tmp/near.svg"
 check "the targets' labels are clear of those points" labels_clear "$tmp/near.svg"
+check "a chart of one CPU kind names it and counts without markers" sh -c \
+  'grep -q "class=\"key\".*>Test CPU (6/1)<" "$1" && ! grep -q "class=\"key\".*>met in" "$1" &&
+   grep -q ">met in 3 of 3 runs<" "$1"' - "$tmp/near.svg"
+{ cat "$tmp/h.tsv"
+  echo "2026-11-24${T}R2${T}-${T}Other CPU (26/2)${T}avx512${T}1t${T}5${T}75.0${T}50.0${T}1.50"
+  echo "2026-11-24${T}R3${T}-${T}Fourth CPU (25/1)${T}avx512${T}1t${T}5${T}75.0${T}50.0${T}1.50"
+} >"$tmp/kinds.tsv"
+expect "draws four CPU kinds" 0 "wrote" -- "$tool" "$tmp/kinds.tsv" "$tmp/kinds.svg"
+check "the third kind is a square" grep -q '<g class="met"><title>R2, [^<]*</title><rect ' "$tmp/kinds.svg"
+check "the fourth a triangle" \
+  grep -q '<g class="met"><title>R3, [^<]*</title><path d="M[0-9.]* [0-9.]*l5 9h-10z"' "$tmp/kinds.svg"
+check "each kind keeps a line of its own under the panel" \
+  test "$(grep -c '<g class="key"><[^>]*><text [^>]*>met in' "$tmp/kinds.svg")" = 5
+check "the chart grows to hold them" grep -q '<svg [^>]* height="430"' "$tmp/kinds.svg"
 check "... and of the committed chart's" labels_clear "$src/docs/bench-history.svg"
 
 expect "a stale chart fails --check" 1 "bench-history.svg is not what .*h.tsv draws" \
@@ -168,5 +190,26 @@ exit $s
 else
   echo "skip bench: --record runs (this CPU has no avx2, which --record refuses)"
 fi
+
+# Figures above 100% are flagged for either side, never quoted as a speed-up.  A stand-in peer
+# that makes 50 samples/s alone, 60 when pinned to one core (the co-run control's two runs: 120%)
+# and 120 in DDP (120%), beside our stand-in's 80 everywhere (2 ranks: 50%; the control: 100%).
+cat >"$tmp/ddp-peer" <<'SH'
+#!/bin/sh
+case " $* " in *" --ddp "*) echo samples_per_s=120.0; exit ;; esac
+case $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$$/status) in
+  *[-,]*) echo samples_per_s=50.0 ;;
+  *) echo samples_per_s=60.0 ;;
+esac
+SH
+chmod +x "$tmp/ddp-peer"
+ddp_bench() { RYZEN_TRAIN=$tmp/train RYZEN_PEER=$tmp/ddp-peer "$bench" --rounds 1 --steps 2 --configs "1t ddp2 pair"; }
+expect "bench: the peer's DDP above 100% is flagged" 0 \
+  'NOTE \(peer DDP efficiency\): 1 of 1 rounds exceed 100%' -- ddp_bench
+check "bench: ... with its figure" grep -q '^peer DDP efficiency: 120.0% ' "$tmp/out"
+check "bench: ... and ours at 50% is not" sh -c '! grep -q "NOTE (2-rank" "$1"' - "$tmp/out"
+check "bench: the peer's co-run control above 100% is flagged" \
+  grep -q '^  NOTE (the peer): above 100%' "$tmp/out"
+check "bench: ... and ours at 100% is not" sh -c '! grep -q "NOTE (ryzen-train)" "$1"' - "$tmp/out"
 
 finish
