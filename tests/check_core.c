@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,10 +202,45 @@ START_TEST(alloc_aligned_and_rss)
     free(p);
     ck_assert_uint_gt(rz_rss_bytes(), 0);
     ck_assert_uint_ge(rz_peak_rss_bytes(), rz_rss_bytes() / 2);
+}
+END_TEST
+
+/* A block of `bytes`, written to: GCC may drop a malloc/free pair whose block is never used. */
+static void *used_block(size_t bytes)
+{
+    char *p = malloc(bytes);
+    ck_assert_ptr_nonnull(p);
+    volatile char *v = p;
+    v[0] = v[bytes - 1] = 1;
+    return p;
+}
+
+/* Whether a block of `bytes` comes from a fresh mmap (one more mmapped block while held). */
+static bool mmapped(size_t bytes)
+{
+    size_t before = mallinfo2().hblks;
+    void *p = used_block(bytes);
+    size_t held = mallinfo2().hblks;
+    free(p);
+    return held > before;
+}
+
+START_TEST(malloc_tune)
+{
 #ifdef __SANITIZE_ADDRESS__
-    (void)rz_malloc_return_freed(); /* ASan's allocator replaces glibc's and ignores mallopt */
+    (void)rz_malloc_tune(0); /* ASan's allocator replaces glibc's and ignores mallopt */
 #else
-    ck_assert_msg(rz_malloc_return_freed(), "glibc refused M_TRIM_THRESHOLD");
+    ck_assert_msg(rz_malloc_tune(0), "glibc refused M_TRIM_THRESHOLD"); /* one rank */
+    ck_assert(rz_malloc_tune((size_t)4 << 20)); /* 4 MiB buckets: blocks up to 8 MiB reused */
+    ck_assert_msg(!mmapped((size_t)6 << 20), "a 6 MiB block was mmapped, not reused");
+    ck_assert(mmapped((size_t)9 << 20));
+    void *p = used_block((size_t)6 << 20); /* freed, it stays for the next step to reuse */
+    size_t heap = mallinfo2().arena;
+    free(p);
+    ck_assert_uint_ge(mallinfo2().arena, heap);
+    ck_assert(rz_malloc_tune((size_t)4096 << 20)); /* capped at glibc's 32 MiB, not refused */
+    ck_assert(!mmapped((size_t)30 << 20));
+    ck_assert(mmapped((size_t)40 << 20));
 #endif
 }
 END_TEST
@@ -337,6 +373,7 @@ static Suite *core_suite(void)
     tcase_add_test(core, sumsq_lanes_and_tail);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);
+    tcase_add_test(core, malloc_tune);
     tcase_add_test(core, durable_write_replaces_whole_files);
     tcase_add_test(core, durable_create_excl_is_a_lock);
 #ifdef RZ_TEST_HOOKS

@@ -71,9 +71,13 @@ void *rz_alloc_aligned(size_t bytes)
     return p;
 }
 
-bool rz_malloc_return_freed(void)
+bool rz_malloc_tune(size_t reused)
 {
-    return mallopt(M_TRIM_THRESHOLD, 1 << 20) == 1;
+    const size_t mmap_max = (size_t)32 << 20; /* glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit */
+    size_t mmap_at = reused > mmap_max / 2 ? mmap_max : 2 * reused;
+    if (reused > 0 && mallopt(M_MMAP_THRESHOLD, (int)mmap_at) != 1)
+        return false;
+    return mallopt(M_TRIM_THRESHOLD, reused > 0 ? (int)(2 * mmap_at) : 1 << 20) == 1;
 }
 
 uint64_t rz_peak_rss_bytes(void)

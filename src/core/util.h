@@ -32,13 +32,21 @@ uint64_t rz_peak_rss_bytes(void);
 /* Current resident set size in bytes (/proc/self/statm), 0 if unknown. */
 uint64_t rz_rss_bytes(void);
 
-/* Process start-up, from main: gives freed heap memory back to the system once more than 1 MiB
- * is free at the top of a malloc arena (glibc's default threshold grows with the largest block
- * freed, up to 64 MiB).  Libraries that allocate in the step (oneDNN's AVX2 sgemm packs its
- * operands per call in each OpenMP thread) otherwise leave each thread's arena at its largest:
- * 2 threads on AVX2 measured 201 MB peak RSS against 176 MB with this.  Returns false when the
- * allocator refused the setting (ASan's always does); the process runs on with its default. */
-bool rz_malloc_return_freed(void);
+/* From main, once: sets glibc's two heap thresholds from what a training step allocates and
+ * frees again.  `reused` is the largest such block: the per-bucket temporary of MPI's
+ * non-blocking collectives (comm.bucket_mb) when there are ranks to talk to, else 0.
+ *  - M_MMAP_THRESHOLD, 2 x reused (up to glibc's 32 MiB; left alone for 0): a block at or above
+ *    it is a fresh mmap whose every page faults in again at each step.  With the default
+ *    (128 KiB once a threshold is set) 2 ranks of the seed model took 3,000 page faults per step
+ *    and 26 ms of it in the kernel on a KVM guest (AMD EPYC 26/2, 2026-11-24); with this, none.
+ *  - M_TRIM_THRESHOLD, 2 x that (1 MiB for 0): freed memory kept at the top of an arena, so a
+ *    freed bucket temporary is reused rather than returned and faulted in again.  The 1 MiB
+ *    floor is for oneDNN's AVX2 sgemm, which packs its operands per call in each OpenMP thread:
+ *    glibc's growing default left each arena at its largest, 201 MB peak RSS on 2 threads
+ *    against 176 MB.
+ * Returns false when the allocator refused a setting (ASan's always does); the process runs on
+ * with its defaults. */
+bool rz_malloc_tune(size_t reused);
 
 /* mkdir -p: create `path` and its parents (mode 0755). */
 enum rz_status rz_mkdirs(const char *path, struct rz_err *err);

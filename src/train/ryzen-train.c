@@ -379,7 +379,6 @@ int main(int argc, char **argv)
     static struct rz_err err;
     env_read(&e);
     rz_hooks_load();
-    (void)rz_malloc_return_freed(); /* a tuning only: on refusal, glibc's default */
     int me = e.launch.launcher_rank;
     const char *host = e.launch.nodename;
     int rc = parse_args(&a, argc, argv, me);
@@ -418,6 +417,8 @@ int main(int argc, char **argv)
     struct comm *comm = NULL;
     if (st == RZ_OK)
         st = comm_init(&comm, &argc, &argv, &e.launch, &err);
+    if (st == RZ_OK) /* a tuning only: on refusal, glibc's defaults */
+        (void)rz_malloc_tune(comm_size(comm) > 1 ? (size_t)(c.comm.bucket_mb * 1048576.0) : 0);
     if (st == RZ_OK && !a.preflight)
         st = comm_check_launch(comm, &e.launch, &err);
     if (st != RZ_OK) {
