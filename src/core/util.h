@@ -37,8 +37,9 @@ uint64_t rz_rss_bytes(void);
  * non-blocking collectives (comm.bucket_mb) when there are ranks to talk to, else 0.
  *  - M_MMAP_THRESHOLD, 2 x reused (up to glibc's 32 MiB; left alone for 0): a block at or above
  *    it is a fresh mmap whose every page faults in again at each step.  With the default
- *    (128 KiB once a threshold is set) 2 ranks of the seed model took 3,000 page faults per step
- *    and 26 ms of it in the kernel on a KVM guest (AMD EPYC 26/2, 2026-11-24); with this, none.
+ *    (128 KiB once a threshold is set) each of 2 ranks of the seed model took 2,000 more page
+ *    faults and 26 ms more per step than one rank (14 ms of it system time) on a KVM guest (AMD
+ *    EPYC 26/2, 2026-11-24); with this, as many faults as one rank.
  *  - M_TRIM_THRESHOLD, 2 x that (1 MiB for 0): freed memory kept at the top of an arena, so a
  *    freed bucket temporary is reused rather than returned and faulted in again.  The 1 MiB
  *    floor is for oneDNN's AVX2 sgemm, which packs its operands per call in each OpenMP thread:
