@@ -203,8 +203,12 @@ case $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$$/status) in
 esac
 SH
 chmod +x "$tmp/ddp-peer"
-ddp_bench() { RYZEN_TRAIN=$tmp/train RYZEN_PEER=$tmp/ddp-peer "$bench" --rounds 1 --steps 2 --configs "1t ddp2 pair"; }
-if [ "$(nproc)" -ge 2 ]; then # the co-run control pins its two runs to cores 0 and 1
+ddp_bench() { # from a shell with OMP_NUM_THREADS=1, as on many HPC logins
+  OMP_NUM_THREADS=1 RYZEN_TRAIN=$tmp/train RYZEN_PEER=$tmp/ddp-peer "$bench" --rounds 1 --steps 2 \
+    --configs "1t ddp2 pair"
+}
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # make check sets OMP_NUM_THREADS=1
+if [ "$cores" -ge 2 ]; then # the co-run control pins its two runs to cores 0 and 1
   expect "bench: the peer's DDP above 100% is flagged" 0 \
     'NOTE \(peer DDP efficiency\): 1 of 1 rounds exceed 100%' -- ddp_bench
   check "bench: ... with its figure" grep -q '^peer DDP efficiency: 120.0% ' "$tmp/out"
@@ -212,8 +216,9 @@ if [ "$(nproc)" -ge 2 ]; then # the co-run control pins its two runs to cores 0 
   check "bench: the peer's co-run control above 100% is flagged" \
     grep -q '^  NOTE (the peer): above 100%' "$tmp/out"
   check "bench: ... and ours at 100% is not" sh -c '! grep -q "NOTE (ryzen-train)" "$1"' - "$tmp/out"
+  check "bench: counts the machine's cores, not OMP_NUM_THREADS" grep -q "on $cores cores" "$tmp/out"
 else
-  echo "skip bench: the over-100% notes (the co-run control needs 2 cores; $(nproc) here)"
+  echo "skip bench: the over-100% notes (the co-run control needs 2 cores; $cores here)"
 fi
 
 finish
