@@ -3,6 +3,8 @@
 # like a real site:
 #   up          tools/devcluster up succeeds (or finds the cluster already up); status agrees
 #   fds         daemons started while this suite holds its lock (fd 8) do not keep it
+#   ports       a second cluster (another state directory) on the same ports is refused before
+#               it starts anything, with the ports and the processes that hold them
 #   nodes       n1..n4 idle, 8 CPUs and 4096 MB each
 #   config      accounting enforced (associations,limits,qos), job_comment stored,
 #               JobFileAppend=0, partition_prio preemption, cgroup task/proctrack, CR_Core_Memory
@@ -78,6 +80,17 @@ if grep -q 'already up' "$tmp/out"; then
 fi
 holders=$(lock_holders "$(cluster_lock_file)" | paste -sd, -)
 check "no daemon inherited the suite's lock${holders:+ (held by: $holders)}" test -z "$holders"
+
+# ---- a second cluster (another state directory) on this one's ports: 'up' refuses before it
+# starts anything, naming each port and the process that holds it; this cluster is untouched.
+port=${RYZEN_DEVCLUSTER_PORT:-16817}
+ctld=$(cat "${RYZEN_DEVCLUSTER_DIR:-/tmp/ryzen-devcluster}/run/slurmctld.pid" 2>/dev/null)
+expect "a second cluster on these ports: refused, naming the holder" 1 \
+  "port $port, which slurmctld of this cluster \\($tmp/other\\) needs, is in use by slurmctld \\(pid $ctld\\)" \
+  -- env RYZEN_DEVCLUSTER_DIR="$tmp/other" "$devcluster" up
+check "... and names MariaDB's port too" grep -q "port $((port + 6)), which mariadbd" "$tmp/out"
+check "... and started no daemon of its own" test ! -e "$tmp/other/run/slurmctld.pid"
+check "... and this cluster's slurmctld still runs (pid $ctld)" test -d "/proc/$ctld"
 
 eval "$("$devcluster" env)"
 chown rzuser: "$tmp"
