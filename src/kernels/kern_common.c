@@ -326,19 +326,22 @@ void kern_layernorm_destroy(struct kern_layernorm *op)
 
 /* ---- GELU ---------------------------------------------------------------------------------- */
 
-enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, int64_t n,
-                                struct rz_err *err)
+enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, int64_t rows,
+                                int64_t cols, bool bf16_out, struct rz_err *err)
 {
     *out = NULL;
-    char shape[64];
-    snprintf(shape, sizeof shape, "(%" PRId64 ")", n);
-    if (!dims_ok(&n, 1))
+    const int64_t dims[] = {rows, cols};
+    char shape[96];
+    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")", rows, cols);
+    if (!dims_ok(dims, 2))
         return bad_shape(err, "gelu", shape);
     struct kern_gelu *op = calloc(1, sizeof *op);
     if (op == NULL)
         return rz_fail(err, RZ_ENOMEM, "gelu %s: out of memory", shape);
     op->ctx = ctx;
-    op->n = n;
+    op->rows = rows;
+    op->cols = cols;
+    op->bf16_out = bf16_out;
     enum rz_status st = PLAN(op, gelu_init);
     if (st != RZ_OK)
         kern_gelu_destroy(op);
@@ -347,16 +350,18 @@ enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, in
     return st;
 }
 
-void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x)
+void kern_gelu_forward(struct kern_gelu *op, void *y, const float *x)
 {
     assert(op != NULL && y != NULL && x != NULL);
     TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_forward(op, y, x));
 }
 
-void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
+void kern_gelu_backward(struct kern_gelu *op, void *dx, float *dbias, const float *dy,
+                        const float *x)
 {
     assert(op != NULL && dx != NULL && dy != NULL && x != NULL);
-    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_backward(op, dx, dy, x));
+    assert(!op->bf16_out || dx != (const void *)dy); /* in place only in fp32 */
+    TIMED(op->ctx, KERN_OTHER, op->ctx->ops->gelu_backward(op, dx, dbias, dy, x));
 }
 
 void kern_gelu_destroy(struct kern_gelu *op)

@@ -4,10 +4,11 @@
  * allocated once) are made by one generic builder, prims_build, at x_init; the execute path only
  * sets data handles and executes on the context's stream, so it never allocates.  The backend
  * state of every op is the same struct prims (a forward primitive and, for layers with a
- * gradient, a backward one), released by one prims_free.  Matmul and GELU (gelu_erf) are oneDNN
- * primitives; layer normalization and the softmax cross-entropy are our own row kernels
- * (kern_simd.c), and the attention's tile matmuls are libxsmm's (kern_xsmm.c), each where it
- * measured faster than oneDNN at the model's shapes.
+ * gradient, a backward one), released by one prims_free.  Matmul is a oneDNN primitive; layer
+ * normalization, the GELU and the softmax cross-entropy are our own row kernels (kern_simd.c),
+ * and the attention's tile matmuls are libxsmm's (kern_xsmm.c), each where it measured faster
+ * than oneDNN at the model's shapes (the GELU also because it writes the bf16 rounding and the
+ * bias gradient in the same pass, which oneDNN's eltwise primitive cannot).
  *
  * Matmuls run in fp32 or, with desc.bf16, on bf16 operands with fp32 sums (AMX or avx512_bf16;
  * check_bf16 refuses a CPU without them).  Deliberately not here: argument validation
@@ -402,39 +403,6 @@ static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgam
                                  mean, var, gamma, accumulate_dx);
 }
 
-/* ---- GELU (eltwise gelu_erf) --------------------------------------------------------------- */
-
-static enum rz_status gelu_init(struct kern_gelu *op, struct rz_err *err)
-{
-    char what[64];
-    snprintf(what, sizeof what, "gelu (%lld)", (long long)op->n);
-    enum rz_status st = RZ_OK;
-    dnnl_memory_desc_t data;
-    dnnl_eltwise_desc_t fd, bd;
-    dnnl_dims_t dims = {op->n};
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&data, 1, dims, dnnl_f32, dnnl_a));
-    DNNL_CHECK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training, dnnl_eltwise_gelu_erf,
-                                              &data, 0.0f, 0.0f));
-    DNNL_CHECK(dnnl_eltwise_backward_desc_init(&bd, dnnl_eltwise_gelu_erf, &data, &data, 0.0f,
-                                               0.0f));
-    const int fids[] = {DNNL_ARG_SRC, DNNL_ARG_DST};
-    const int bids[] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
-    const struct prim_spec specs[] = {{&fd, NULL, fids, 2, false}, {&bd, NULL, bids, 3, true}};
-    st = prims_build(&op->impl, op->ctx, specs, 2, 0, what, err);
-cleanup:
-    return st;
-}
-
-static void gelu_forward(struct kern_gelu *op, float *y, const float *x)
-{
-    PRIM_RUN(prim_of(op->impl, 0), op->ctx, x, y);
-}
-
-static void gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
-{
-    PRIM_RUN(prim_of(op->impl, 1), op->ctx, x, dy, dx);
-}
-
 /* ---- cross-entropy: our own row kernels (kern_simd.c); the state is the column sums' scratch */
 
 static enum rz_status xent_init(struct kern_xent *op, struct rz_err *err)
@@ -466,10 +434,8 @@ const struct kern_ops kern_dnnl_ops = {
     .layernorm_free = prims_free,
     .layernorm_forward = kern_simd_layernorm_forward,
     .layernorm_backward = layernorm_backward,
-    .gelu_init = gelu_init,
-    .gelu_free = prims_free,
-    .gelu_forward = gelu_forward,
-    .gelu_backward = gelu_backward,
+    .gelu_forward = kern_simd_gelu_forward,
+    .gelu_backward = kern_simd_gelu_backward,
     .attention_init = kern_xsmm_attention_init,
     .attention_free = kern_xsmm_attention_free,
     .attention_forward = kern_xsmm_attention_forward,

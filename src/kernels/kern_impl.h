@@ -43,7 +43,8 @@ struct kern_layernorm {
 
 struct kern_gelu {
     struct kern_ctx *ctx;
-    int64_t n;
+    int64_t rows, cols;
+    bool bf16_out;            /* forward and backward write kern_bf16 */
     void *impl;
 };
 
@@ -87,8 +88,9 @@ struct kern_ops {
 
     enum rz_status (*gelu_init)(struct kern_gelu *op, struct rz_err *err);
     void (*gelu_free)(void *impl);
-    void (*gelu_forward)(struct kern_gelu *op, float *y, const float *x);
-    void (*gelu_backward)(struct kern_gelu *op, float *dx, const float *dy, const float *x);
+    void (*gelu_forward)(struct kern_gelu *op, void *y, const float *x);
+    void (*gelu_backward)(struct kern_gelu *op, void *dx, float *dbias, const float *dy,
+                          const float *x);
 
     enum rz_status (*attention_init)(struct kern_attention *op, struct rz_err *err);
     void (*attention_free)(void *impl);
@@ -135,6 +137,11 @@ void kern_simd_xent_forward(struct kern_xent *op, float *losses, float *probs,
 int64_t kern_simd_xent_scratch(const struct kern_xent *op);
 void kern_simd_xent_backward(struct kern_xent *op, float *scratch, void *dlogits, float *dbias,
                              const float *probs, const int32_t *targets, float scale);
+
+/* GELU, with the signatures of kernels.h. */
+void kern_simd_gelu_forward(struct kern_gelu *op, void *y, const float *x);
+void kern_simd_gelu_backward(struct kern_gelu *op, void *dx, float *dbias, const float *dy,
+                             const float *x);
 
 /* The row steps of the blocked attention, for one head (kern_xsmm.c runs the tile matmuls
  * between them).  A tile holds the (bq, bk) scores of queries [q0, q0 + bq) against keys

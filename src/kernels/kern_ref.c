@@ -167,23 +167,35 @@ static void layernorm_backward(struct kern_layernorm *op, float *dx, float *dgam
 
 /* ---- GELU ---------------------------------------------------------------------------------- */
 
-static void gelu_forward(struct kern_gelu *op, float *y, const float *x)
+static void gelu_forward(struct kern_gelu *op, void *y, const float *x)
 {
-    for (int64_t i = 0; i < op->n; i++) {
+    for (int64_t i = 0; i < op->rows * op->cols; i++) {
         double v = (double)x[i];
-        y[i] = (float)(0.5 * v * (1.0 + erf(v / sqrt(2.0))));
+        store(y, i, (float)(0.5 * v * (1.0 + erf(v / sqrt(2.0)))), op->bf16_out);
     }
 }
 
-/* gelu'(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi) */
-static void gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x)
+/* dy gelu'(x), with gelu'(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi) */
+static float gelu_grad(const float *dy, const float *x, int64_t i)
 {
     const double inv_sqrt_2pi = 0.39894228040143267794;
-    for (int64_t i = 0; i < op->n; i++) {
-        double v = (double)x[i];
-        double d = 0.5 * (1.0 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) * inv_sqrt_2pi;
-        dx[i] = (float)((double)dy[i] * d);
+    double v = (double)x[i];
+    double d = 0.5 * (1.0 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) * inv_sqrt_2pi;
+    return (float)((double)dy[i] * d);
+}
+
+static void gelu_backward(struct kern_gelu *op, void *dx, float *dbias, const float *dy,
+                          const float *x)
+{
+    const int64_t cols = op->cols;
+    for (int64_t j = 0; dbias != NULL && j < cols; j++) { /* first: dx may alias dy */
+        double s = 0.0;
+        for (int64_t r = 0; r < op->rows; r++)
+            s += (double)gelu_grad(dy, x, r * cols + j);
+        dbias[j] = (float)((double)dbias[j] + s);
     }
+    for (int64_t i = 0; i < op->rows * cols; i++)
+        store(dx, i, gelu_grad(dy, x, i), op->bf16_out);
 }
 
 /* ---- attention ----------------------------------------------------------------------------- */

@@ -593,18 +593,135 @@ KERN_CLONES static void colsum_cols(float *sums, kern_bf16 *dst, const float *sr
     }
 }
 
-/* Each thread takes a band of columns (whole vectors) through all rows, so every column is summed
- * in row order whatever the thread count: the bits never depend on it. */
+/* The parallel loop of the column sums: each thread takes a band of columns (whole vectors)
+ * through all rows, so every column is summed in row order whatever the thread count: the bits
+ * never depend on it.  `call` sees its band as columns [j0, j1). */
+#define FOR_COL_BANDS(rows, cols, call)                                                           \
+    do {                                                                                          \
+        int64_t rows_ = (rows), cols_ = (cols), bands_ = omp_get_max_threads();                   \
+        int64_t width_ = (cols_ + bands_ - 1) / bands_;                                           \
+        width_ = (width_ + ROW_PAD - 1) / ROW_PAD * ROW_PAD;                                      \
+        bands_ = (cols_ + width_ - 1) / width_;                                                   \
+        _Pragma("omp parallel for schedule(static) if (bands_ > 1 && rows_ * cols_ >= BF16_BLOCK)") \
+        for (int64_t b_ = 0; b_ < bands_; b_++) {                                                 \
+            int64_t j0 = b_ * width_, j1 = (b_ + 1) * width_ < cols_ ? (b_ + 1) * width_ : cols_; \
+            call;                                                                                 \
+        }                                                                                         \
+    } while (0)
+
 void kern_simd_colsum_round(float *sums, kern_bf16 *dst, const float *src, int64_t rows,
                             int64_t cols)
 {
-    int64_t bands = omp_get_max_threads();
-    int64_t width = (cols + bands - 1) / bands;
-    width = (width + ROW_PAD - 1) / ROW_PAD * ROW_PAD;
-    bands = (cols + width - 1) / width;
-#pragma omp parallel for schedule(static) if (bands > 1 && rows * cols >= BF16_BLOCK)
-    for (int64_t b = 0; b < bands; b++) {
-        int64_t j1 = (b + 1) * width;
-        colsum_cols(sums, dst, src, rows, cols, b * width, j1 < cols ? j1 : cols);
+    FOR_COL_BANDS(rows, cols, colsum_cols(sums, dst, src, rows, cols, j0, j1));
+}
+
+/* ---- GELU ------------------------------------------------------------------------------------
+ * Phi(x) = 0.5 (1 + erf(x / sqrt 2)) through erfc(z) = t (a1 + t (a2 + t (a3 + t (a4 + t a5))))
+ * exp(-z^2), t = 1 / (1 + p z), z = |x| / sqrt 2: Abramowitz & Stegun 7.1.26, absolute error
+ * <= 1.5e-7 (the form oneDNN's gelu_erf uses too).  exp(-z^2) = exp(-x^2 / 2) is also the
+ * normal density that gelu'(x) = Phi(x) + x phi(x) needs: one exp per element, either way.
+ * Forward: rows in fixed chunks.  Backward: column bands through all rows, so the bias gradient
+ * is each column's sum in row order (as kern_colsum_round's). */
+
+/* Phi(x), given ez = exp(-x^2 / 2): 0.5 + sign(x) (0.5 - 0.5 erfc(|x| / sqrt 2)).  Written
+ * without a branch (fabsf, copysignf): with `x < 0 ? tail : 1 - tail` GCC 12 computed the
+ * polynomial twice under complementary masks. */
+ROW_INLINE float gelu_cdf(float x, float ez)
+{
+    float z = fabsf(x) * 0.70710678118654752f;
+    float t = 1.0f / (1.0f + 0.3275911f * z);
+    float poly = 1.061405429f;
+    poly = poly * t - 1.453152027f;
+    poly = poly * t + 1.421413741f;
+    poly = poly * t - 0.284496736f;
+    poly = poly * t + 0.254829592f;
+    float tail = 0.5f * (poly * t) * ez; /* 0.5 erfc(z) = P(N(0, 1) > |x|) */
+    return 0.5f + copysignf(0.5f - tail, x);
+}
+
+/* gelu(x) = x Phi(x) */
+ROW_INLINE float gelu_value(float x)
+{
+    return x * gelu_cdf(x, exp_approx(-0.5f * (x * x)));
+}
+
+/* gelu'(x) = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi) */
+ROW_INLINE float gelu_slope(float x)
+{
+    float ez = exp_approx(-0.5f * (x * x));
+    return gelu_cdf(x, ez) + x * (ez * 0.39894228040143268f);
+}
+
+/* The bf16 outputs go through this many floats on the stack, then are rounded: with the
+ * rounding in the same loop GCC 12 left the GELU's loops scalar (measured 8.2 ms a call at
+ * 2048 x 512 against 1.1 in fp32). */
+#define GELU_PIECE 1024
+
+/* y (n) = gelu(x) */
+ROW_INLINE void gelu_piece(float *y, const float *x, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        y[i] = gelu_value(x[i]);
+}
+
+KERN_CLONES static void gelu_forward_rows(const struct kern_gelu *op, void *y, const float *x,
+                                          int64_t r0, int64_t r1)
+{
+    float piece[GELU_PIECE];
+    const int64_t end = r1 * op->cols;
+    for (int64_t i = r0 * op->cols; i < end; i += GELU_PIECE) {
+        int64_t n = end - i < GELU_PIECE ? end - i : GELU_PIECE;
+        if (!op->bf16_out) {
+            gelu_piece((float *)y + i, x + i, n);
+            continue;
+        }
+        gelu_piece(piece, x + i, n);
+        round_row((kern_bf16 *)y + i, piece, n);
     }
+}
+
+/* d (n) = dy gelu'(x), added into sums when `sum` (inlined with a constant flag: one
+ * branch-free loop each way). */
+ROW_INLINE void gelu_grad_piece(float *d, float *sums, const float *dy, const float *x,
+                                int64_t n, const bool sum)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) {
+        float g = dy[j] * gelu_slope(x[j]);
+        if (sum)
+            sums[j] += g;
+        d[j] = g;
+    }
+}
+
+/* Columns [j0, j1) of every row, in row order. */
+KERN_CLONES static void gelu_backward_cols(const struct kern_gelu *op, void *dx, float *sums,
+                                           const float *dy, const float *x, int64_t j0,
+                                           int64_t j1)
+{
+    float piece[GELU_PIECE];
+    for (int64_t r = 0; r < op->rows; r++) {
+        for (int64_t j = j0; j < j1; j += GELU_PIECE) {
+            int64_t n = j1 - j < GELU_PIECE ? j1 - j : GELU_PIECE, at = r * op->cols + j;
+            float *d = op->bf16_out ? piece : (float *)dx + at;
+            if (sums != NULL)
+                gelu_grad_piece(d, sums + j, dy + at, x + at, n, true);
+            else
+                gelu_grad_piece(d, NULL, dy + at, x + at, n, false);
+            if (op->bf16_out)
+                round_row((kern_bf16 *)dx + at, piece, n);
+        }
+    }
+}
+
+void kern_simd_gelu_forward(struct kern_gelu *op, void *y, const float *x)
+{
+    FOR_ROW_CHUNKS(op->rows, gelu_forward_rows(op, y, x, r0, r1));
+}
+
+void kern_simd_gelu_backward(struct kern_gelu *op, void *dx, float *dbias, const float *dy,
+                             const float *x)
+{
+    FOR_COL_BANDS(op->rows, op->cols, gelu_backward_cols(op, dx, dbias, dy, x, j0, j1));
 }

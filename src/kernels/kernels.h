@@ -126,13 +126,22 @@ void kern_layernorm_backward(struct kern_layernorm *op, float *dx, float *dgamma
 void kern_layernorm_destroy(struct kern_layernorm *op);
 
 /* ---- GELU, exact (erf) form: y = 0.5 x (1 + erf(x / sqrt 2)), as PyTorch's default --------
- * forward:  y (n) from x (n)
- * backward: dx (n) = dy * gelu'(x), overwritten; dx may alias dy (in place) */
+ * x is the pre-activation (rows, cols) of a linear layer whose output goes through the GELU.
+ * forward:  y (rows, cols) from x; y is float, or with bf16_out kern_bf16 (rounded as by
+ *           kern_round_bf16: the next matmul's operand, written in the same pass)
+ * backward: dx (rows, cols) = dy * gelu'(x): float (may alias dy), or with bf16_out kern_bf16
+ *           (rounded, for a bf16 matmul); unless dbias is NULL, dbias (cols) += the column sums
+ *           of dx before rounding, each summed in row order (the gradient of the bias of the
+ *           layer that made x, in the same pass: what kern_colsum_round would add)
+ * The oneDNN backend's GELU is its own (kern_simd.c): erf by Abramowitz & Stegun 7.1.26 on the
+ * vectorized exp: against libm in double over [-12, 12], its gelu(x) is within 1.1e-7 (1 + |x|)
+ * and its gelu'(x) within 2.9e-7 (check_kernels measures both, and asserts 2e-7 and 4e-7). */
 struct kern_gelu;
-enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, int64_t n,
-                                struct rz_err *err);
-void kern_gelu_forward(struct kern_gelu *op, float *y, const float *x);
-void kern_gelu_backward(struct kern_gelu *op, float *dx, const float *dy, const float *x);
+enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, int64_t rows,
+                                int64_t cols, bool bf16_out, struct rz_err *err);
+void kern_gelu_forward(struct kern_gelu *op, void *y, const float *x);
+void kern_gelu_backward(struct kern_gelu *op, void *dx, float *dbias, const float *dy,
+                        const float *x);
 void kern_gelu_destroy(struct kern_gelu *op);
 
 /* ---- causal multi-head self-attention (the core, without the projections) -------------------

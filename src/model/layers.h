@@ -28,10 +28,11 @@ enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows,
 void linear_free(struct linear *l);
 void linear_forward(struct linear *l, float *y, const void *x, const void *w, const float *b);
 /* From dy (N, out): db += its column sums, and a bf16 layer rounds it into dy_h (N, out) for
- * its matmuls, both in one pass (kern_colsum_round).  A bf16 layer whose gradient was rounded
- * elsewhere gets dy NULL and db NULL, and reads dy_h as it is (the head: the cross-entropy
- * rounds its gradient and sums its bias gradient in its own pass).  dx may be NULL (not
- * needed); dw and db accumulate; db may be NULL; dy_h is unused by an fp32 layer. */
+ * its matmuls, both in one pass (kern_colsum_round).  A layer whose gradient was made ready
+ * elsewhere gets db NULL and, in bf16, dy NULL, and reads dy_h as it is (the head: the
+ * cross-entropy rounds its gradient and sums its bias gradient in its own pass; the MLP's fc:
+ * the GELU's backward does).  dx may be NULL (not needed); dw and db accumulate; dy_h is unused
+ * by an fp32 layer. */
 void linear_backward(struct linear *l, float *dx, float *dw, float *db, const float *dy,
                      kern_bf16 *dy_h, const void *x, const void *w);
 

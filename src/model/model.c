@@ -49,9 +49,10 @@ struct block_acts {
     float *x2;                /* (N, C) residual stream after attention */
     float *ln2, *ln2_mean, *ln2_var;   /* (N, C) (fp32 mode only), (N), (N) */
     float *fc;                /* (N, F) before GELU */
-    float *fcg;               /* (N, F) after GELU */
+    float *fcg;               /* (N, F) after GELU (fp32 mode only: see fcg_h) */
     /* bf16 mode only (else NULL): the matmul inputs, rounded, which the backward reads again;
-     * the LayerNorms write theirs directly, so ln1 and ln2 have no fp32 copy then */
+     * the LayerNorms and the GELU write theirs directly, so ln1, ln2 and fcg have no fp32 copy
+     * then */
     kern_bf16 *ln1_h, *atty_h, *ln2_h; /* (N, C) */
     kern_bf16 *fcg_h;                   /* (N, F) */
 };
@@ -67,7 +68,8 @@ struct acts {
     float *dqkv;              /* (N, 3C) */
     float *tmp;               /* (N, C) */
     float *dresid, *dln, *datty;  /* (N, C) */
-    float *dfcg;              /* (N, F): d gelu output, then (in place) d fc pre-activation */
+    float *dfcg;              /* (N, F): d gelu output, then (in place, fp32 mode; bf16 mode:
+                               * into dy_h) d fc pre-activation */
     float *ddrop;             /* (N, C): a residual branch's gradient through its dropout mask
                                * (dropout only) */
     /* bf16 mode only (else NULL) */
@@ -369,7 +371,7 @@ static void carve_block(struct block_acts *k, struct act_cursor *c, const struct
     k->ln2_mean = carve(cur, total, N);
     k->ln2_var = carve(cur, total, N);
     k->fc = carve(cur, total, N * F);
-    k->fcg = carve(cur, total, N * F);
+    k->fcg = d->bf16 ? NULL : carve(cur, total, N * F);
     k->ln1_h = carve_h(&c->h, &c->nh, d, N * C);
     k->atty_h = carve_h(&c->h, &c->nh, d, N * C);
     k->ln2_h = carve_h(&c->h, &c->nh, d, N * C);
@@ -497,7 +499,7 @@ static enum rz_status plan_ops(struct model *m, struct kern_ctx *ctx, struct rz_
     if (st == RZ_OK) st = kern_attention_create(&m->attn, ctx, d->batch, d->seq_len, d->n_heads,
                                                 C / d->n_heads, 0, err);
     if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, h, err);
-    if (st == RZ_OK) st = kern_gelu_create(&m->gelu, ctx, N * F, err);
+    if (st == RZ_OK) st = kern_gelu_create(&m->gelu, ctx, N, F, h, err);
     if (st == RZ_OK) st = kern_xent_create(&m->xent, ctx, N, V, h, err);
     return st;
 }
@@ -715,7 +717,6 @@ static void block_forward(struct model *m, const struct layer_params *p, struct 
 {
     struct acts *s = &m->a;
     int64_t NC = m->dims.batch * m->dims.seq_len * m->dims.d_model;
-    int64_t NF = m->dims.batch * m->dims.seq_len * m->dims.d_ff;
     kern_layernorm_forward(m->ln, mm_saved(m, a->ln1_h, a->ln1), a->ln1_mean, a->ln1_var, a->x,
                            p->ln1_w, p->ln1_b);
     linear_forward(&m->qkv, a->qkv, mm_saved(m, a->ln1_h, a->ln1), mm_weight(m, p->qkv_w),
@@ -728,11 +729,11 @@ static void block_forward(struct model *m, const struct layer_params *p, struct 
     kern_layernorm_forward(m->ln, mm_saved(m, a->ln2_h, a->ln2), a->ln2_mean, a->ln2_var, a->x2,
                            p->ln2_w, p->ln2_b);
     linear_forward(&m->fc, a->fc, mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w), p->fc_b);
-    kern_gelu_forward(m->gelu, a->fcg, a->fc);
-    const void *fcg_in = mm_round(m, a->fcg_h, a->fcg, NF); /* fc2's operand, saved */
+    kern_gelu_forward(m->gelu, mm_saved(m, a->fcg_h, a->fcg), a->fc); /* fc2's operand, saved */
     if (x_next == NULL)
         return;
-    linear_forward(&m->fc2, s->tmp, fcg_in, mm_weight(m, p->fc2_w), p->fc2_b);
+    linear_forward(&m->fc2, s->tmp, mm_saved(m, a->fcg_h, a->fcg), mm_weight(m, p->fc2_w),
+                   p->fc2_b);
     drop_forward(m, s->tmp, l, DROP_MLP);
     vec_add(x_next, a->x2, s->tmp, NC);
 }
@@ -781,8 +782,10 @@ static void block_backward(struct model *m, const struct layer_params *p, struct
     linear_backward(&m->fc2, s->dfcg, g->fc2_w, g->fc2_b, dy, s->dy_h,
                     mm_saved(m, a->fcg_h, a->fcg), mm_weight(m, p->fc2_w));
     progress(m);
-    kern_gelu_backward(m->gelu, s->dfcg, s->dfcg, a->fc);
-    linear_backward(&m->fc, s->dln, g->fc_w, g->fc_b, s->dfcg, s->dy_h,
+    /* d fc pre-activation, in place or (bf16) rounded into dy_h, with fc's bias gradient summed
+     * in the same pass */
+    kern_gelu_backward(m->gelu, mm_saved(m, s->dy_h, s->dfcg), g->fc_b, s->dfcg, a->fc);
+    linear_backward(&m->fc, s->dln, g->fc_w, NULL, m->dims.bf16 ? NULL : s->dfcg, s->dy_h,
                     mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w));
     progress(m);
     kern_layernorm_backward(m->ln, s->dresid, g->ln2_w, g->ln2_b, s->dln, a->x2, a->ln2_mean,
