@@ -38,7 +38,7 @@ AC_DEFUN([RYZEN_SANITIZERS], [
   AC_SUBST([RYZEN_SAN_CFLAGS])
 ])
 
-# RYZEN_CHECK_DEPS: oneDNN, libxsmm, HDF5, libyaml, Check, Open MPI.
+# RYZEN_CHECK_DEPS: oneDNN, libxsmm, BLIS, HDF5, libyaml, Check, Open MPI.
 AC_DEFUN([RYZEN_CHECK_DEPS], [
   # oneDNN ships no pkg-config file in Debian; check the header and the library.
   AC_CHECK_HEADER([oneapi/dnnl/dnnl.h], [],
@@ -57,6 +57,14 @@ AC_DEFUN([RYZEN_CHECK_DEPS], [
     [AC_MSG_ERROR([libxsmm library not found: install the Debian package libxsmm-dev])],
     [-lxsmmnoblas -lpthread -lrt -ldl -lm])
   AC_SUBST([XSMM_LIBS])
+
+  # BLIS (OpenMP build): the weight gradients where oneDNN runs AVX2 (src/kernels/kern_blis.c).
+  AC_CHECK_HEADER([blis.h], [],
+    [AC_MSG_ERROR([BLIS headers not found: install the Debian packages libblis-dev and libblis-openmp-dev])])
+  AC_CHECK_LIB([blis], [bli_sgemm_ex], [BLIS_LIBS="-lblis"],
+    [AC_MSG_ERROR([BLIS library not found: install the Debian packages libblis-dev and libblis-openmp-dev])],
+    [-lm])
+  AC_SUBST([BLIS_LIBS])
 
   PKG_CHECK_MODULES([HDF5], [hdf5 >= 1.10], [],
     [AC_MSG_ERROR([HDF5 >= 1.10 not found: install the Debian package libhdf5-dev])])

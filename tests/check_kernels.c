@@ -349,6 +349,59 @@ START_TEST(test_matmul_bf16)
 }
 END_TEST
 
+/* ---- BLIS: the weight gradients where oneDNN runs AVX2 (kern_blis.c) ------------------------ */
+
+/* The rule: only the weight gradients' form, only below AVX-512, never on BLIS's generic
+ * kernels. */
+START_TEST(test_blis_rule)
+{
+    const struct kern_matmul_desc tn = seed_mm[13];
+    bool known = strcmp(kern_blis_arch(), "generic") != 0;
+    ck_assert_msg(kern_blis_takes(&tn, false) == known, "BLIS arch %s", kern_blis_arch());
+    ck_assert(!kern_blis_takes(&tn, true));
+    struct kern_matmul_desc d = tn;
+    d.bf16 = true;
+    ck_assert(!kern_blis_takes(&d, false));
+    d = tn, d.bias = true;
+    ck_assert(!kern_blis_takes(&d, false));
+    d = tn, d.alpha = 0.5f;
+    ck_assert(!kern_blis_takes(&d, false));
+    d = tn, d.batch = 2;
+    ck_assert(!kern_blis_takes(&d, false));
+    for (int i = 0; i < 9; i++) /* the forwards (NT) and the input gradients (NN) */
+        ck_assert_msg(!kern_blis_takes(&seed_mm[i], false), "seed_mm[%d]", i);
+}
+END_TEST
+
+/* Each weight gradient's shape on BLIS against the reference, accumulating (as in training) and
+ * overwriting; and the same bits on 1 and 2 threads. */
+START_TEST(test_blis_vs_ref)
+{
+    const struct kern_matmul_desc *d = &seed_mm[9 + _i];
+    size_t na = (size_t)(d->m * d->k), nb = (size_t)(d->k * d->n), nc = (size_t)(d->m * d->n);
+    float *a = random_vec(na, 60), *b = random_vec(nb, 61), *c0 = random_vec(nc, 62);
+    float *want = copy_of(c0, nc), *got = copy_of(c0, nc), *got2 = copy_of(c0, nc);
+    struct kern_matmul *r = mm_new(g_ref, d);
+    kern_matmul_run(r, want, a, b, NULL);
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    kern_blis_matmul_run(d, got, a, b);
+    omp_set_num_threads(2);
+    kern_blis_matmul_run(d, got2, a, b);
+    omp_set_num_threads(threads);
+    assert_close(got, want, nc, TOL_DNNL, "BLIS weight gradient, accumulated");
+    ck_assert_msg(memcmp(got, got2, nc * sizeof *got) == 0, "BLIS: 1 and 2 threads differ");
+    struct kern_matmul_desc over = *d;
+    over.accumulate = false;
+    struct kern_matmul *r2 = mm_new(g_ref, &over);
+    kern_matmul_run(r2, want, a, b, NULL);
+    kern_blis_matmul_run(&over, got, a, b);
+    assert_close(got, want, nc, TOL_DNNL, "BLIS weight gradient, overwritten");
+    kern_matmul_destroy(r), kern_matmul_destroy(r2);
+    free(a), free(b), free(c0), free(want), free(got), free(got2);
+}
+END_TEST
+
 static int32_t *random_targets(int64_t rows, int64_t vocab, uint32_t seed);
 
 /* LayerNorm, cross-entropy and GELU with bf16 outputs write exactly the rounding of their fp32
@@ -1410,6 +1463,8 @@ static Suite *kernels_suite(void)
     tcase_add_test(core, test_colsum_round);
     tcase_add_loop_test(core, test_matmul_bf16, 0, 14); /* the linear layers' shapes */
     tcase_add_loop_test(core, test_bf16_outputs, 0, 2);
+    tcase_add_test(core, test_blis_rule);
+    tcase_add_loop_test(core, test_blis_vs_ref, 0, 5); /* the five weight-gradient shapes */
     tcase_add_test(core, test_measure_peak);
     tcase_add_loop_test(core, test_profile_counts, 0, 2);
     tcase_add_loop_test(core, test_profile_shapes, 0, 2);

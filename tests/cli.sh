@@ -60,6 +60,13 @@ expect "bf16 without avx512_bf16/amx_bf16: exit 64 naming the ISA" 64 \
   --set training.steps=1 --run-dir "$tmp/bf16"
 check "... before writing anything" test ! -e "$tmp/bf16/checkpoints"
 
+# oneDNN at AVX2 (as on a Zen 2 or 3): the weight gradients run on BLIS (kern_blis.c), which the
+# banner names; BLIS_ARCH_TYPE=3 pins its haswell kernels, which every AVX2 CPU runs
+expect "AVX2: weight gradients on BLIS, named in the banner" 0 \
+  "kernels dnnl \(avx2; weight gradients: BLIS haswell\)" -- env ONEDNN_MAX_CPU_ISA=AVX2 \
+  BLIS_ARCH_TYPE=3 "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.steps=2 \
+  --run-dir "$tmp/avx2"
+
 # token ids >= vocab are refused, naming the file and offset
 printf '\001\000\377\177' >"$tmp/tokens.bin"
 expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \

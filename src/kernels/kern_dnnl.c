@@ -4,7 +4,8 @@
  * allocated once) are made by one generic builder, prims_build, at x_init; the execute path only
  * sets data handles and executes on the context's stream, so it never allocates.  The backend
  * state of every op is the same struct prims (a forward primitive and, for layers with a
- * gradient, a backward one), released by one prims_free.  Matmul is a oneDNN primitive; layer
+ * gradient, a backward one), released by one prims_free.  Matmul is a oneDNN primitive (but for
+ * the weight gradients below AVX-512: BLIS's, kern_blis.c, a state with no primitive); layer
  * normalization, the GELU and the softmax cross-entropy are our own row kernels (kern_simd.c),
  * and the attention's tile matmuls are libxsmm's (kern_xsmm.c), each where it measured faster
  * than oneDNN at the model's shapes (the GELU also because it writes the bf16 rounding and the
@@ -111,14 +112,33 @@ static void ctx_fini(struct kern_ctx *ctx)
     ctx->impl = NULL;
 }
 
+/* oneDNN runs AVX-512 (its ISA values are nested bit masks) */
+static bool runs_avx512(void)
+{
+    unsigned have = (unsigned)dnnl_get_effective_cpu_isa(), need = dnnl_cpu_isa_avx512_core;
+    return (have & need) == need;
+}
+
+/* Below AVX-512, the ISA and where the weight gradients run (kern_blis.c). */
+static const char *isa_avx2(const char *name)
+{
+    static char buf[96];
+    const struct kern_matmul_desc tn = {.batch = 1, .m = 1, .n = 1, .k = 1, .trans_a = true,
+                                        .alpha = 1.0f};
+    if (!kern_blis_takes(&tn, false))
+        return name;
+    snprintf(buf, sizeof buf, "%s; weight gradients: BLIS %s", name, kern_blis_arch());
+    return buf;
+}
+
 static const char *isa(const struct kern_ctx *ctx)
 {
     (void)ctx;
     switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_sse41: return isa_avx2("sse41");
+    case dnnl_cpu_isa_avx: return isa_avx2("avx");
+    case dnnl_cpu_isa_avx2: return isa_avx2("avx2");
+    case dnnl_cpu_isa_avx2_vnni: return isa_avx2("avx2_vnni");
     case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
     case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
     case dnnl_cpu_isa_avx512_core: return "avx512_core";
@@ -354,6 +374,8 @@ static enum rz_status matmul_init(struct kern_matmul *op, struct rz_err *err)
     dnnl_data_type_t in = d->bf16 ? dnnl_bf16 : dnnl_f32;
     if (d->bf16 && (st = check_bf16(op->ctx, err)) != RZ_OK)
         return st;
+    if (kern_blis_takes(d, runs_avx512())) /* a state with no primitive: BLIS runs it */
+        return state_alloc(&op->impl, 0, 0, what, err);
     DNNL_CHECK(md_matrix(&src, nd, d->batch, d->m, d->k, d->trans_a, in));
     DNNL_CHECK(md_matrix(&wei, nd, d->batch, d->k, d->n, d->trans_b, in));
     DNNL_CHECK(md_matrix(&bias, nd, 1, 1, d->n, false, dnnl_f32));
@@ -374,6 +396,10 @@ cleanup:
 static void matmul_run(struct kern_matmul *op, float *c, const void *a, const void *b,
                        const float *bias)
 {
+    if (((struct prims *)op->impl)->n == 0) {
+        kern_blis_matmul_run(&op->desc, c, a, b);
+        return;
+    }
     struct prim *pr = prim_of(op->impl, 0);
     if (op->desc.bias)
         PRIM_RUN(pr, op->ctx, a, b, c, bias);

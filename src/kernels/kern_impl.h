@@ -118,6 +118,18 @@ void kern_xsmm_attention_forward(struct kern_attention *op, float *y, float *lse
 void kern_xsmm_attention_backward(struct kern_attention *op, float *dqkv, const float *dy,
                                   const float *qkv, const float *y, const float *lse);
 
+/* ---- the oneDNN backend's weight gradients where oneDNN runs AVX2: BLIS (kern_blis.c, the only
+ * file that includes blis.h) ------------------------------------------------------------------- */
+/* Whether BLIS runs the fp32 matmul d rather than oneDNN, on a CPU where oneDNN runs AVX-512
+ * (avx512) or not: the weight gradients' form (trans_a, no bias, alpha 1, one batch) below
+ * AVX-512, where BLIS has kernels for the CPU (not its generic C ones). */
+bool kern_blis_takes(const struct kern_matmul_desc *d, bool avx512);
+/* BLIS's kernel set on this CPU ("haswell", "zen3", "skx", "generic", ...). */
+const char *kern_blis_arch(void);
+/* C (m, n) (+)= op(A) op(B) for a desc that kern_blis_takes. */
+void kern_blis_matmul_run(const struct kern_matmul_desc *d, float *c, const float *a,
+                          const float *b);
+
 /* ---- the oneDNN backend's own row kernels (kern_simd.c) -------------------------------------- */
 
 /* Layer normalization, with the signatures of kernels.h; the backward's column sums go through
