@@ -88,6 +88,19 @@ check "the fourth a triangle" \
 check "each kind keeps a line of its own under the panel" \
   test "$(grep -c '<g class="key"><[^>]*><text [^>]*>met in' "$tmp/kinds.svg")" = 5
 check "the chart grows to hold them" grep -q '<svg [^>]* height="430"' "$tmp/kinds.svg"
+{ cat "$tmp/kinds.tsv"
+  echo "2026-11-24${T}R4${T}-${T}Fifth CPU (25/17)${T}avx512${T}1t${T}5${T}75.0${T}50.0${T}1.50"
+  echo "2026-11-24${T}R5${T}-${T}Sixth CPU (25/1), --isa avx2 proxy${T}avx2${T}1t${T}5${T}75.0${T}50.0${T}1.50"
+} >"$tmp/six.tsv"
+expect "draws six CPU kinds" 0 "wrote" -- "$tool" "$tmp/six.tsv" "$tmp/six.svg"
+check "the fifth an inverted triangle" \
+  grep -q '<g class="met"><title>R4, [^<]*</title><path d="M[0-9.]* [0-9.]*l5 -9h-10z"' "$tmp/six.svg"
+check "the sixth a hexagon" \
+  grep -q '<g class="met"><title>R5, [^<]*</title><path d="M[0-9.]* [0-9.]*h5l2.5 4.5' "$tmp/six.svg"
+check "no two kinds in the key share a marker" sh -c \
+  'grep "<g class=\"key\">" "$1" | grep -v ">met in" | sed "s/<text.*//; s/[0-9.]\{1,\}//g" |
+   sort | uniq -d | grep -q . && exit 1
+   test "$(grep "<g class=\"key\">" "$1" | grep -vc ">met in")" = 6' - "$tmp/six.svg"
 check "... and of the committed chart's" labels_clear "$src/docs/bench-history.svg"
 
 expect "a stale chart fails --check" 1 "bench-history.svg is not what .*h.tsv draws" \
