@@ -1,12 +1,12 @@
 /* kern_blis.c: the oneDNN backend's weight-gradient matmuls on CPUs where oneDNN runs AVX2, from
  * BLIS; the only file that includes blis.h.
  *
- * Why: capped at AVX2, oneDNN 2.7's matmuls with a transposed first operand (dW += dY^T X, the
+ * Why: capped at AVX2, oneDNN 2.6's matmuls with a transposed first operand (dW += dY^T X, the
  * "TN" form of every weight gradient) run far below its others: on an AMD EPYC Zen 4 with
  * ONEDNN_MAX_CPU_ISA=AVX2, 42.8 GFLOP/s for the head's (2048 x 256 x 2048) against BLIS's 96.4
  * on its haswell kernels, and 74.4 against 98.1 for fc1's, while the forward and input-gradient
  * forms are level (0.96x to 1.02x); with AVX-512 oneDNN leads on every form (docs/performance.md,
- * "Kernel libraries").  BLIS takes any row and column strides, so op(A) is read in place.
+ * the Zen 4's section: "The AVX2 proxy on this CPU").  BLIS takes any row and column strides, so op(A) is read in place.
  *
  * Which matmuls come here is kern_blis_takes's rule, fixed per machine and shape, so a run's
  * kernels (and bits) never depend on timing.  BLIS splits the output among the OpenMP threads;
@@ -16,7 +16,6 @@
 #include "config.h"
 
 #include <omp.h>
-#include <stdlib.h>
 
 #include <blis.h>
 

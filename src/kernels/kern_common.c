@@ -53,6 +53,15 @@ static enum rz_status bad_shape(struct rz_err *err, const char *op, const char *
                    op, shape);
 }
 
+/* The row-wise ops' (rows, cols): written into shape (its text for messages), then checked. */
+static enum rz_status check_rows_cols(char shape[static 96], const char *op, int64_t rows,
+                                      int64_t cols, struct rz_err *err)
+{
+    const int64_t dims[] = {rows, cols};
+    snprintf(shape, 96, "(%" PRId64 ", %" PRId64 ")", rows, cols);
+    return dims_ok(dims, 2) ? RZ_OK : bad_shape(err, op, shape);
+}
+
 /* ---- backend and context ------------------------------------------------------------------- */
 
 /* The registry, indexed by enum kern_backend. */
@@ -276,11 +285,9 @@ enum rz_status kern_layernorm_create(struct kern_layernorm **out, struct kern_ct
                                      struct rz_err *err)
 {
     *out = NULL;
-    const int64_t dims[] = {rows, cols};
     char shape[96];
-    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")", rows, cols);
-    if (!dims_ok(dims, 2))
-        return bad_shape(err, "layernorm", shape);
+    if (check_rows_cols(shape, "layernorm", rows, cols, err) != RZ_OK)
+        return RZ_ECONFIG;
     if (!isfinite(eps) || eps < 0.0f)
         return rz_fail(err, RZ_ECONFIG, "layernorm %s: eps must be finite and >= 0, got %g", shape,
                        (double)eps);
@@ -330,11 +337,9 @@ enum rz_status kern_gelu_create(struct kern_gelu **out, struct kern_ctx *ctx, in
                                 int64_t cols, bool bf16_out, struct rz_err *err)
 {
     *out = NULL;
-    const int64_t dims[] = {rows, cols};
     char shape[96];
-    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")", rows, cols);
-    if (!dims_ok(dims, 2))
-        return bad_shape(err, "gelu", shape);
+    if (check_rows_cols(shape, "gelu", rows, cols, err) != RZ_OK)
+        return RZ_ECONFIG;
     struct kern_gelu *op = calloc(1, sizeof *op);
     if (op == NULL)
         return rz_fail(err, RZ_ENOMEM, "gelu %s: out of memory", shape);
@@ -431,11 +436,9 @@ enum rz_status kern_xent_create(struct kern_xent **out, struct kern_ctx *ctx, in
                                 int64_t vocab, bool bf16_out, struct rz_err *err)
 {
     *out = NULL;
-    const int64_t dims[] = {rows, vocab};
     char shape[96];
-    snprintf(shape, sizeof shape, "(%" PRId64 ", %" PRId64 ")", rows, vocab);
-    if (!dims_ok(dims, 2))
-        return bad_shape(err, "xent", shape);
+    if (check_rows_cols(shape, "xent", rows, vocab, err) != RZ_OK)
+        return RZ_ECONFIG;
     if (vocab > INT32_MAX)
         return rz_fail(err, RZ_ECONFIG, "xent %s: vocab must fit the int32 targets", shape);
     struct kern_xent *op = calloc(1, sizeof *op);
