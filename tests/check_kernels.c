@@ -357,6 +357,7 @@ START_TEST(test_blis_rule)
 {
     const struct kern_matmul_desc tn = seed_mm[13];
     bool known = strcmp(kern_blis_arch(), "generic") != 0;
+    ck_assert_msg(kern_blis_usable() == known, "BLIS arch %s", kern_blis_arch());
     ck_assert_msg(kern_blis_takes(&tn, false) == known, "BLIS arch %s", kern_blis_arch());
     ck_assert(!kern_blis_takes(&tn, true));
     struct kern_matmul_desc d = tn;

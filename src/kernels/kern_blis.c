@@ -30,15 +30,20 @@ static arch_t blis_arch(void)
     return bli_arch_query_id();
 }
 
+/* BLIS 0.9 runs its generic C kernels on a CPU model it does not know (seen: Zen 5, 30.5
+ * GFLOP/s): oneDNN's slow form is still faster than that. */
+bool kern_blis_usable(void)
+{
+    return blis_arch() != BLIS_ARCH_GENERIC;
+}
+
 bool kern_blis_takes(const struct kern_matmul_desc *d, bool avx512)
 {
     if (avx512 || d->bf16 || d->bias || d->alpha != 1.0f || d->batch != 1)
         return false;
     if (!d->trans_a || d->trans_b)
         return false;
-    /* BLIS 0.9 runs its generic C kernels on a CPU model it does not know (seen: Zen 5, 30.5
-     * GFLOP/s): oneDNN's slow form is still faster than that */
-    return blis_arch() != BLIS_ARCH_GENERIC;
+    return kern_blis_usable();
 }
 
 const char *kern_blis_arch(void)

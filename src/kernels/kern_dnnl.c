@@ -123,9 +123,7 @@ static bool runs_avx512(void)
 static const char *isa_avx2(const char *name)
 {
     static char buf[96];
-    const struct kern_matmul_desc tn = {.batch = 1, .m = 1, .n = 1, .k = 1, .trans_a = true,
-                                        .alpha = 1.0f};
-    if (!kern_blis_takes(&tn, false))
+    if (!kern_blis_usable())
         return name;
     snprintf(buf, sizeof buf, "%s; weight gradients: BLIS %s", name, kern_blis_arch());
     return buf;

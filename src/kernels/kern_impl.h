@@ -124,6 +124,8 @@ void kern_xsmm_attention_backward(struct kern_attention *op, float *dqkv, const 
  * (avx512) or not: the weight gradients' form (trans_a, no bias, alpha 1, one batch) below
  * AVX-512, where BLIS has kernels for the CPU (not its generic C ones). */
 bool kern_blis_takes(const struct kern_matmul_desc *d, bool avx512);
+/* Whether BLIS has kernels for this CPU (not only its generic C ones). */
+bool kern_blis_usable(void);
 /* BLIS's kernel set on this CPU ("haswell", "zen3", "skx", "generic", ...). */
 const char *kern_blis_arch(void);
 /* C (m, n) (+)= op(A) op(B) for a desc that kern_blis_takes. */
