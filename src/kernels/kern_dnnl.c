@@ -8,8 +8,9 @@
  * the weight gradients below AVX-512: BLIS's, kern_blis.c, a state with no primitive); layer
  * normalization, the GELU and the softmax cross-entropy are our own row kernels (kern_simd.c),
  * and the attention's tile matmuls are libxsmm's (kern_xsmm.c), each where it measured faster
- * than oneDNN at the model's shapes (the GELU also because it writes the bf16 rounding and the
- * bias gradient in the same pass, which oneDNN's eltwise primitive cannot).
+ * than oneDNN at the model's shapes.  The GELU alone is slower than oneDNN's gelu_erf, but it
+ * writes the bf16 rounding and the bias gradient in the same pass, which oneDNN's eltwise
+ * primitive cannot, and the step measured faster for it (docs/performance.md, Zen 4).
  *
  * Matmuls run in fp32 or, with desc.bf16, on bf16 operands with fp32 sums (AMX or avx512_bf16;
  * check_bf16 refuses a CPU without them).  Deliberately not here: argument validation
