@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "core/util.h"
 #include "train/guard.h"
+#include "train/preflight.h"
 #include "kernels/kernels.h"
 #include "train/train.h"
 #include "testutil.h"
@@ -394,6 +395,48 @@ START_TEST(guard_with_one_allowed_skip_stops_at_once)
 }
 END_TEST
 
+/* ---- the preflight's CPU check (preflight_cpu_clash) ---- */
+
+static void set_cpus(unsigned char *m, int first, int last)
+{
+    memset(m, 0, PREFLIGHT_MAX_CPUS / 8);
+    for (int c = first; c <= last; c++)
+        m[c / 8] |= (unsigned char)(1u << (c % 8));
+}
+
+/* Ranks launched without binding share the job's cpuset: on a 2-CPU machine that is every CPU,
+ * on a 16-CPU one a part of them; neither is a clash while the set has a CPU per thread. */
+START_TEST(cpu_check_accepts_a_shared_job_cpuset_on_any_core_count)
+{
+    unsigned char a[PREFLIGHT_MAX_CPUS / 8], b[PREFLIGHT_MAX_CPUS / 8];
+    set_cpus(a, 0, 1);
+    set_cpus(b, 0, 1);
+    ck_assert_int_eq(preflight_cpu_clash(a, b, 2, 4), -1);  /* 2 CPUs, all of them: not bound */
+    set_cpus(a, 0, 7);
+    set_cpus(b, 0, 7);
+    ck_assert_int_eq(preflight_cpu_clash(a, b, 16, 4), -1); /* 4 ranks in 8 of 16 CPUs */
+    ck_assert_int_eq(preflight_cpu_clash(a, b, 16, 8), -1); /* 4 ranks x 2 threads in 8 */
+    set_cpus(a, 0, 3);
+    set_cpus(b, 4, 7);
+    ck_assert_int_eq(preflight_cpu_clash(a, b, 16, 2), -1); /* bound apart */
+}
+END_TEST
+
+START_TEST(cpu_check_names_ranks_bound_to_one_cpu)
+{
+    unsigned char a[PREFLIGHT_MAX_CPUS / 8], b[PREFLIGHT_MAX_CPUS / 8];
+    set_cpus(a, 0, 0);
+    set_cpus(b, 0, 0);
+    ck_assert_int_eq(preflight_cpu_clash(a, b, 2, 2), 0);   /* map_cpu:0,0 */
+    set_cpus(a, 0, 7);
+    set_cpus(b, 0, 7);
+    ck_assert_int_eq(preflight_cpu_clash(a, b, 16, 9), 0);  /* more threads than the set has */
+    set_cpus(a, 0, 3);
+    set_cpus(b, 3, 6);
+    ck_assert_int_eq(preflight_cpu_clash(a, b, 16, 2), 3);  /* bound to overlapping sets */
+}
+END_TEST
+
 static Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -417,6 +460,10 @@ static Suite *train_suite(void)
     tcase_add_test(errors, unwritable_run_dir_is_an_io_error);
     tcase_add_test(errors, guard_with_one_allowed_skip_stops_at_once);
     suite_add_tcase(s, errors);
+    TCase *cpus = tcase_create("cpus");
+    tcase_add_test(cpus, cpu_check_accepts_a_shared_job_cpuset_on_any_core_count);
+    tcase_add_test(cpus, cpu_check_names_ranks_bound_to_one_cpu);
+    suite_add_tcase(s, cpus);
     return s;
 }
 

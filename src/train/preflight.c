@@ -26,7 +26,7 @@
 
 #define MEMORY_MARGIN 0.9                  /* use at most 90% of the limit */
 #define PROBE_FLOATS ((size_t)1 << 20)
-#define MAX_CPUS 1024
+#define MAX_CPUS PREFLIGHT_MAX_CPUS
 
 struct probe {
     int rank;
@@ -277,16 +277,40 @@ static bool first_on_host(const struct probe *all, int r)
     return true;
 }
 
-/* The first CPU two masks share, or -1. */
-static int shared_cpu(const struct probe *a, const struct probe *b)
+static bool bound(const struct probe *p) { return p->n_cpus < p->online_cpus; }
+
+static int mask_cpus(const unsigned char *m)
 {
+    int n = 0;
     for (int c = 0; c < MAX_CPUS; c++)
-        if (a->cpus[c / 8] & b->cpus[c / 8] & (1u << (c % 8)))
+        n += (m[c / 8] >> (c % 8)) & 1;
+    return n;
+}
+
+int preflight_cpu_clash(const unsigned char *a, const unsigned char *b, int online,
+                        int set_threads)
+{
+    int na = mask_cpus(a), nb = mask_cpus(b);
+    if (na >= online && nb >= online)
+        return -1; /* neither is bound: the launch left placement to the kernel */
+    if (memcmp(a, b, MAX_CPUS / 8) == 0 && na >= set_threads)
+        return -1; /* one shared set (the job's cpuset, --cpu-bind=none) with room for all */
+    for (int c = 0; c < MAX_CPUS; c++)
+        if (a[c / 8] & b[c / 8] & (1u << (c % 8)))
             return c;
     return -1;
 }
 
-static bool bound(const struct probe *p) { return p->n_cpus < p->online_cpus; }
+/* The OMP threads of every rank on r's node whose mask is exactly r's. */
+static int set_threads(const struct probe *all, int n, int r)
+{
+    int t = 0;
+    for (int q = 0; q < n; q++)
+        if (strcmp(all[q].host, all[r].host) == 0 &&
+            memcmp(all[q].cpus, all[r].cpus, sizeof all[r].cpus) == 0)
+            t += all[q].omp_threads > 0 ? all[q].omp_threads : 1;
+    return t;
+}
 
 static void judge_cpus(const struct probe *all, int n, struct verdict *v)
 {
@@ -300,8 +324,10 @@ static void judge_cpus(const struct probe *all, int n, struct verdict *v)
                        p->cpu_list, p->omp_threads, p->omp_threads);
         }
         for (int q = r + 1; q < n && v->ok[CHECK_CPUS]; q++) {
-            int c = strcmp(all[q].host, p->host) == 0 && (bound(p) || bound(&all[q]))
-                        ? shared_cpu(p, &all[q]) : -1;
+            int c = strcmp(all[q].host, p->host) == 0
+                        ? preflight_cpu_clash(p->cpus, all[q].cpus, p->online_cpus,
+                                              set_threads(all, n, r))
+                        : -1;
             if (c < 0)
                 continue;
             v->ok[CHECK_CPUS] = false;

@@ -43,6 +43,18 @@ struct preflight_opts {
     FILE *log;               /* one line per check (rank 0); NULL = quiet */
 };
 
+/* CPU masks as the cpus check sees them: bit c of byte c / 8 is CPU c. */
+#define PREFLIGHT_MAX_CPUS 1024
+
+/* The first CPU over which two ranks of one node would compete, or -1.  a and b are their
+ * affinity masks (PREFLIGHT_MAX_CPUS / 8 bytes), `online` the node's CPUs, `set_threads` the
+ * OMP threads of every rank of the node whose mask is exactly a.  No clash when neither rank is
+ * bound (its mask is every CPU of the node), nor when both share one set with a CPU for each of
+ * its threads: ranks launched without binding (--cpu-bind=none) inside the job's cpuset, which
+ * holds fewer CPUs than the node on a machine with more CPUs than the job asked for. */
+int preflight_cpu_clash(const unsigned char *a, const unsigned char *b, int online,
+                        int set_threads);
+
 /* RZ_OK when every check passed; RZ_EHEALTH naming the failed checks otherwise. */
 enum rz_status preflight_run(const struct preflight_opts *opts, struct rz_err *err);
 /* The launch failed before MPI could start (`why`: comm_init's message).  Writes health.json
