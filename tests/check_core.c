@@ -1,5 +1,6 @@
 /* check_core: status/exit-code mapping, error records, the JSON writer, file helpers, the durable
- * writer (and its crash points in a test-hook build) and the counter-based RNG. */
+ * writer (and its crash points in a test-hook build), the test hooks' parsing (in a test-hook
+ * build) and the counter-based RNG. */
 #include "config.h"
 
 #include <check.h>
@@ -360,6 +361,100 @@ START_TEST(durable_crash_points_never_expose_half_a_file)
     rz_test_rmtree(dir);
 }
 END_TEST
+
+/* The environment of one rz_hooks_load: every hook variable this suite sets, unset first. */
+static void hook_env(const char *const *pairs)
+{
+    static const char *const names[] = {"RYZEN_TEST_HOLD", "RYZEN_TEST_HOLD_MAX_S",
+                                        "RYZEN_TEST_SLOW_RANK", "RYZEN_TEST_SLOW_FACTOR",
+                                        "RYZEN_TEST_SLOW_MS"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unsetenv(names[i]);
+    for (size_t i = 0; pairs[i] != NULL; i += 2)
+        setenv(pairs[i], pairs[i + 1], 1);
+}
+
+START_TEST(hooks_hold_and_slow_factor_parse)
+{
+    struct rz_err e;
+    hook_env((const char *const[]){NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
+    ck_assert_int_eq(rz_hooks.hold.n, 0); /* off */
+    ck_assert(rz_hooks.hold.max_s == 600.0);
+    ck_assert_int_eq(rz_hooks.slow_rank, -1);
+    ck_assert(rz_hooks.slow_factor == 1.0);
+    hook_env((const char *const[]){"RYZEN_TEST_HOLD", "15:/tmp/d:x/release",
+                                   "RYZEN_TEST_HOLD_MAX_S", "2.5", "RYZEN_TEST_SLOW_RANK", "2",
+                                   "RYZEN_TEST_SLOW_FACTOR", "3.5", NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
+    ck_assert_int_eq(rz_hooks.hold.n, 1);
+    ck_assert_int_eq(rz_hooks.hold.steps[0], 15);
+    ck_assert_str_eq(rz_hooks.hold.file, "/tmp/d:x/release"); /* the first ':' splits */
+    ck_assert(rz_hooks.hold.max_s == 2.5);
+    ck_assert_int_eq(rz_hooks.slow_rank, 2);
+    ck_assert(rz_hooks.slow_factor == 3.5);
+    hook_env((const char *const[]){"RYZEN_TEST_HOLD", "10,25:/tmp/r", NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
+    ck_assert_int_eq(rz_hooks.hold.n, 2);
+    ck_assert_int_eq(rz_hooks.hold.steps[0], 10);
+    ck_assert_int_eq(rz_hooks.hold.steps[1], 25);
+    ck_assert_str_eq(rz_hooks.hold.file, "/tmp/r");
+    /* loaded again without them: off again, nothing left from the last load */
+    hook_env((const char *const[]){NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
+    ck_assert_int_eq(rz_hooks.hold.n, 0);
+    ck_assert_int_eq(rz_hooks.slow_rank, -1);
+    ck_assert(rz_hooks.slow_factor == 1.0);
+}
+END_TEST
+
+/* Each malformed setting fails the load with RZ_ECONFIG naming its variable: a test that asked
+ * for a hold or a straggler and silently got none would race or pass for nothing. */
+static const char *const bad_hooks[][3] = {
+    {"RYZEN_TEST_HOLD", "15", "RYZEN_TEST_HOLD=\"15\""},
+    {"RYZEN_TEST_HOLD", "15:", "RYZEN_TEST_HOLD=\"15:\""},
+    {"RYZEN_TEST_HOLD", ":release", "RYZEN_TEST_HOLD=\":release\""},
+    {"RYZEN_TEST_HOLD", "0:release", "want STEP[,STEP...]:FILE"},
+    {"RYZEN_TEST_HOLD", "-3:release", "want STEP[,STEP...]:FILE"},
+    {"RYZEN_TEST_HOLD", "15x:release", "want STEP[,STEP...]:FILE"},
+    {"RYZEN_TEST_HOLD", "release:15", "want STEP[,STEP...]:FILE"},
+    {"RYZEN_TEST_HOLD", "25,10:release", "ascending"},
+    {"RYZEN_TEST_HOLD", "10,:release", "want STEP[,STEP...]:FILE"},
+    {"RYZEN_TEST_HOLD", "1,2,3,4,5:release", "up to 4"},
+    {"RYZEN_TEST_HOLD_MAX_S", "0", "RYZEN_TEST_HOLD_MAX_S=\"0\""},
+    {"RYZEN_TEST_HOLD_MAX_S", "10s", "RYZEN_TEST_HOLD_MAX_S=\"10s\""},
+    {"RYZEN_TEST_SLOW_FACTOR", "0.5", "RYZEN_TEST_SLOW_FACTOR=\"0.5\": not a factor >= 1"},
+    {"RYZEN_TEST_SLOW_FACTOR", "fast", "RYZEN_TEST_SLOW_FACTOR=\"fast\""},
+    {"RYZEN_TEST_SLOW_RANK", "one", "RYZEN_TEST_SLOW_RANK=\"one\": not a rank number"},
+    {"RYZEN_TEST_SLOW_RANK", "1.5", "RYZEN_TEST_SLOW_RANK=\"1.5\""},
+    {"RYZEN_TEST_SLOW_MS", "100", "RYZEN_TEST_SLOW_MS was removed"},
+};
+
+START_TEST(hooks_malformed_settings_fail_naming_the_variable)
+{
+    struct rz_err e;
+    const char *const *b = bad_hooks[_i];
+    /* the slowdown's two variables go together: the other one is set valid */
+    bool slow = strncmp(b[0], "RYZEN_TEST_SLOW_", 16) == 0 && strcmp(b[0], "RYZEN_TEST_SLOW_MS");
+    const char *other = strcmp(b[0], "RYZEN_TEST_SLOW_RANK") == 0 ? "RYZEN_TEST_SLOW_FACTOR"
+                                                                  : "RYZEN_TEST_SLOW_RANK";
+    hook_env((const char *const[]){b[0], b[1], slow ? other : NULL, "2", NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_ECONFIG);
+    ck_assert_msg(strstr(e.msg, b[2]) != NULL, "\"%s\" lacks \"%s\"", e.msg, b[2]);
+}
+END_TEST
+
+START_TEST(hooks_slow_rank_and_factor_go_together)
+{
+    struct rz_err e;
+    hook_env((const char *const[]){"RYZEN_TEST_SLOW_RANK", "1", NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "only the rank is set"));
+    hook_env((const char *const[]){"RYZEN_TEST_SLOW_FACTOR", "4", NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "only the factor is set"));
+}
+END_TEST
 #endif
 
 static Suite *core_suite(void)
@@ -380,11 +475,17 @@ static Suite *core_suite(void)
     tcase_add_test(core, durable_create_excl_is_a_lock);
 #ifdef RZ_TEST_HOOKS
     tcase_add_loop_test(core, durable_crash_points_never_expose_half_a_file, 0, 3);
+    tcase_add_test(core, hooks_hold_and_slow_factor_parse);
 #endif
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, file_errors_name_the_path);
     tcase_add_test(errors, durable_errors_name_the_file_and_cause);
+#ifdef RZ_TEST_HOOKS
+    tcase_add_loop_test(errors, hooks_malformed_settings_fail_naming_the_variable, 0,
+                        (int)(sizeof bad_hooks / sizeof bad_hooks[0]));
+    tcase_add_test(errors, hooks_slow_rank_and_factor_go_together);
+#endif
     suite_add_tcase(s, errors);
     return s;
 }

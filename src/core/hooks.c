@@ -5,13 +5,15 @@
 #include "core/hooks.h"
 
 #ifdef RZ_TEST_HOOKS
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-struct rz_hooks rz_hooks = {.desync_rank = -1, .stop_at_start_rank = -1, .slow_rank = -1};
+struct rz_hooks rz_hooks = {.desync_rank = -1, .stop_at_start_rank = -1, .slow_rank = -1,
+                            .slow_factor = 1.0, .hold = {.max_s = 600.0}};
 
 static void copy_env(char *out, size_t len, const char *name)
 {
@@ -41,7 +43,82 @@ static void bad_grad(const char *v)
     }
 }
 
-void rz_hooks_load(void)
+static const char *env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* A whole-string number, or false. */
+static bool strict_double(const char *v, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    *out = strtod(v, &end);
+    return end != v && *end == '\0' && errno == 0 && isfinite(*out);
+}
+
+/* RYZEN_TEST_SLOW_RANK=R RYZEN_TEST_SLOW_FACTOR=F, both or neither. */
+static enum rz_status load_slow(struct rz_err *err)
+{
+    const char *rank = env_set("RYZEN_TEST_SLOW_RANK"), *factor = env_set("RYZEN_TEST_SLOW_FACTOR");
+    double r = -1.0, f = 1.0;
+    if (env_set("RYZEN_TEST_SLOW_MS") != NULL)
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_SLOW_MS was removed (a fixed slowdown is a "
+                       "different straggler on every CPU): set RYZEN_TEST_SLOW_FACTOR");
+    if ((rank == NULL) != (factor == NULL))
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_SLOW_RANK and RYZEN_TEST_SLOW_FACTOR go "
+                       "together: only %s is set", rank != NULL ? "the rank" : "the factor");
+    if (rank == NULL)
+        return RZ_OK;
+    if (!strict_double(rank, &r) || r < 0.0 || r != floor(r) || r > 1e6)
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_SLOW_RANK=\"%s\": not a rank number", rank);
+    if (!strict_double(factor, &f) || f < 1.0 || f > 1e6)
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_SLOW_FACTOR=\"%s\": not a factor >= 1",
+                       factor);
+    rz_hooks.slow_rank = (int)r;
+    rz_hooks.slow_factor = f;
+    return RZ_OK;
+}
+
+/* RYZEN_TEST_HOLD=STEP[,STEP...]:FILE, RYZEN_TEST_HOLD_MAX_S=N. */
+static enum rz_status load_hold(struct rz_err *err)
+{
+    struct rz_hook_hold *h = &rz_hooks.hold;
+    const char *v = env_set("RYZEN_TEST_HOLD"), *max = env_set("RYZEN_TEST_HOLD_MAX_S");
+    h->n = 0;
+    h->file[0] = '\0';
+    h->max_s = 600.0;
+    if (max != NULL && (!strict_double(max, &h->max_s) || h->max_s <= 0.0))
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_HOLD_MAX_S=\"%s\": not a number of seconds "
+                       "> 0", max);
+    if (v == NULL)
+        return RZ_OK;
+    const char *p = v;
+    char *end = NULL;
+    int n = 0;
+    bool ok = false;
+    for (;;) {
+        errno = 0;
+        long long step = strtoll(p, &end, 10);
+        if (end == p || errno != 0 || step < 1 || n == 4 || (n > 0 && step <= h->steps[n - 1]) ||
+            (*end != ',' && *end != ':'))
+            break;
+        h->steps[n++] = step;
+        ok = *end == ':';
+        if (ok)
+            break;
+        p = end + 1;
+    }
+    if (!ok || end[1] == '\0' || strlen(end + 1) >= sizeof h->file)
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_HOLD=\"%s\": want STEP[,STEP...]:FILE, up to "
+                       "4 ascending steps >= 1 and a file name", v);
+    h->n = n;
+    snprintf(h->file, sizeof h->file, "%s", end + 1);
+    return RZ_OK;
+}
+
+enum rz_status rz_hooks_load(struct rz_err *err)
 {
     copy_env(rz_hooks.crash_at, sizeof rz_hooks.crash_at, "RYZEN_TEST_CRASH_AT");
     rz_hooks.save_delay_s = env_double("RYZEN_TEST_SAVE_DELAY_S", 0.0);
@@ -50,9 +127,11 @@ void rz_hooks_load(void)
     rz_hooks.stop_at_start_rank = (int)env_double("RYZEN_TEST_STOP_AT_START", -1.0);
     copy_env(rz_hooks.preflight_fail_host, sizeof rz_hooks.preflight_fail_host,
              "RYZEN_TEST_PREFLIGHT_FAIL_HOST");
-    rz_hooks.slow_rank = (int)env_double("RYZEN_TEST_SLOW_RANK", -1.0);
-    rz_hooks.slow_ms = env_double("RYZEN_TEST_SLOW_MS", 0.0);
     bad_grad(getenv("RYZEN_TEST_BAD_GRAD"));
+    rz_hooks.slow_rank = -1;
+    rz_hooks.slow_factor = 1.0;
+    enum rz_status st = load_slow(err);
+    return st == RZ_OK ? load_hold(err) : st;
 }
 
 void rz_hook_crash_point(const char *tag, const char *stage)

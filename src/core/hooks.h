@@ -13,8 +13,20 @@
  *   RYZEN_TEST_STOP_AT_START=R      rank R stops itself (SIGSTOP) at the start, once its
  *                                   watchdog runs: a rank frozen before step 1
  *   RYZEN_TEST_PREFLIGHT_FAIL_HOST=H the preflight's memory probe fails on host H
- *   RYZEN_TEST_SLOW_RANK=R, RYZEN_TEST_SLOW_MS=N   rank R computes N ms longer every step (a
- *                                   straggler)
+ *   RYZEN_TEST_SLOW_RANK=R RYZEN_TEST_SLOW_FACTOR=F   (F >= 1; both or neither) after rank R
+ *                                   computes a step it sleeps F-1 times that step's own measured
+ *                                   compute time: its steps take about F times as long on any
+ *                                   CPU, a straggler of ratio about F
+ *   RYZEN_TEST_HOLD=STEP[,STEP...]:FILE   (up to 4 steps, ascending) once step STEP has fully
+ *                                   completed (its metrics line written, a checkpoint due at STEP
+ *                                   committed), every rank waits before step STEP+1 until FILE
+ *                                   exists or this process got a stop signal, polling every 10 ms
+ *                                   and keeping its watchdog fed; a run that did not compute step
+ *                                   STEP itself (a resume at or after it) does not hold there.  A
+ *                                   test acts on a job that cannot get past STEP, then touches
+ *                                   FILE: no race with a short job.  Two steps let a test signal
+ *                                   one job twice, once per attempt
+ *   RYZEN_TEST_HOLD_MAX_S=N         the hold gives up after N s (default 600) with a message
  *   RYZEN_TEST_BAD_GRAD=FIRST[-LAST][:FACTOR][,...]   on steps FIRST..LAST rank 0 scales its
  *                                   loss gradient by FACTOR (default nan: a non-finite gradient;
  *                                   a large number: a gradient-norm spike); up to 4 ranges
@@ -24,6 +36,8 @@
 
 #include <stdbool.h>
 
+#include "core/status.h"
+
 struct rz_hooks {
     char crash_at[96];
     double save_delay_s;
@@ -32,7 +46,13 @@ struct rz_hooks {
     int stop_at_start_rank;      /* -1: off */
     char preflight_fail_host[64];
     int slow_rank;               /* -1: off */
-    double slow_ms;
+    double slow_factor;          /* >= 1 */
+    struct rz_hook_hold {
+        long long steps[4];      /* ascending; n of them used (0: off) */
+        int n;
+        char file[4096];
+        double max_s;
+    } hold;
     struct rz_hook_bad_grad {
         long long first, last;   /* 0: unused */
         double factor;
@@ -41,14 +61,20 @@ struct rz_hooks {
 
 #ifdef RZ_TEST_HOOKS
 extern struct rz_hooks rz_hooks;
-/* main only: read the RYZEN_TEST_* variables. */
-void rz_hooks_load(void);
+/* main only: read the RYZEN_TEST_* variables.  RZ_ECONFIG naming the variable when one is
+ * malformed (a hook a test asked for and silently did not get would make the test race), or
+ * when the removed RYZEN_TEST_SLOW_MS is set. */
+enum rz_status rz_hooks_load(struct rz_err *err);
 /* _exit(86) if RYZEN_TEST_CRASH_AT is "tag:stage". */
 void rz_hook_crash_point(const char *tag, const char *stage);
 #define RZ_HOOKS_ENABLED 1
 #define RZ_HOOK(field, off) (rz_hooks.field)
 #else
-static inline void rz_hooks_load(void) {}
+static inline enum rz_status rz_hooks_load(struct rz_err *err)
+{
+    (void)err;
+    return RZ_OK;
+}
 static inline void rz_hook_crash_point(const char *tag, const char *stage)
 {
     (void)tag;

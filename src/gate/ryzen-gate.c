@@ -199,7 +199,11 @@ static int ladder(const char *root)
 
 int main(int argc, char **argv)
 {
-    rz_hooks_load();
+    static struct rz_err hook_err;
+    if (rz_hooks_load(&hook_err) != RZ_OK) {
+        fprintf(stderr, "ryzen-gate: %s\n", hook_err.msg);
+        return rz_exit_code(hook_err.status);
+    }
     static struct gate_args a;
     int rc = parse_args(&a, argc, argv);
     if (rc >= 0)

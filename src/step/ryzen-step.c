@@ -96,7 +96,10 @@ int main(int argc, char **argv)
     static struct rz_err err;
     if (step_signals_install(&err) != RZ_OK) /* first: nothing may die of a stop signal */
         fprintf(stderr, "ryzen-step: %s\n", err.msg);
-    rz_hooks_load();
+    if (rz_hooks_load(&err) != RZ_OK) {
+        fprintf(stderr, "ryzen-step: %s\n", err.msg);
+        return rz_exit_code(err.status);
+    }
     static struct step_args args;
     int rc = parse_args(&args, argc, argv);
     if (rc != 0)

@@ -378,7 +378,10 @@ int main(int argc, char **argv)
     static struct cfg c;
     static struct rz_err err;
     env_read(&e);
-    rz_hooks_load();
+    if (rz_hooks_load(&err) != RZ_OK) {
+        fprintf(stderr, "ryzen-train: %s\n", err.msg);
+        return rz_exit_code(err.status);
+    }
     int me = e.launch.launcher_rank;
     const char *host = e.launch.nodename;
     int rc = parse_args(&a, argc, argv, me);

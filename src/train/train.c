@@ -6,6 +6,7 @@
 
 #include "train/train.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -678,14 +679,16 @@ static void guard_step(struct trainer *t, struct step_out *o)
                            sizeof o->guard_why);
 }
 
-/* Test-hook build only (RYZEN_TEST_SLOW_RANK=r, RYZEN_TEST_SLOW_MS=n, core/hooks.h): rank r
- * computes n ms longer every step, a straggler the report must name. */
-static void test_slow_rank(const struct trainer *t)
+/* Test-hook build only (RYZEN_TEST_SLOW_RANK=r, RYZEN_TEST_SLOW_FACTOR=f, core/hooks.h): rank r
+ * sleeps f-1 times the compute it just measured, so its step takes about f times its own: a
+ * straggler of ratio about f that the report must name, on any CPU. */
+static void test_slow_rank(const struct trainer *t, double compute_s)
 {
-    double ms = RZ_HOOK(slow_ms, 0.0);
-    if (ms > 0.0 && RZ_HOOK(slow_rank, -1) == t->rank) {
-        struct timespec ts = {(time_t)(ms / 1000.0), (long)(fmod(ms, 1000.0) * 1e6)};
-        nanosleep(&ts, NULL);
+    double s = (RZ_HOOK(slow_factor, 1.0) - 1.0) * compute_s;
+    if (s > 0.0 && RZ_HOOK(slow_rank, -1) == t->rank) {
+        struct timespec ts = {(time_t)s, (long)(fmod(s, 1.0) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ; /* a stop signal's handler only sets a flag */
     }
 }
 
@@ -753,8 +756,8 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
             sumsq += part_sq;
         }
     }
-    test_slow_rank(t);
     /* not the waits: for the gather in forward (ZeRO) and, with ZeRO-2, each micro-step's */
+    test_slow_rank(t, rz_now() - t0 - o->comm_s - comm_params_waited(t->comm));
     o->compute_s = rz_now() - t0 - o->comm_s - comm_params_waited(t->comm);
     health_sync_arrived(t->watchdog, t->step + 1);
     if (st == RZ_OK && t->zero < 2) {
@@ -1221,6 +1224,49 @@ static void live_step_done(struct trainer *t)
         live_write(t, true);
 }
 
+/* Test-hook build only (RYZEN_TEST_HOLD=STEP[,STEP...]:FILE, core/hooks.h): once this run has
+ * completed step STEP (metrics written, a checkpoint due at STEP committed) and before step STEP+1, wait
+ * until FILE exists or this process got a stop signal, so a test can act on a job that cannot
+ * get past STEP however fast the CPU is.  The wait is progress to the watchdog: only a rank
+ * stopped while holding, which leaves the others in the next step's collective once they go on,
+ * is a hang.  Bounded by RYZEN_TEST_HOLD_MAX_S.  Returns the seconds held, which the run's
+ * duration and throughput leave out (a test's pause is not the product's speed). */
+static double test_hold(struct trainer *t, const struct train_result *r, int64_t stop_at)
+{
+#if RZ_HOOKS_ENABLED
+    const struct rz_hook_hold *h = &rz_hooks.hold;
+    bool here = false;
+    for (int i = 0; i < h->n; i++)
+        here |= h->steps[i] == t->step;
+    if (!here || r->start_step >= t->step || t->step >= stop_at)
+        return 0.0;
+    if (t->rank == 0) {
+        fprintf(stderr, "ryzen-train: test hook: holding after step %lld until %s exists or a "
+                "stop signal\n", (long long)t->step, h->file);
+        fflush(stderr);
+    }
+    const struct timespec nap = {0, 10 * 1000 * 1000};
+    double t0 = rz_now();
+    while (access(h->file, F_OK) != 0 && !health_stop_signal()) {
+        if (rz_now() - t0 > h->max_s) {
+            fprintf(stderr, "ryzen-train: rank %d: test hook: %s still missing after %.0f s "
+                    "(RYZEN_TEST_HOLD_MAX_S): going on after step %lld\n", t->rank, h->file,
+                    h->max_s, (long long)t->step);
+            break;
+        }
+        health_progress(t->watchdog);
+        nanosleep(&nap, NULL);
+    }
+    health_progress(t->watchdog);
+    return rz_now() - t0;
+#else
+    (void)t;
+    (void)r;
+    (void)stop_at;
+    return 0.0;
+#endif
+}
+
 static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct rz_err *err)
 {
     const struct cfg *c = t->cfg;
@@ -1265,6 +1311,11 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
             say(t, "stop signal: checkpointed at step %lld; exiting %d so the job is requeued",
                 (long long)t->step, RZ_EXIT_REQUEUE);
             st = RZ_ESIGNAL;
+        }
+        if (st == RZ_OK) {
+            double held = test_hold(t, r, stop_at);
+            ls.t_start += held;
+            ls.t_steady += held;
         }
     }
     kern_ctx_profile(t->kern, NULL);
