@@ -50,7 +50,7 @@ sets="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2 --
 # The site's flags, every one different from the defaults so that its arrival proves something.
 scontrol create reservation ReservationName=rzchain Users=rzuser Nodes=ALL StartTime=now \
   Duration=60 Flags=IGNORE_JOBS >/dev/null
-flags="-A ml -p batch --qos=ryzen --time=00:20:00 --mem=1800M -c 1 --reservation=rzchain
+flags="-A ml -p batch --qos=ryzen --time=00:20:00 --mem=1800M -c 2 --reservation=rzchain
   --constraint=ryzen --exclude=n4 --mail-type=END,FAIL --mail-user=rzuser@localhost"
 
 # field FILE EVENT KEY: KEY of the last EVENT line in FILE.
@@ -67,7 +67,7 @@ kept() {
     "$(job_field "$1" MailUser) $(job_field "$1" MailType)" \
     "sacct: $(acct "$1" Account) $(acct "$1" Partition) $(acct "$1" QOS)"
 }
-want="ml batch ryzen 00:20:00 1800M 1 rzchain ryzen n4 rzuser@localhost END,FAIL sacct: ml batch ryzen"
+want="ml batch ryzen 00:20:00 1800M 2 rzchain ryzen n4 rzuser@localhost END,FAIL sacct: ml batch ryzen"
 
 echo "# decoys: rzother's pending job and a second rzuser lineage, named like a later phase"
 d_other=$(submit_as rzother -A other -p batch --hold -J ryzen-phase2b_12proc --wrap "sleep 1" \
@@ -77,6 +77,7 @@ chown rzuser: "$sub/other-lineage"
 d_mine=$(RYZEN_RUN_ROOT=$sub/other-lineage submit_as rzuser -A ml -p batch --hold \
   "$T/phase2b_12proc.sh" $sets)
 
+chain_start=$(date +%Y-%m-%dT%H:%M:%S)
 b=$(submit_as rzuser $flags "$T/baseline_1proc.sh" $sets)
 echo "# baseline_1proc: job $b"
 wait_event "$R/baseline_1proc/events.jsonl" promote 400 || show_job "$b"
@@ -95,6 +96,10 @@ check "... its efficiency was judged against the baseline's report" \
   grep -q '"name":"efficiency","measured":[0-9]' "$R/phase1_4proc/reports/$p/report.json"
 check "... sacct shows its verdict: $(acct "$p" Comment)" \
   sh -c "sacct -n -P -X -j $p -o Comment | grep -q '^phase1_4proc: GO'"
+# phase1's own checkpoints, to compare after the rollback has run in the same phase's directory
+sums() { (cd "$R/phase1_4proc/checkpoints" && sha256sum step-*.h5) 2>/dev/null; }
+wait_done "$p" 120 >/dev/null
+p1_sums=$(sums)
 
 echo "# phase2a_8proc: job $a, NO-GO by design"
 wait_event "$R/phase2a_8proc/events.jsonl" rollback 400 || show_job "$a"
@@ -116,7 +121,11 @@ check "... the decoys are still pending: rzother's $d_other ($(job_field "$d_oth
   test "$(job_field "$d_other" JobState)" = PENDING
 check "... and the other lineage's $d_mine ($(job_field "$d_mine" JobState))" \
   test "$(job_field "$d_mine" JobState)" = PENDING
-check "... no job was cancelled" sh -c "! grep -q '\"event\":\"scancel\"' '$R/phase2a_8proc/events.jsonl'"
+# every job since the chain began, from accounting: the chain's own jobs are there (so sacct
+# answered), and none ended CANCELLED
+sacct -n -P -X -a -S "$chain_start" -o JobID,State >"$tmp/since" 2>&1
+check "... no job was cancelled ($(grep -c . "$tmp/since") jobs in accounting)" \
+  sh -c "grep -q '^$b|' '$tmp/since' && grep -q '^$a|' '$tmp/since' && ! grep -q '|CANCELLED' '$tmp/since'"
 
 echo "# rollback: job $rb, phase1_4proc on 4 ranks from phase2a's checkpoint"
 wait_done "$rb" 400 >/dev/null
@@ -134,7 +143,9 @@ check "... finished with a report: $(verdict "$rdir/reports/$rb/report.json")" \
   test -s "$rdir/reports/$rb/report.md" -a -s "$rdir/reports/$rb/report.html"
 check "... which shows where it came from" grep -q "rollback_start" "$rdir/reports/$rb/report.json"
 check "... and it did not promote again by itself" grep -q '"event":"promote_skipped"' "$rdir/events.jsonl"
-check "... the first phase1 run's checkpoints are untouched" \
+check "... the first phase1 run's checkpoints are untouched ($(echo "$p1_sums" | grep -c .) files, same sha256)" \
+  sh -c "test -n '$p1_sums' && test '$(sums)' = '$p1_sums'"
+check "... and its last one verifies" \
   "$prefix/bin/ryzen-ckpt" verify "$R/phase1_4proc/checkpoints/step-00000040.h5"
 scancel "$d_other" "$d_mine"
 
@@ -150,7 +161,7 @@ r=$sub/late/phase1_4proc/rollback-$a
 check "... it ended with a HOLD report (exit $(acct "$j" ExitCode))" test "$(acct "$j" ExitCode)" = 2:0
 check "... that says there was nothing left to train" \
   grep -q '"ended":"nothing_to_train"' "$r/reports/$j/report.json"
-check "... and nothing was launched" sh -c "! grep -q 'train_start' '$r/events.jsonl'"
+check "... and nothing was launched" lacks "$r/events.jsonl" 'train_start'
 
 echo "# the ladder report of the whole run root"
 expect "ryzen-gate --ladder \$RYZEN_RUN_ROOT" 0 "ladder: model error" -- "$prefix/bin/ryzen-gate" --ladder "$R"

@@ -48,6 +48,9 @@ fi
 cluster_lock
 
 # wait_for SECONDS COMMAND...: poll every 0.2 s until COMMAND succeeds; false on timeout.
+# Every bound below is a hang guard, not a speed: it holds with each node at a quarter of a core
+# (tools/check --slow), where the daemons are slower too; what a wait took is printed where it
+# is a figure worth reading (the requeue's milliseconds).
 wait_for() {
   local limit=$1 i
   shift
@@ -78,7 +81,9 @@ if grep -q 'already up' "$tmp/out"; then
   "$devcluster" down >"$tmp/down.log" 2>&1 || { show "$tmp/down.log"; bad "down for the restart"; }
   expect "up again (daemons started under the lock)" 0 "up in" -- "$devcluster" up
 fi
-holders=$(lock_holders "$(cluster_lock_file)" | paste -sd, -)
+# Only a daemon counts: another suite waiting for the lock has the file open too (seen when two
+# checkouts' suites wait their turn), and holds nothing.
+holders=$(lock_holders "$(cluster_lock_file)" | awk '$2 ~ /^(slurm|munge|mariadb|mysql)/' | paste -sd, -)
 check "no daemon inherited the suite's lock${holders:+ (held by: $holders)}" test -z "$holders"
 
 # ---- a second cluster (another state directory) on this one's ports: 'up' refuses before it
@@ -112,7 +117,7 @@ victim=$(as_user sbatch --parsable -A ml -p batch -w n4 -c 8 -t 5 --requeue --op
 urgent=
 if [ -n "$victim" ]; then
   jobs_to_cancel+=("$victim")
-  if wait_for 20 grep -qs 'restart=0' "$tmp/victim.out"; then
+  if wait_for 120 grep -qs 'restart=0' "$tmp/victim.out"; then
     urgent=$(runuser -u rzother -- sbatch --parsable -A other -p urgent -w n4 -c 8 -t 2 \
       -J rz-urgent -o /dev/null -D /tmp --wrap 'sleep 5' 2>"$tmp/urgent.err")
     [ -n "$urgent" ] && jobs_to_cancel+=("$urgent")
@@ -120,7 +125,7 @@ if [ -n "$victim" ]; then
 fi
 # The job's state during GraceTime, as soon as the USR2 came (checked below).
 grace=
-if [ -n "$urgent" ] && wait_for 10 grep -qsx usr2 "$tmp/victim.out"; then
+if [ -n "$urgent" ] && wait_for 60 grep -qsx usr2 "$tmp/victim.out"; then
   grace=$(scontrol show job -o "$victim" 2>&1)
 fi
 
@@ -154,8 +159,8 @@ check "SelectTypeParameters = CR_CORE_MEMORY" [ "$(conf SelectTypeParameters)" =
 
 # ---- accounts and users -------------------------------------------------------------------
 sacctmgr -n -P list associations cluster=ryzendev format=account,user >"$tmp/assoc" 2>&1
-check "associations: rzuser in ml, rzother in other" \
-  grep -qx -e 'ml|rzuser' "$tmp/assoc" -e 'other|rzother' "$tmp/assoc"
+check "associations: rzuser in ml" grep -qx 'ml|rzuser' "$tmp/assoc"
+check "associations: rzother in other" grep -qx 'other|rzother' "$tmp/assoc"
 check "associations: rzuser only in ml" [ "$(grep -c '|rzuser$' "$tmp/assoc")" -eq 1 ]
 expect "rzuser: sbatch -A other is refused" 1 "Invalid account" -- \
   as_user sbatch -A other -p batch -t 1 -o /dev/null --wrap true
@@ -166,14 +171,14 @@ echo "user=$(id -un) account=$SLURM_JOB_ACCOUNT partition=$SLURM_JOB_PARTITION"
 EOF
 whoami=$(as_user sbatch --parsable -A ml -t 1 -x n4 -o "$tmp/whoami.out" "$tmp/whoami.sh" 2>&1)
 [[ "$whoami" =~ ^[0-9]+$ ]] && jobs_to_cancel+=("$whoami")
-if wait_for 30 grep -qs 'user=' "$tmp/whoami.out"; then
+if wait_for 120 grep -qs 'user=' "$tmp/whoami.out"; then
   check "an rzuser job runs as rzuser in account ml, default partition batch" \
     grep -qx 'user=rzuser account=ml partition=batch' "$tmp/whoami.out"
 else
-  bad "an rzuser job runs within 30 s"; echo "$whoami" >"$tmp/sq"; show "$tmp/sq"
+  bad "an rzuser job runs within 120 s"; echo "$whoami" >"$tmp/sq"; show "$tmp/sq"
 fi
 sacct_done() { [ "$(sacct_row "$whoami" State,User,Account)" = "COMPLETED|rzuser|ml" ]; }
-if wait_for 20 sacct_done; then
+if wait_for 60 sacct_done; then
   ok "sacct: the job is COMPLETED, user rzuser, account ml"
 else
   bad "sacct: the job is COMPLETED, user rzuser, account ml (got '$(sacct_row "$whoami" State,User,Account)')"
@@ -217,20 +222,31 @@ expect "a 400 MB task with --mem=100M is OOM-killed" 1 "Out Of Memory" -- \
 check "... before it printed 'survived'" [ "$(grep -c survived "$tmp/out")" -eq 0 ]
 oom=$(sed -n 's/^job=//p' "$tmp/out")
 oom_state() { [ -n "$oom" ] && [ "$(sacct_row "$oom" State)" = OUT_OF_MEMORY ]; }
-check "sacct: the killed job is OUT_OF_MEMORY" wait_for 10 oom_state
+check "sacct: the killed job is OUT_OF_MEMORY" wait_for 60 oom_state
 
-# ---- CPU binding: what a 2-core machine with 8 configured CPUs per node gives -------------
+# ---- CPU binding: what this machine's real CPUs give, with 8 configured CPUs per node ------
+# Relative to the machine: on the 2-core machine every node's 8 CPUs are its 2 real ones; on one
+# with more cores a job's cpuset is a part of them (the preflight's cpus check relies on both).
 cpus='grep Cpus_allowed_list /proc/self/status | cut -f2'
 allowed() { grep -E '^[0-9,-]+$' "$tmp/out" | sort | paste -sd' '; } # srun may add its notes
-expect "1 task, 1 CPU: confined to one real CPU" 0 "^[01]$" -- \
+online=$(cat /sys/devices/system/cpu/online)
+ncpu() { # CPU count of a list such as 0-3,8
+  echo "$1" | tr ',' '\n' | awk -F- '{n += (NF == 2 ? $2 - $1 + 1 : 1)} END {print n + 0}'
+}
+expect "1 task, 1 CPU: confined to one real CPU" 0 "^[0-9]+$" -- \
   as_user timeout 60 srun -A ml -x n4 -n1 sh -c "$cpus"
 expect "2 tasks, --cpu-bind=cores: one CPU each" 0 "" -- \
   as_user timeout 60 srun -A ml -x n4 -N1 -n2 --cpu-bind=cores sh -c "$cpus"
-check "2 tasks, --cpu-bind=cores: CPUs 0 and 1 (got $(allowed))" [ "$(allowed)" = "0 1" ]
+set -- $(allowed)
+check "2 tasks, --cpu-bind=cores: two different single CPUs (got $*)" \
+  sh -c "[ $# -eq 2 ] && [ '$(ncpu "${1:-}")' = 1 ] && [ '$(ncpu "${2:-}")' = 1 ] && [ '${1:-}' != '${2:-}' ]"
 expect "4 tasks on one node, no binding" 0 "" -- \
   as_user timeout 60 srun -A ml -x n4 -N1 -n4 sh -c "$cpus"
-check "4 tasks on one node, no binding: each allowed 0-1 (got $(allowed))" \
-  [ "$(allowed)" = "0-1 0-1 0-1 0-1" ]
+set -- $(allowed)
+want=$([ "$(ncpu "$online")" -le 8 ] && echo "$online $online $online $online")
+check "4 tasks on one node, no binding: one shared set (got $*; online $online)" \
+  sh -c "[ $# -eq 4 ] && [ '${1:-}' = '${2:-}' ] && [ '${1:-}' = '${3:-}' ] && [ '${1:-}' = '${4:-}' ] &&
+         { [ -z '$want' ] || [ '$*' = '$want' ]; } && [ $(ncpu "${1:-}") -ge 1 ]"
 
 # ---- requeue restarts within seconds ------------------------------------------------------
 cat >"$tmp/job.sh" <<'EOF'
@@ -242,19 +258,19 @@ job=$(as_user sbatch --parsable -A ml --requeue --open-mode=append -t 3 -x n4 -J
   -o "$tmp/job.out" "$tmp/job.sh" 2>"$tmp/sbatch.err")
 if [ -z "$job" ]; then
   bad "sbatch"; show "$tmp/sbatch.err"
-elif ! wait_for 30 grep -qs 'restart=0' "$tmp/job.out"; then
+elif ! wait_for 120 grep -qs 'restart=0' "$tmp/job.out"; then
   jobs_to_cancel+=("$job")
-  bad "batch job starts within 30 s"; squeue -j "$job" >"$tmp/sq" 2>&1; show "$tmp/sq"
+  bad "batch job starts within 120 s"; squeue -j "$job" >"$tmp/sq" 2>&1; show "$tmp/sq"
 else
   jobs_to_cancel+=("$job")
   ok "batch job starts"
   t0=$(date +%s%N)
   expect "rzuser: scontrol requeue" 0 "" -- as_user scontrol requeue "$job"
-  if wait_for 30 grep -qs 'restart=1' "$tmp/job.out"; then
+  if wait_for 120 grep -qs 'restart=1' "$tmp/job.out"; then
     ms=$((($(date +%s%N) - t0) / 1000000))
     ok "requeued job runs again with SLURM_RESTART_COUNT=1 after ${ms} ms"
   else
-    bad "requeued job runs again within 30 s"
+    bad "requeued job runs again within 120 s"
     scontrol show job "$job" >"$tmp/sq" 2>&1; show "$tmp/sq"; show "$tmp/job.out"
   fi
   scancel "$job"
@@ -272,7 +288,7 @@ else
   in_grace() { [ "$(field "$grace" JobState)" = RUNNING ] && [ -n "$pt" ] && [ -n "$et" ] && [ $((et - pt)) -eq 30 ]; }
   check "preemption: in GraceTime RUNNING, EndTime = PreemptTime + 30 s (got $(field "$grace" JobState) $(field "$grace" PreemptTime) $(field "$grace" EndTime))" in_grace
   # GraceTime (30 s) plus Slurm's periodic check, then the requeue and a restart.
-  if wait_for 75 grep -qs 'restart=1' "$tmp/victim.out"; then
+  if wait_for 150 grep -qs 'restart=1' "$tmp/victim.out"; then
     ok "preemption: the batch job was requeued and ran again"
   else
     bad "preemption: the batch job was requeued and ran again"; show "$tmp/victim.out"
@@ -280,7 +296,7 @@ else
   sacct -n -D -X -P -j "$victim" -o State >"$tmp/attempts" 2>&1
   check "preemption: sacct -D shows the PREEMPTED attempt" grep -qx PREEMPTED "$tmp/attempts"
   urgent_done() { [ "$(sacct_row "$urgent" State)" = COMPLETED ]; }
-  check "preemption: the urgent job ran" wait_for 20 urgent_done
+  check "preemption: the urgent job ran" wait_for 120 urgent_done
 fi
 
 # ---- a node set DOWN stays down until resumed (the node-loss tests rely on it) ------------
@@ -290,7 +306,7 @@ if scontrol update nodename=n3 state=down reason=rz-devcluster-test 2>"$tmp/err"
     [ "$(sinfo -h -n n3 -o %T)" = down ]
   scontrol update nodename=n3 state=resume
   n3_idle() { [ "$(sinfo -h -n n3 -o %T)" = idle ]; }
-  check "state=resume returns it to service within 5 s" wait_for 5 n3_idle
+  check "state=resume returns it to service" wait_for 60 n3_idle
 else
   bad "scontrol update nodename=n3 state=down"; show "$tmp/err"
 fi

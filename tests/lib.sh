@@ -135,15 +135,17 @@ site_flags() {
   # What a user of account ml asks for.
   site="-A ml -p batch --time=00:15:00 --mem=2000M"
   # Gates that pass and no promotion: these tests are about the job step, not the verdict (the
-  # chain test is).  Two cores cannot reach the roadmap's throughput, and short runs are mostly
-  # start-up, so the performance and stability gates are opened here.
+  # chain test is).  Every gate that judges a speed (throughput, communication share, latency,
+  # uptime, the straggler ratio) is opened, not set to a figure: on four ranks per node sharing
+  # the machine's cores a rank's speed is the machine's and its load's, and short runs are
+  # mostly start-up.  A test that judges one of them measures its own baseline (ops.sh).
   lenient="--set phase.on_go=stop --set phase.on_hold=stop --set phase.on_no_go=stop
     --set phase.previous=\"\" --set gates.throughput_go=0 --set gates.throughput_no_go=0
     --set gates.comm_go=1 --set gates.comm_no_go=1 --set gates.allreduce_p99_ms_go=1e9
     --set gates.allreduce_p99_ms_no_go=1e9 --set gates.memory_go=1 --set gates.memory_no_go=1
     --set gates.uptime_go=0 --set gates.uptime_no_go=0 --set gates.failures_go=10
     --set gates.failures_no_go=10 --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100
-    --set gates.straggler_ratio_go=100 --set gates.straggler_ratio_no_go=100
+    --set gates.straggler_ratio_go=1e9 --set gates.straggler_ratio_no_go=1e9
     --set gates.min_duration_h=0 --set health.sync_check_interval=5"
   # Control-flow runs: a small model on Markov data with frequent checkpoints.
   small="$lenient --set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2
@@ -168,11 +170,11 @@ job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s|^$
 # acct ID FIELD: a field of the job's allocation in accounting (sacct), newest record.
 acct() { sacct -n -P -X -j "$1" -o "$2" 2>/dev/null | tail -n 1; }
 
-# acct_settled ID: wait (10 s at most) until accounting has the job's final state; slurmdbd
-# learns it a moment after scontrol does.
+# acct_settled ID: wait until accounting has the job's final state; slurmdbd learns it a moment
+# after scontrol does.  60 s at most: a hang guard, not a speed (a second is usual here).
 acct_settled() {
   i=0
-  while [ $i -lt 40 ]; do
+  while [ $i -lt 240 ]; do
     case $(acct "$1" State) in PENDING|RUNNING|REQUEUED|SUSPENDED|"") ;; *) return 0 ;; esac
     sleep 0.25
     i=$((i + 1))
@@ -221,6 +223,36 @@ wait_for() {
     sleep 0.2
   done
 }
+
+# await NAME SECONDS CMD...: wait_for, counted: a pass, or a failure that says what did not come.
+# SECONDS bounds a hang, never a speed: the suites' bounds hold for a node at a quarter of a core
+# (tools/check --slow), and a test acts on what it waited for only after this said so.
+await() {
+  aname=$1 asecs=$2
+  shift 2
+  if wait_for "$asecs" "$@"; then ok "$aname"; else bad "$aname: not within $asecs s"; fi
+}
+
+# lacks FILE PATTERN: FILE exists and has lines, and none matches PATTERN (grep -E).  A negative
+# grep that a missing or empty file would pass.
+lacks() { [ -s "$1" ] && ! grep -Eq -- "$2" "$1"; }
+
+# sacct_lacks ID FIELD PATTERN: accounting answers for every attempt of ID (sacct -D), with at
+# least one record, and no record's FIELD matches PATTERN.
+sacct_lacks() {
+  rows=$(sacct -n -P -D -X -j "$1" -o "$2" 2>/dev/null) || return 1
+  [ -n "$rows" ] && ! printf '%s\n' "$rows" | grep -Eq -- "$3"
+}
+
+# attempts ID: how many times the job ran (sacct -D: one record per attempt; a requeue adds one).
+attempts() { sacct -n -P -D -X -j "$1" -o JobID 2>/dev/null | grep -c .; }
+
+# Holding a job at a step (the test-hook build's RYZEN_TEST_HOLD=STEPS:FILE, core/hooks.h): every
+# rank waits after step N until FILE exists or the stop signal came, so a test that acts on a
+# running job (a signal, a requeue, a node set DOWN, a killed or stopped rank) never races a job
+# that a fast CPU has already finished.  hold_file NAME: the release file for scenario NAME.
+hold_file() { echo "$sub/release-$1"; }
+release() { touch "$(hold_file "$1")"; }
 
 # has_event RUN JOB EVENT [PATTERN]: JOB's EVENT in RUN/events.jsonl (matching PATTERN).
 has_event() {

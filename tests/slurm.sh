@@ -45,8 +45,9 @@ ref40=$(run ref40 rzuser $site "$P1" $small --set training.steps=40)
 ref300=$(run ref300 rzuser $site "$P1" $small --set training.steps=300)
 
 # a run directory that another live job owns, and one whose owner is dead
-j_busy1=$(run busy rzuser $site "$P1" $small --set training.steps=200)
-wait_for 60 test -s "$(R busy phase1_4proc)/owner"
+# (the owner holds after step 5 until it is cancelled below, however fast the CPU)
+j_busy1=$(RYZEN_TEST_HOLD=5:$(hold_file busy) run busy rzuser $site "$P1" $small --set training.steps=200)
+wait_for 200 step_reached "$(R busy phase1_4proc)" "$j_busy1" 5
 j_busy2=$(run busy rzuser $site "$P1" $small --set training.steps=5)
 as rzuser mkdir -p "$(R dead phase1_4proc)"
 as rzuser sh -c "echo 999999 >'$(R dead phase1_4proc)/owner'"
@@ -75,7 +76,10 @@ ended "-c 2 completes" "$j_c2" COMPLETED 0:0
 check "... srun --cpus-per-task=2 --cpu-bind=$RYZEN_CPU_BIND" \
   has_event "$r" "$j_c2" train_start "--cpus-per-task=2 --cpu-bind=$RYZEN_CPU_BIND"
 check "... OMP_NUM_THREADS=2 on every rank" test "$(grep -o '"omp_threads":2' "$r/health.json" | wc -l)" -eq 4
-check "... each rank allowed 2 CPUs" test "$(grep -o '"n_cpus":2,' "$r/health.json" | wc -l)" -eq 4
+# at least 2 CPUs each: with RYZEN_CPU_BIND=none a rank may use the job's whole cpuset, which is
+# the machine's 2 CPUs here and more on a machine with more cores
+check "... each rank allowed at least 2 CPUs ($(grep -o '"n_cpus":[0-9]*' "$r/health.json" | paste -sd' '))" \
+  test "$(grep -o '"n_cpus":[0-9]*' "$r/health.json" | awk -F: '$2 >= 2' | wc -l)" -eq 4
 
 echo "# --mem too small for the model: the preflight refuses with need and limit, 70, no requeue"
 st=$(wait_done "$j_mem" 300)
@@ -85,7 +89,7 @@ check "... the job's own limit: no host to exclude" grep -q '"failed_hosts":\[\]
 check "... the memory check names the need and the job's limit" \
   grep -q '"name":"memory","ok":false,"detail":"n[0-9]: 4 rank(s) need [0-9]* MB of [0-9]* MB (the job.s limit: ' "$r/health.json"
 check "... and says what to raise" grep -q 'raise --mem to at least' "$r/health.json"
-check "... not requeued" test "$(acct "$j_mem" Restarts 2>/dev/null || job_field "$j_mem" Restarts)" = 0 -o "$(job_field "$j_mem" Restarts)" = 0
+check "... not requeued (attempts in accounting: $(attempts "$j_mem"))" test "$(attempts "$j_mem")" = 1
 check "... a NO-GO (health) report" grep -q '"ended":"health"' "$r/reports/$j_mem/report.json"
 
 echo "# a --signal that disagrees with health.stop_signal: a clear error at start"
@@ -94,14 +98,15 @@ r=$(R mismatch phase1_4proc)
 ended "--signal=B:USR1 with stop_signal USR2" "$j_mis" FAILED 64:0
 check "... it says which signal and how to fix it" \
   grep -q "sends SIGUSR1, but health.stop_signal is USR2" "ryzen-phase1_4proc-$j_mis.out"
-check "... before any srun" sh -c "! grep -q '\"event\":\"preflight_start\"' '$r/events.jsonl'"
+check "... before any srun" lacks "$r/events.jsonl" '"event":"preflight_start"'
 
 echo "# health.stop_signal USR1 end to end: forwarded, checkpointed, requeued, resumed"
-j_u1=$(run usr1 rzuser $site --signal=B:USR1@60 "$P1" $small --set training.steps=300 \
-  --set health.stop_signal=USR1)
-j_cancel=$(run cancel rzuser $site "$P1" $small --set training.steps=100000)
+j_u1=$(RYZEN_TEST_HOLD=20:$(hold_file usr1) run usr1 rzuser $site --signal=B:USR1@60 "$P1" $small \
+  --set training.steps=300 --set health.stop_signal=USR1)
+j_cancel=$(RYZEN_TEST_HOLD=10:$(hold_file cancel) run cancel rzuser $site "$P1" $small \
+  --set training.steps=100000)
 r=$(R usr1 phase1_4proc)
-wait_for 200 step_reached "$r" "$j_u1" 22
+await "... it holds at step 20" 200 step_reached "$r" "$j_u1" 20
 as rzuser scancel --signal=USR1 --batch "$j_u1"
 st=$(wait_done "$j_u1" 400)
 ended "the USR1 job completes" "$j_u1" COMPLETED 0:0
@@ -113,15 +118,18 @@ same_params "... bit-identical to an uninterrupted run" "$(R ref300 phase1_4proc
 
 echo "# scancel: the job ends CANCELLED, is not requeued; its last checkpoint verifies"
 r=$(R cancel phase1_4proc)
-wait_for 200 step_reached "$r" "$j_cancel" 12
+await "... it holds at step 10" 200 step_reached "$r" "$j_cancel" 10
 as rzuser scancel "$j_cancel"
+wait_done "$j_cancel" 120 >/dev/null
+# A requeue would come within a second or two of the end (docs/devcluster.md); 15 s of nothing is
+# the observation, not a race with the job's progress (it is held, then gone).
 sleep 15
 check "... still gone 15 s later (state $(job_field "$j_cancel" JobState), restarts $(job_field "$j_cancel" Restarts))" \
   test "$(job_field "$j_cancel" Restarts)" = 0 -a "$(job_field "$j_cancel" JobState)" = CANCELLED
 check "... sacct says CANCELLED" sh -c "sacct -n -P -X -j $j_cancel -o State | grep -q '^CANCELLED'"
 ck=$(newest_ckpt "$r")
 check "... its newest checkpoint $(basename "$ck") verifies" "$prefix/bin/ryzen-ckpt" verify "$ck"
-check "... no requeue event" sh -c "! grep -q '\"event\":\"requeue\"' '$r/events.jsonl'"
+check "... no requeue event" lacks "$r/events.jsonl" '"event":"requeue"'
 
 echo "# a missing data file: exit 64 before srun, not requeued"
 st=$(wait_done "$j_input" 120)
@@ -129,7 +137,7 @@ r=$(R input phase1_4proc)
 ended "missing data.path" "$j_input" FAILED 64:0
 check "... the message names the path and the cause" \
   grep -q "data.path '/nonexistent/corpus.bin' (data.kind tokens): No such file" "ryzen-phase1_4proc-$j_input.out"
-check "... no srun was started" sh -c "! grep -q 'preflight_start\|train_start' '$r/events.jsonl'"
+check "... no srun was started" lacks "$r/events.jsonl" 'preflight_start|train_start'
 
 echo "# a wrong launch (srun --mpi=none) is caught by the preflight (70)"
 st=$(wait_done "$j_wrong" 200)
@@ -144,7 +152,8 @@ st=$(wait_done "$j_busy2" 200)
 r=$(R busy phase1_4proc)
 ended "the second job" "$j_busy2" FAILED 64:0
 check "... it names the owner job $j_busy1" grep -q "belongs to job $j_busy1" "ryzen-phase1_4proc-$j_busy2.out"
-check "... and did not train" sh -c "! grep '\"job\":\"$j_busy2\"' '$r/events.jsonl' | grep -q train_start"
+check "... and did not train" sh -c "grep -q '\"job\":\"$j_busy2\"' '$r/events.jsonl' &&
+  ! grep '\"job\":\"$j_busy2\"' '$r/events.jsonl' | grep -q train_start"
 as rzuser scancel "$j_busy1"
 st=$(wait_done "$j_dead" 300)
 ended "a dead owner is taken over" "$j_dead" COMPLETED 0:0
@@ -163,11 +172,11 @@ st=$(wait_done "$j" 400)
 r=$tmp/full/runs/phase1_4proc
 ended "disk full" "$j" FAILED 74:0
 check "... the message says the disk is full" grep -q "disk full (ENOSPC)" "ryzen-phase1_4proc-$j.out"
-check "... not requeued" test "$(job_field "$j" Restarts)" = 0
+check "... not requeued (attempts in accounting: $(attempts "$j"))" test "$(attempts "$j")" = 1
 check "... a NO-GO report that says why" grep -q '"ended":"io"' "$r/reports/$j/report.json"
 check "... the preflight warned: room for less than two checkpoints" grep -q 'less than two checkpoints' "$r/health.json"
 check "... step 2's checkpoint verifies" "$prefix/bin/ryzen-ckpt" verify "$r/checkpoints/step-00000002.h5"
-check "... no temporary file is left" sh -c "! ls '$r/checkpoints' | grep -q tmp"
+check "... no temporary file is left" sh -c "ls '$r/checkpoints' | grep -q 'step-' && ! ls '$r/checkpoints' | grep -q tmp"
 umount "$tmp/full"
 
 # usr2_held JOB: some process of the job's batch step ignores USR2 (the template's first line,
@@ -191,7 +200,7 @@ check "... its first line ran (USR2 held by the batch step)" wait_for 60 usr2_he
 as rzuser scancel --signal=USR2 --batch "$j"
 st=$(wait_done "$j" 300)
 ended "the early-signalled job completes" "$j" COMPLETED 0:0
-check "... never ended by the signal" sh -c "! sacct -n -P -D -j $j -o ExitCode | grep -q ':12'"
+check "... never ended by the signal" sacct_lacks "$j" ExitCode ':12$'
 
 echo "# --time shorter than the signal lead: said at start, then held after two attempts"
 j=$(run lead rzuser -A ml -p batch --time=1 --mem=2000M "$P1" $small --set training.steps=400)
@@ -208,13 +217,14 @@ check "... a NO-GO report says why" grep -q '"ended":"no_progress"' "$r/reports/
 scancel "$j"
 
 echo "# scontrol requeue mid-run: resumes; same final parameters as an uninterrupted run"
-j=$(run rq rzuser $site "$P1" $small --set training.steps=40)
+j=$(RYZEN_TEST_HOLD=15:$(hold_file rq) run rq rzuser $site "$P1" $small --set training.steps=40)
 r=$(R rq phase1_4proc)
-wait_for 200 step_reached "$r" "$j" 17
+await "... it holds at step 15" 200 step_reached "$r" "$j" 15
 as rzuser scontrol requeue "$j"
 st=$(wait_done "$j" 400)
 ended "the requeued job completes" "$j" COMPLETED 0:0
-check "... Slurm requeued it; no requeue_failed" sh -c "! grep -q requeue_failed '$r/events.jsonl'"
+check "... Slurm requeued it ($(attempts "$j") attempts); no requeue_failed" \
+  sh -c "test $(attempts "$j") -ge 2 && ! grep -q requeue_failed '$r/events.jsonl'"
 check "... it resumed from a checkpoint" has_event "$r" "$j" resume "resuming from"
 st=$(wait_done "$ref40" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
@@ -223,12 +233,15 @@ echo "# a hung rank (SIGSTOP): the watchdog's 76 reaches the report as a hang na
 # The stop may land in a step, in a checkpoint commit (every 5 steps here) or in the other work
 # between two steps: those have their own limit, health.watchdog_checkpoint_s (a stop in a commit
 # once went unwatched until CI's time).
-j=$(run hang rzuser $site "$P1" $small --set training.steps=40 --set health.watchdog_floor_s=4 \
-  --set health.watchdog_checkpoint_s=15)
+# held after step 12 until rank 2 is stopped: the others then go on and wait for it in a collective
+j=$(RYZEN_TEST_HOLD=12:$(hold_file hang) run hang rzuser $site "$P1" $small --set training.steps=40 \
+  --set health.watchdog_floor_s=4 --set health.watchdog_checkpoint_s=15)
 r=$(R hang phase1_4proc)
-wait_for 200 step_reached "$r" "$j" 12
+await "... it holds at step 12" 200 step_reached "$r" "$j" 12
 victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$r/health/rank-00002.hb")
+check "... rank 2's pid from its heartbeat: $victim" test -n "$victim"
 kill -STOP "$victim"
+release hang
 wait_for 120 has_event "$r" "$j" attempt_end
 check "... the attempt is classified a hang" has_event "$r" "$j" attempt_end '"class":"hang"'
 check "... naming rank 2" has_event "$r" "$j" attempt_end 'rank 2 (pid [0-9]*) not responding\|rank 2: .*this rank itself was frozen'
@@ -239,10 +252,12 @@ check "... after a failure requeue" has_event "$r" "$j" requeue '"reason":"failu
 same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
 
 echo "# kill -9 of a rank with the budget spent: a NO-GO report that says why, exit 76"
-j=$(run k9 rzuser $site "$P1" $small --set training.steps=400 --set restart.max_restarts=0)
+j=$(RYZEN_TEST_HOLD=10:$(hold_file k9) run k9 rzuser $site "$P1" $small --set training.steps=400 \
+  --set restart.max_restarts=0)
 r=$(R k9 phase1_4proc)
-wait_for 200 step_reached "$r" "$j" 12
+await "... it holds at step 10" 200 step_reached "$r" "$j" 10
 victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$r/health/rank-00001.hb")
+check "... rank 1's pid from its heartbeat: $victim" test -n "$victim"
 kill -9 "$victim"
 st=$(wait_done "$j" 200)
 ended "the budget-spent job" "$j" FAILED 76:0
