@@ -404,6 +404,12 @@ START_TEST(hooks_hold_and_slow_factor_parse)
     ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
     ck_assert_int_eq(rz_hooks.hold.n, 0);
     ck_assert_int_eq(rz_hooks.slow_rank, -1);
+    /* step 0: before step 1 of a fresh run */
+    hook_env((const char *const[]){"RYZEN_TEST_HOLD", "0:go", NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
+    ck_assert_int_eq(rz_hooks.hold.n, 1);
+    ck_assert_int_eq(rz_hooks.hold.steps[0], 0);
+    ck_assert_str_eq(rz_hooks.hold.file, "go");
     ck_assert(rz_hooks.slow_factor == 1.0);
 }
 END_TEST
@@ -414,7 +420,7 @@ static const char *const bad_hooks[][3] = {
     {"RYZEN_TEST_HOLD", "15", "RYZEN_TEST_HOLD=\"15\""},
     {"RYZEN_TEST_HOLD", "15:", "RYZEN_TEST_HOLD=\"15:\""},
     {"RYZEN_TEST_HOLD", ":release", "RYZEN_TEST_HOLD=\":release\""},
-    {"RYZEN_TEST_HOLD", "0:release", "want STEP[,STEP...]:FILE"},
+    {"RYZEN_TEST_HOLD", "1.5:release", "want STEP[,STEP...]:FILE"},
     {"RYZEN_TEST_HOLD", "-3:release", "want STEP[,STEP...]:FILE"},
     {"RYZEN_TEST_HOLD", "15x:release", "want STEP[,STEP...]:FILE"},
     {"RYZEN_TEST_HOLD", "release:15", "want STEP[,STEP...]:FILE"},

@@ -16,6 +16,11 @@
 #   signals          USR2 at start-up, mid-run and during a checkpoint write -> exit 75
 #   failures         kill -9 of a rank ends the job; a stopped rank trips the watchdog (76);
 #                    ranks that disagree on parameters exit 76; a wrong launch exits 70
+# Nothing here depends on the CPU's speed, its core count or the machine's load (issue 25): a
+# signal is sent once the job is in the state the case needs, which a test hook holds it in
+# (RYZEN_TEST_HOLD, RYZEN_TEST_SAVE_DELAY_S, docs/operations.md), never after a fixed sleep; every
+# job runs in a session of its own and is waited for with a deadline ($bound), a guard against a
+# hang and not a speed check, past which the whole session is killed and the case fails.
 set -u
 src=${top_srcdir:-.}
 build=${top_builddir:-.}
@@ -26,6 +31,41 @@ trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/lib.sh"
 
 mpi_setup
+
+# The deadline of any one job or wait here.  The longest job of this file takes about 10 s on
+# this project's 2-core machine; 300 s leaves a CPU 10x slower or a heavily loaded machine its
+# time, and a hung job still cannot hold the suite for long.
+bound=${RYZEN_TEST_BOUND_S:-300}
+skipped=0
+skip_case() { skipped=$((skipped + 1)); echo "SKIP $1"; }
+
+# session_kill PID: SIGKILL every process of the session PID leads: mpirun and its ranks (Open
+# MPI puts each rank in a process group of its own, so a group kill would miss them), stopped
+# ones too.
+session_kill() { for p in $(ps -o pid= -s "$1" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done; }
+
+# reap PID: wait for the child PID, $bound s at most; $code is its exit status, or 124 (and a
+# false return) when its session had to be killed at the deadline.
+reap() {
+  n=0
+  while kill -0 "$1" 2>/dev/null && [ $n -lt $((bound * 10)) ]; do sleep 0.1; n=$((n + 1)); done
+  if kill -0 "$1" 2>/dev/null; then
+    session_kill "$1"
+    wait "$1" 2>/dev/null
+    code=124
+    return 1
+  fi
+  wait "$1"
+  code=$?
+}
+
+# bounded CMD...: CMD in a session of its own, waited for by reap; its exit status, or 124 with
+# a line saying so.
+bounded() {
+  setsid -w "$@" &
+  reap $! || echo "bounded: killed after $bound s: $*"
+  return $code
+}
 
 # A small model on Markov data: quick steps, a loss that moves.
 small="--config $src/configs/seed_benchmark.yaml --quiet --set model.vocab_size=128
@@ -38,9 +78,9 @@ train() {
   name=$1 np=$2
   shift 2
   if [ "$np" -eq 1 ]; then
-    RYZEN_RUN_ID=$name "$bin" $small --run-dir "$tmp/$name" "$@"
+    bounded env RYZEN_RUN_ID=$name "$bin" $small --run-dir "$tmp/$name" "$@"
   else
-    RYZEN_RUN_ID=$name "$mpirun" -np "$np" "$bin" $small --run-dir "$tmp/$name" "$@"
+    bounded env RYZEN_RUN_ID=$name "$mpirun" -np "$np" "$bin" $small --run-dir "$tmp/$name" "$@"
   fi
 }
 
@@ -73,13 +113,28 @@ same_hex() {
 
 info() { "$ckpt" info "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
 
-# wait_step DIR ID N: wait (30 s at most) until rank 0's metrics reach step N.
+# wait_step DIR ID N: wait until rank 0's metrics reach step N; false if the job ($pid) ended
+# first or $bound s passed.  Callers check it: a step that never came is a failure.
 wait_step() {
   i=0
-  while [ $i -lt 300 ]; do
+  while [ $i -lt $((bound * 10)) ]; do
     last=$(tail -n 1 "$tmp/$1/metrics/$2/rank-00000.jsonl" 2>/dev/null |
            sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
     [ -n "$last" ] && [ "$last" -ge "$3" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 1
+}
+
+# wait_line NAME TEXT: wait until the job's output ($tmp/NAME.out) has a line with TEXT; false
+# if the job ($pid) ended first or $bound s passed.
+wait_line() {
+  i=0
+  while [ $i -lt $((bound * 10)) ]; do
+    grep -qF -- "$2" "$tmp/$1.out" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1
     i=$((i + 1))
   done
@@ -88,7 +143,7 @@ wait_step() {
 
 echo "# the comm module's suite on 2 ranks"
 expect "check_comm under mpirun -np 2" 0 "100%: Checks: 9, Failures: 0, Errors: 0" -- \
-  "$mpirun" -np 2 "$build/tests/check_comm"
+  bounded "$mpirun" -np 2 "$build/tests/check_comm"
 
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
 train eq1 1 --set training.steps=30 --set training.batch_size=16 >/dev/null 2>&1
@@ -129,10 +184,23 @@ done
 
 echo "# bf16 (training.precision): exact resume, world-size invariance, fp32 checkpoints"
 # bf16 runs on the oneDNN backend where the CPU has avx512_bf16 or AMX; elsewhere ryzen-train
-# exits 64 for it, and these cases run on the reference backend's emulation instead.
+# exits 64 for it, and these cases run on the reference backend's emulation instead, the native
+# case counted as skipped.  A refusal on a CPU that has them (and no ONEDNN_MAX_CPU_ISA set) is
+# a failure, as is any other probe failure.
 bf16="--set training.precision=bf16"
-if ! "$bin" $small --run-dir "$tmp/bf16-probe" $bf16 --set training.steps=6 >/dev/null 2>&1; then
-  echo "     (no native bf16 here: the reference backend emulates it)"
+bounded "$bin" $small --run-dir "$tmp/bf16-probe" $bf16 --set training.steps=6 \
+  >"$tmp/bf16-probe.out" 2>&1
+probe=$?
+has_bf16=no
+grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && [ -z "${ONEDNN_MAX_CPU_ISA:-}" ] && has_bf16=yes
+if [ $probe -eq 0 ]; then
+  ok "bf16 probe: native bf16 on the oneDNN backend (CPU flags avx512_bf16/amx_bf16: $has_bf16)"
+elif [ $probe -eq 64 ] && [ $has_bf16 = no ] && grep -q "bf16 needs a CPU with" "$tmp/bf16-probe.out"; then
+  skip_case "native bf16: this CPU has neither avx512_bf16 nor amx_bf16 (or ONEDNN_MAX_CPU_ISA caps it); the bf16 cases run on the reference backend's emulation"
+  bf16="$bf16 --set kernels.backend=ref"
+else
+  bad "bf16 probe: exit $probe (CPU flags avx512_bf16/amx_bf16: $has_bf16); the bf16 cases run on the reference backend"
+  show "$tmp/bf16-probe.out"
   bf16="$bf16 --set kernels.backend=ref"
 fi
 for np in 1 2; do
@@ -161,11 +229,11 @@ check "bf16: ZeRO-2 with dropout and recomputation == stage 0 on 2 ranks (the sa
 # within 1e-3 of the fp32 run's
 train to16 1 --set training.steps=40 --stop-at-step 20 >/dev/null 2>&1
 expect "an fp32 checkpoint resumes in bf16" 0 "resume: loaded .*step-00000020.h5" -- \
-  env RYZEN_RUN_ID=to16 "$bin" $small --run-dir "$tmp/to16" $bf16 --set training.steps=40
+  bounded env RYZEN_RUN_ID=to16 "$bin" $small --run-dir "$tmp/to16" $bf16 --set training.steps=40
 check "... and trains on (steps 21..40 within 1e-3 of fp32)" close full1-0 to16 1e-3 21 40
 train to32 1 $bf16 --set training.steps=40 --stop-at-step 20 >/dev/null 2>&1
 expect "a bf16 checkpoint resumes in fp32" 0 "resume: loaded .*step-00000020.h5" -- \
-  env RYZEN_RUN_ID=to32 "$bin" $small --run-dir "$tmp/to32" --set training.steps=40 \
+  bounded env RYZEN_RUN_ID=to32 "$bin" $small --run-dir "$tmp/to32" --set training.steps=40 \
   --set kernels.backend=dnnl
 check "... and trains on (steps 21..40 within 1e-3 of fp32)" close full1-0 to32 1e-3 21 40
 
@@ -174,7 +242,7 @@ train el4 4 --set training.steps=40 --set training.batch_size=4 >/dev/null 2>&1
 train els 4 --set training.steps=40 --set training.batch_size=4 --stop-at-step 20 \
   >/dev/null 2>&1
 expect "resume on 2 ranks keeps the global batch" 0 "" -- \
-  env RYZEN_RUN_ID=els "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/els" \
+  bounded env RYZEN_RUN_ID=els "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/els" \
   --set training.steps=40 --set training.batch_size=4 --set training.log_interval=100
 check "it said how it kept the global batch 16" \
   grep -q "keeping the global batch 16 on 2 ranks as batch 4 x accum 2" "$tmp/out"
@@ -232,7 +300,17 @@ train dr2 2 $drop --set training.batch_size=4 --set training.grad_accum=2 \
 check "4 ranks x batch 4 == 1 rank x batch 16 with dropout (1e-5)" close dr1 dr4 1e-5 1 30
 check "2 ranks x batch 4 x accum 2, recompute, ZeRO-2 == 1 rank x batch 16 (1e-5)" \
   close dr1 dr2 1e-5 1 30
-differ() { ! close "$@" >/dev/null; }
+# differ A B TOL FROM TO: both runs have steps FROM..TO, and some step's losses differ by more
+# than relative TOL (not merely "not close", which a missing run would also be)
+differ() {
+  losses "$1" "$1" >"$tmp/a.txt"
+  losses "$2" "$2" >"$tmp/b.txt"
+  awk -v tol="$3" -v from="$4" -v to="$5" '
+    NR == FNR { a[$1] = $3; next }
+    $1 >= from && $1 <= to && ($1 in a) { n++; d = a[$1] - $3; if (d < 0) d = -d
+      if (d / (a[$1] < 0 ? -a[$1] : a[$1]) > tol) far++ }
+    END { exit !(n == to - from + 1 && far > 0) }' "$tmp/a.txt" "$tmp/b.txt"
+}
 check "dropout is on: the losses differ from the run without it (by more than 1e-3)" \
   differ eq1 dr1 1e-3 1 30
 
@@ -269,14 +347,14 @@ for stage in before_fsync before_rename before_dirsync; do
   RYZEN_TEST_CRASH_AT=ckpt:$stage train $d 2 --set training.steps=30 --set checkpoint.interval=10 \
     >"$tmp/out" 2>&1
   code=$?
-  check "$stage: the crashed run failed (exit $code)" test "$code" -ne 0
+  check "$stage: the crashed run failed (exit $code: the hook's 86)" test "$code" -eq 86
   want=10
   [ $stage = before_dirsync ] && want=20   # renamed already: a complete, valid file
   newest=$(ls "$tmp/$d/checkpoints" | grep -v tmp | grep '^step-' | sort | tail -n 1)
   check "$stage: newest complete checkpoint is step $want ($newest)" \
     test "$newest" = "step-000000$want.h5"
   expect "$stage: restart resumes and finishes" 0 "" -- \
-    env RYZEN_RUN_ID=$d "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/$d" --set \
+    bounded env RYZEN_RUN_ID=$d "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/$d" --set \
     training.steps=30 --set checkpoint.interval=10 --quiet
   line=$(sed -n "$((want + 1))p" "$tmp/$d/metrics/$d/rank-00000.jsonl")
   check "$stage: resumed at step $((want + 1))" \
@@ -303,7 +381,7 @@ for kind in flip truncate empty; do
   esac
   expect "$kind: ryzen-ckpt verify fails with 65" 65 "step-00000030.h5" -- "$ckpt" verify "$f"
   expect "$kind: resume falls back to step 20" 0 "skipped damaged checkpoint .*step-00000030" -- \
-    env RYZEN_RUN_ID=$d "$bin" $small --run-dir "$tmp/$d" --set training.steps=35 \
+    bounded env RYZEN_RUN_ID=$d "$bin" $small --run-dir "$tmp/$d" --set training.steps=35 \
     --set checkpoint.interval=10
   check "$kind: resumed at step 21" \
     grep -q "resume: loaded .*step-00000020.h5: step 20" "$tmp/out"
@@ -320,75 +398,89 @@ expect "a checkpoint of another model shape is refused (65)" 65 "wte" -- \
   --resume "$tmp/dmg/checkpoints/step-00000030.h5"
 
 echo "# stop signals (2 ranks): USR2 to mpirun, which forwards it to the ranks"
-# start NAME ENV... -- ARGS...: launch in the background; $pid is mpirun's pid.
+# start NAME ENV... -- ARGS...: launch in the background, in a session of its own; $pid is
+# mpirun's pid (setsid and env exec it).
 start() {
   name=$1
   shift
-  env RYZEN_RUN_ID=$name "$@" >"$tmp/$name.out" 2>&1 &
+  setsid env RYZEN_RUN_ID=$name "$@" >"$tmp/$name.out" 2>&1 &
   pid=$!
 }
-finished() { # finished NAME CODE: wait for $pid (60 s at most); its exit status must be CODE
-  i=0
-  while kill -0 "$pid" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-  if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; wait "$pid"; bad "$1: still running after 60 s"; return; fi
-  wait "$pid"
-  got=$?
-  if [ "$got" -eq "$2" ]; then ok "$1 (exit $got)"; else bad "$1: exit $got, expected $2"; show "$tmp/$3.out"; fi
+finished() { # finished NAME CODE OUT: reap $pid ($bound s at most); its exit status must be CODE
+  if ! reap "$pid"; then bad "$1: still running after $bound s (killed)"; show "$tmp/$3.out"; return; fi
+  if [ "$code" -eq "$2" ]; then ok "$1 (exit $code)"; else bad "$1: exit $code, expected $2"; show "$tmp/$3.out"; fi
 }
 long="--set training.steps=100000 --set checkpoint.interval=0"
+# step_of FILE: the step of the last line of a metrics file
+step_of() { tail -n 1 "$1" 2>/dev/null | sed -n 's/^{"step":\([0-9]*\),.*/\1/p'; }
 
-start sig0 RYZEN_TEST_STARTUP_DELAY_S=4 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig0" $long
-sleep 2.5
+# before the first step: the ranks hold there (RYZEN_TEST_HOLD=0) until the signal comes
+start sig0 RYZEN_TEST_HOLD=0:$tmp/sig0.release "$mpirun" -np 2 "$bin" $small \
+  --run-dir "$tmp/sig0" $long
+check "USR2 at start-up: the run holds before step 1" \
+  wait_line sig0 "test hook: holding after step 0 until"
 kill -USR2 "$pid"
 finished "USR2 at start-up: exit 75" 75 sig0
-check "... without a checkpoint" sh -c "! ls '$tmp/sig0/checkpoints'/step-* >/dev/null 2>&1"
+check "... without a checkpoint (the run had started: health/ exists)" \
+  sh -c "test -d '$tmp/sig0/health' && ! ls '$tmp/sig0/checkpoints'/step-* >/dev/null 2>&1"
 check "... and saying so" grep -q "stop signal before the first step" "$tmp/sig0.out"
 
-start sig1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig1" $long
-wait_step sig1 sig1 5
+# mid-run: the ranks hold after step 5 until the signal; step 6 then carries it to every rank
+start sig1 RYZEN_TEST_HOLD=5:$tmp/sig1.release "$mpirun" -np 2 "$bin" $small \
+  --run-dir "$tmp/sig1" $long
+check "USR2 mid-run: the run holds after step 5" \
+  wait_line sig1 "test hook: holding after step 5 until"
 kill -USR2 "$pid"
 finished "USR2 mid-run: exit 75" 75 sig1
-last=$(tail -n 1 "$tmp/sig1/metrics/sig1/rank-00000.jsonl" | sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
-f=$tmp/sig1/checkpoints/step-$(printf %08d "$last").h5
-check "... checkpoint of the last step ($last) committed and valid" "$ckpt" verify "$f"
-check "... both ranks reached the same step" \
-  test "$(tail -n 1 "$tmp/sig1/metrics/sig1/rank-00001.jsonl" | sed -n 's/^{"step":\([0-9]*\),.*/\1/p')" = "$last"
-expect "... and the requeued run finishes from it" 0 "resume: loaded .*step-$(printf %08d "$last").h5" -- \
-  env RYZEN_RUN_ID=sig1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig1" \
-  --set training.steps=$((last + 5))
+last=$(step_of "$tmp/sig1/metrics/sig1/rank-00000.jsonl")
+check "... checkpoint of step 6, the step after the signal, committed and valid" \
+  sh -c "test '$last' = 6 && '$ckpt' verify '$tmp/sig1/checkpoints/step-00000006.h5'"
+check "... both ranks reached the same step ($last)" \
+  test -n "$last" -a "$(step_of "$tmp/sig1/metrics/sig1/rank-00001.jsonl")" = "$last"
+expect "... and the requeued run finishes from it" 0 "resume: loaded .*step-00000006.h5" -- \
+  bounded env RYZEN_RUN_ID=sig1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig1" \
+  --set training.steps=11
 
-start sig2 RYZEN_TEST_SAVE_DELAY_S=3 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig2" \
+# during a checkpoint write: rank 0 holds the write of step 20 until the signal comes
+start sig2 RYZEN_TEST_SAVE_DELAY_S=$bound "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/sig2" \
   --set training.steps=100000 --set checkpoint.interval=20
-wait_step sig2 sig2 20
-sleep 1   # inside the 3 s checkpoint write of step 20
+check "USR2 during a checkpoint write: rank 0 is in the write of step 20" \
+  wait_line sig2 "test hook: delaying the checkpoint of step 20 by"
 kill -USR2 "$pid"
 finished "USR2 during a checkpoint write: exit 75" 75 sig2
 check "... step 20 committed and valid" "$ckpt" verify "$tmp/sig2/checkpoints/step-00000020.h5"
 check "... then step 21 committed at the next boundary" \
   "$ckpt" verify "$tmp/sig2/checkpoints/step-00000021.h5"
-check "... no partial files" sh -c "! ls '$tmp/sig2/checkpoints'/*.tmp >/dev/null 2>&1"
+check "... no partial files (among the checkpoints there)" \
+  sh -c "ls '$tmp/sig2/checkpoints' | grep -q '^step-' && ! ls '$tmp/sig2/checkpoints' | grep -q tmp"
 
 echo "# failures"
 seed="--config $src/configs/seed_benchmark.yaml --quiet --set training.steps=100000
   --set checkpoint.interval=0 --set health.watchdog_floor_s=4 --set health.watchdog_factor=5"
+# median_step DIR ID: the median step time (s) in rank 0's metrics
+median_step() {
+  sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' "$tmp/$1/metrics/$2/rank-00000.jsonl" | sort -g |
+    awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'
+}
 start kill9 "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/kill9"
-wait_step kill9 kill9 3
+check "kill -9: the run reached step 3" wait_step kill9 kill9 3
 victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$tmp/kill9/health/rank-00001.hb")
+# The job must end within what the watchdog allows a step, max(5 x the median step, 4 s), if
+# mpirun does not end it first; twice that plus 10 s, from this run's own step time.
+limit=$(awk -v m="$(median_step kill9 kill9)" 'BEGIN { w = 5 * m; if (w < 4) w = 4; printf "%d", 2 * w + 10 }')
 t0=$(date +%s)
-kill -9 "$victim"
-i=0
-while kill -0 "$pid" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-wait "$pid"
-code=$?
-check "kill -9 of rank 1: the job ended in $(($(date +%s) - t0)) s (bounded: < 30 s), exit $code" \
-  test $(($(date +%s) - t0)) -lt 30 -a "$code" -ne 0
+if [ -n "$victim" ]; then kill -9 "$victim"; else session_kill "$pid"; fi
+reap "$pid"
+took=$(($(date +%s) - t0))
+check "kill -9 of rank 1 (pid ${victim:-none}): the job ended in $took s (within $limit s), exit $code" \
+  test -n "$victim" -a "$took" -lt "$limit" -a "$code" -ne 0 -a "$code" -ne 124
 
 start hang "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/hang"
-wait_step hang hang 3
+check "stopped rank: the run reached step 3" wait_step hang hang 3
 victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$tmp/hang/health/rank-00001.hb")
-kill -STOP "$victim"
-finished "a stopped rank 1: the watchdog ends the step" 76 hang
-kill -CONT "$victim" 2>/dev/null
+if [ -n "$victim" ]; then kill -STOP "$victim"; else session_kill "$pid"; fi
+finished "a stopped rank 1 (pid ${victim:-none}): the watchdog ends the step" 76 hang
+session_kill "$pid"   # the stopped rank, if mpirun left it
 check "... naming rank 1 as not responding" \
   grep -q "watchdog: rank 0: .*held up by: rank 1 (pid $victim) not responding for" "$tmp/hang.out"
 
@@ -397,26 +489,26 @@ check "... naming rank 1 as not responding" \
 start hang0 RYZEN_TEST_STOP_AT_START=1 "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/hang0" \
   --set health.watchdog_checkpoint_s=4
 finished "a rank 1 stopped at the start: the watchdog ends the job" 76 hang0
-pkill -CONT -f "run-dir $tmp/hang0" 2>/dev/null
+session_kill "$pid"   # the stopped rank, if mpirun left it
 check "... rank 0 names the start and rank 1 as not responding" \
   grep -q "watchdog: rank 0: the start (.*held up by: rank 1 (pid [0-9]*) not responding for" \
   "$tmp/hang0.out"
 
 expect "ranks that disagree on parameters exit 76, naming the rank" 76 "differ on rank\(s\) 1 " -- \
-  env RYZEN_TEST_DESYNC_RANK=1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/desync" \
+  bounded env RYZEN_TEST_DESYNC_RANK=1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/desync" \
   --set training.steps=30
 # ranks that did not join one MPI job: here one rank under mpirun in a "step" of 2 tasks (a task
 # without any PMIx rank is caught before MPI_Init instead: tests/cli.sh)
 expect "a wrong launch (ranks that did not join one MPI job) exits 70" 70 "srun --mpi=pmix" -- \
-  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" $small --run-dir "$tmp/wrong"
+  bounded env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" $small --run-dir "$tmp/wrong"
 
 echo "# preflight"
 expect "preflight on 2 ranks passes every check" 0 "preflight: isa +ok" -- \
-  "$mpirun" -np 2 "$bin" --config "$src/configs/seed_benchmark.yaml" --preflight \
+  bounded "$mpirun" -np 2 "$bin" --config "$src/configs/seed_benchmark.yaml" --preflight \
   --run-dir "$tmp/pf"
 check "... and records them in health.json" grep -q '^{"ok":true,.*"world_size":2,' "$tmp/pf/health.json"
 expect "preflight of a wrong launch exits 70" 70 "preflight failed: launch" -- \
-  env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" \
+  bounded env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" \
   --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-bad"
 check "... and says why in health.json" \
   grep -q '"name":"launch","ok":false,"detail":"launch check on rank 0' "$tmp/pf-bad/health.json"
@@ -424,11 +516,12 @@ check "... and says why in health.json" \
 # cheapest change that fits, and that change passes
 expect "preflight over --mem exits 70 with the cheapest change that fits" 70 \
   "2 rank\(s\) need [0-9]+ MB of [0-9]+ MB \(the job's limit: --mem=300M\).*the cheapest change that fits: --set training\." -- \
-  env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  bounded env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
   --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-mem"
 change=$(sed -n 's/.*the cheapest change that fits: \(--set [^(]*\) (.*/\1/p' "$tmp/out" | head -n 1)
 expect "... and with it ($change) the preflight passes" 0 "preflight: memory +ok" -- \
-  env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  bounded env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
   --config "$src/configs/seed_benchmark.yaml" $change --preflight --run-dir "$tmp/pf-mem2"
 
+echo "$skipped skipped"
 finish

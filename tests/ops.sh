@@ -24,6 +24,26 @@ trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/lib.sh"
 
 mpi_setup
+# Every launch runs in a session of its own and is waited for $bound s at most: a guard against a
+# hang, not a speed check (the longest job here takes about 3 s on this project's 2-core machine;
+# 300 s leaves a CPU 10x slower or a loaded machine its time).  Past it the whole session (mpirun
+# and its ranks, which Open MPI puts in process groups of their own) is killed, and the run's
+# checks fail on its missing output.
+bound=${RYZEN_TEST_BOUND_S:-300}
+session_kill() { for p in $(ps -o pid= -s "$1" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done; }
+# bounded CMD...: CMD in a session of its own; its exit status, or 124 with a line saying so
+bounded() {
+  setsid -w "$@" &
+  bpid=$! n=0
+  while kill -0 "$bpid" 2>/dev/null && [ $n -lt $((bound * 10)) ]; do sleep 0.1; n=$((n + 1)); done
+  if kill -0 "$bpid" 2>/dev/null; then
+    session_kill "$bpid"
+    wait "$bpid" 2>/dev/null
+    echo "bounded: killed after $bound s: $*"
+    return 124
+  fi
+  wait "$bpid"
+}
 promtool=${PROMTOOL:-promtool}
 if ! command -v "$promtool" >/dev/null 2>&1; then
   echo "FAIL promtool not found: apt-get install prometheus (tools/install-deps)"
@@ -55,7 +75,7 @@ lim=$((F / 4))
 strag="--set gates.straggler_ratio_go=$((F / 8)) --set gates.straggler_ratio_no_go=$lim"
 echo "# straggler and live metrics: 3 ranks, rank 2's steps take $F times its own compute"
 run=$tmp/runs/phase1_4proc
-RYZEN_RUN_ID=301 RYZEN_TEST_SLOW_RANK=2 RYZEN_TEST_SLOW_FACTOR=$F "$mpirun" -np 3 "$bin" \
+bounded env RYZEN_RUN_ID=301 RYZEN_TEST_SLOW_RANK=2 RYZEN_TEST_SLOW_FACTOR=$F "$mpirun" -np 3 "$bin" \
   --config "$cfg" --quiet $small \
   --set training.steps=30 --set checkpoint.interval=10 --set metrics.prom_interval=5 \
   --run-dir "$run" >"$tmp/train.out" 2>&1
@@ -70,7 +90,7 @@ check "... at the last step (30), no longer running" \
          grep -q '^ryzen_train_running{.*} 0$' '$prom'"
 want=$(tail -n 1 "$run/metrics/301/rank-00000.jsonl" | sed -n 's/.*"loss":\([^,]*\),.*/\1/p')
 check "... its loss is the metrics' last loss ($want)" \
-  test "$(sample "$prom" 'ryzen_train_loss{slurm_job_id="301",phase="phase1_4proc",rank="0"')" = "$want"
+  test -n "$want" -a "$(sample "$prom" 'ryzen_train_loss{slurm_job_id="301",phase="phase1_4proc",rank="0"')" = "$want"
 check "... the straggler ratio names rank 2" \
   grep -q '^ryzen_train_straggler_ratio{slurm_job_id="301",phase="phase1_4proc",rank="2",' "$prom"
 r2=$(sample "$prom" 'ryzen_train_compute_slowdown_ratio{slurm_job_id="301",phase="phase1_4proc",rank="2"')
@@ -94,9 +114,10 @@ check "... whose straggler series is the report's ($g = $j, above F/4 = $lim)" \
 echo "# the loss guard: a non-finite gradient at step 15, a gradient-norm spike at step 32 (2 ranks)"
 guard="--set training.steps=40 --set checkpoint.interval=0"
 export RYZEN_TEST_BAD_GRAD=15,32:1000
-RYZEN_RUN_ID=g1 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
+bounded env RYZEN_RUN_ID=g1 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
   --run-dir "$tmp/g-full" >"$tmp/g-full.out" 2>&1
-check "the run went through both bad steps (exit $?)" test -s "$tmp/g-full/summary.json"
+rc=$?
+check "the run went through both bad steps (exit $rc)" test "$rc" -eq 0 -a -s "$tmp/g-full/summary.json"
 m=$tmp/g-full/metrics/g1/rank-00000.jsonl
 check "... step 15 skipped: non-finite gradient norm" \
   grep -q '^{"step":15,.*"skipped":true,"skip_reason":"non-finite gradient norm (nan)","skipped_total":1,' "$m"
@@ -106,9 +127,9 @@ check "... and no other step" test "$(grep -c '"skipped":true' "$m")" -eq 2
 check "... rank 1 skipped the same steps" \
   test "$(grep -c '"skipped":true' "$tmp/g-full/metrics/g1/rank-00001.jsonl")" -eq 2
 check "... the job output says so" grep -q "loss guard: skipped step 32: gradient norm" "$tmp/g-full.out"
-RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
+bounded env RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
   --run-dir "$tmp/g-seg" --stop-at-step 20 >/dev/null 2>&1
-RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
+bounded env RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
   --run-dir "$tmp/g-seg" >"$tmp/g-seg.out" 2>&1
 hexes() { sed -n 's/^{"step":\([0-9]*\),.*"loss_hex":"\([^"]*\)".*/\1 \2/p' "$1" | awk '$1 > 20'; }
 hexes "$m" >"$tmp/a.txt"
@@ -132,7 +153,7 @@ echo "# the loss guard stops the run: non-finite gradients from step 15 on"
 export RYZEN_TEST_BAD_GRAD=15-30
 expect "5 skips within 100 steps: exit 70, 'loss guard:'" 70 \
   "loss guard: 5 steps skipped within 100 steps \(steps 15, 16, 17, 18, 19; the last: non-finite gradient norm" -- \
-  env RYZEN_RUN_ID=g3 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small \
+  bounded env RYZEN_RUN_ID=g3 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small \
   --set training.steps=40 --set checkpoint.interval=10 --set metrics.prom_interval=5 \
   --run-dir "$tmp/g-stop"
 unset RYZEN_TEST_BAD_GRAD
@@ -163,6 +184,7 @@ expect "promtool test rules: which alerts fire and which do not" 0 "SUCCESS" -- 
     awk '{ printf "      - record: dashboard:expr%d\n        expr: '"'"'%s'"'"'\n", NR, $0 }'
 } >"$tmp/dashboard-rules.yml"
 n=$(grep -c '"expr":' "$mon/ryzen-dashboard.json")
+check "the dashboard has queries ($n)" test "$n" -gt 0
 expect "promtool parses all $n dashboard queries" 0 "SUCCESS: $n rules found" -- \
   "$promtool" check rules "$tmp/dashboard-rules.yml"
 # every ryzen_* name the rules and the dashboard use is one a real run wrote (the live file,

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 struct rz_hooks rz_hooks = {.desync_rank = -1, .stop_at_start_rank = -1, .slow_rank = -1,
-                            .slow_factor = 1.0, .hold = {.max_s = 600.0}};
+                            .slow_factor = 1.0, .hold = {.step = -1, .max_s = 600.0}};
 
 static void copy_env(char *out, size_t len, const char *name)
 {
@@ -101,7 +101,7 @@ static enum rz_status load_hold(struct rz_err *err)
     for (;;) {
         errno = 0;
         long long step = strtoll(p, &end, 10);
-        if (end == p || errno != 0 || step < 1 || n == 4 || (n > 0 && step <= h->steps[n - 1]) ||
+        if (end == p || errno != 0 || step < 0 || n == 4 || (n > 0 && step <= h->steps[n - 1]) ||
             (*end != ',' && *end != ':'))
             break;
         h->steps[n++] = step;
@@ -112,7 +112,7 @@ static enum rz_status load_hold(struct rz_err *err)
     }
     if (!ok || end[1] == '\0' || strlen(end + 1) >= sizeof h->file)
         return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_HOLD=\"%s\": want STEP[,STEP...]:FILE, up to "
-                       "4 ascending steps >= 1 and a file name", v);
+                       "4 ascending steps >= 0 and a file name", v);
     h->n = n;
     snprintf(h->file, sizeof h->file, "%s", end + 1);
     return RZ_OK;

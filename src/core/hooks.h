@@ -7,7 +7,9 @@
  *   RYZEN_TEST_CRASH_AT=TAG:STAGE   _exit(86) at a durable write's stage (core/durable.h): TAG
  *                                   "ckpt", "report", ...; STAGE before_fsync | before_rename |
  *                                   before_dirsync
- *   RYZEN_TEST_SAVE_DELAY_S=N       rank 0 sleeps N s before writing each checkpoint
+ *   RYZEN_TEST_SAVE_DELAY_S=N       rank 0 waits before writing each checkpoint, N s or until a
+ *                                   stop signal arrives, saying so on stderr first: a test that
+ *                                   signals after that line signals during the write
  *   RYZEN_TEST_STARTUP_DELAY_S=N    each rank sleeps N s after MPI_Init
  *   RYZEN_TEST_DESYNC_RANK=R        rank R perturbs a parameter before each sync check
  *   RYZEN_TEST_STOP_AT_START=R      rank R stops itself (SIGSTOP) at the start, once its
@@ -25,7 +27,8 @@
  *                                   STEP itself (a resume at or after it) does not hold there.  A
  *                                   test acts on a job that cannot get past STEP, then touches
  *                                   FILE: no race with a short job.  Two steps let a test signal
- *                                   one job twice, once per attempt
+ *                                   one job twice, once per attempt.  STEP 0: a fresh run holds
+ *                                   before step 1 (before the ranks agree on a stop signal there)
  *   RYZEN_TEST_HOLD_MAX_S=N         the hold gives up after N s (default 600) with a message
  *   RYZEN_TEST_BAD_GRAD=FIRST[-LAST][:FACTOR][,...]   on steps FIRST..LAST rank 0 scales its
  *                                   loss gradient by FACTOR (default nan: a non-finite gradient;

@@ -491,12 +491,20 @@ static enum rz_status plan_resume(struct trainer *t, const char *path, struct rz
 
 /* ---- checkpoints -------------------------------------------------------------------------------- */
 
-/* Test-hook build only (RYZEN_TEST_SAVE_DELAY_S, core/hooks.h): lengthen the checkpoint write so
- * a test can deliver a signal during it. */
-static void test_save_delay(void)
+/* Test-hook build only (RYZEN_TEST_SAVE_DELAY_S, core/hooks.h): hold the checkpoint write, N s or
+ * until a stop signal arrives, so a test that signals once it has read the line below signals
+ * during the write, however long its reaction takes. */
+static void test_save_delay(const struct trainer *t)
 {
-    if (RZ_HOOK(save_delay_s, 0.0) > 0.0)
-        sleep((unsigned)RZ_HOOK(save_delay_s, 0.0));
+    double n = RZ_HOOK(save_delay_s, 0.0), t0 = rz_now();
+    if (n <= 0.0)
+        return;
+    fprintf(stderr, "ryzen-train: test hook: delaying the checkpoint of step %lld by %.0f s or "
+            "until a stop signal\n", (long long)t->step, n);
+    fflush(stderr);
+    const struct timespec nap = {0, 10 * 1000 * 1000};
+    while (rz_now() - t0 < n && !health_stop_signal())
+        nanosleep(&nap, NULL);
 }
 
 static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
@@ -512,7 +520,7 @@ static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
     if (st == RZ_OK && t->rank != 0 && t->zero > 0)
         st = gather_moments_from(t, 0, err); /* rank 0 writes what they gather */
     if (st == RZ_OK && t->rank == 0) {
-        test_save_delay();
+        test_save_delay(t);
         struct ckpt_meta meta = {
             .step = t->step, .samples_seen = t->step * t->global_batch,
             .global_batch = t->global_batch, .world_size = t->world, .adam_t = t->optim->t,
@@ -1225,9 +1233,10 @@ static void live_step_done(struct trainer *t)
 }
 
 /* Test-hook build only (RYZEN_TEST_HOLD=STEP[,STEP...]:FILE, core/hooks.h): once this run has
- * completed step STEP (metrics written, a checkpoint due at STEP committed) and before step STEP+1, wait
- * until FILE exists or this process got a stop signal, so a test can act on a job that cannot
- * get past STEP however fast the CPU is.  The wait is progress to the watchdog: only a rank
+ * completed step STEP (metrics written, a checkpoint due at STEP committed) and before step
+ * STEP+1, wait until FILE exists or this process got a stop signal, so a test can act on a job
+ * that cannot get past STEP however fast the CPU is (STEP 0: a fresh run, before step 1).  The
+ * wait is progress to the watchdog: only a rank
  * stopped while holding, which leaves the others in the next step's collective once they go on,
  * is a hang.  Bounded by RYZEN_TEST_HOLD_MAX_S.  Returns the seconds held, which the run's
  * duration and throughput leave out (a test's pause is not the product's speed). */
@@ -1238,7 +1247,8 @@ static double test_hold(struct trainer *t, const struct train_result *r, int64_t
     bool here = false;
     for (int i = 0; i < h->n; i++)
         here |= h->steps[i] == t->step;
-    if (!here || r->start_step >= t->step || t->step >= stop_at)
+    bool computed = r->start_step < t->step || (t->step == 0 && r->start_step == 0);
+    if (!here || !computed || t->step >= stop_at)
         return 0.0;
     if (t->rank == 0) {
         fprintf(stderr, "ryzen-train: test hook: holding after step %lld until %s exists or a "
@@ -1275,6 +1285,9 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
                           ? t->opts->stop_at_step : steps;
     struct loop_stats ls = {.t_start = rz_now()};
     ls.t_steady = ls.t_start;
+    double held = test_hold(t, r, stop_at); /* RYZEN_TEST_HOLD=0:FILE */
+    ls.t_start += held;
+    ls.t_steady += held;
     int stop = 0;
     enum rz_status st = comm_max_int(t->comm, health_stop_signal(), &stop, err);
     if (st == RZ_OK && stop) {
@@ -1313,7 +1326,7 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
             st = RZ_ESIGNAL;
         }
         if (st == RZ_OK) {
-            double held = test_hold(t, r, stop_at);
+            held = test_hold(t, r, stop_at);
             ls.t_start += held;
             ls.t_steady += held;
         }
