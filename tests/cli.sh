@@ -39,6 +39,13 @@ expect "--set without =" 64 "--set training.steps" \
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 export ASAN_OPTIONS
 
+# trained_nothing DIR: no checkpoint, metrics or summary under DIR (a refused run; DIR may not
+# exist at all).  A run refused only after it trained leaves metrics even where it has no
+# checkpoint yet.
+trained_nothing() {
+  test -z "$(find "$1" \( -name '*.h5' -o -name '*.jsonl' -o -name summary.json \) 2>/dev/null)"
+}
+
 # a task that srun started without PMIx (srun --mpi=none) is caught before MPI_Init, which would
 # abort with a message about PMI versions; the preflight still writes health.json
 expect "srun without PMIx: exit 70 naming the fix" 70 "launch check on task 0 .*srun --mpi=pmix" \
@@ -50,7 +57,7 @@ check "... health.json: the launch check failed, the others not run" \
 expect "... also when training" 70 "srun --mpi=pmix" -- env -u PMIX_RANK -u OMPI_COMM_WORLD_RANK \
   SLURM_STEP_ID=7 SLURM_PROCID=0 "$bin" --config "$src/configs/seed_benchmark.yaml" \
   --run-dir "$tmp/nopmix-train"
-check "... which saved nothing" test ! -e "$tmp/nopmix-train/checkpoints"
+check "... which saved and measured nothing" trained_nothing "$tmp/nopmix-train"
 
 # bf16 where oneDNN cannot run it natively (here: oneDNN capped at AVX2) is refused at start,
 # naming the missing ISA, never run through oneDNN's slow emulation
@@ -58,7 +65,7 @@ expect "bf16 without avx512_bf16/amx_bf16: exit 64 naming the ISA" 64 \
   "training.precision bf16 needs a CPU with avx512_bf16 or amx_bf16" -- env ONEDNN_MAX_CPU_ISA=AVX2 \
   "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.precision=bf16 \
   --set training.steps=1 --run-dir "$tmp/bf16"
-check "... before writing anything" test ! -e "$tmp/bf16/checkpoints"
+check "... before training anything" trained_nothing "$tmp/bf16"
 
 # oneDNN at AVX2 (as on a Zen 2 or 3): the weight gradients run on BLIS (kern_blis.c), which the
 # banner names; BLIS_ARCH_TYPE=3 pins its haswell kernels, which every AVX2 CPU runs
@@ -104,7 +111,8 @@ fi
 expect "a missing --resume PATH" 65 "resume from $tmp/none.h5: read checkpoint metadata '$tmp/none.h5': No such file" \
   -- "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.steps=1 --run-dir "$tmp/r" \
   --resume "$tmp/none.h5"
-check "... said once (no 'resume: resume:')" sh -c "! grep -q 'resume: resume' '$tmp/out'"
+check "... said once (one line, no 'resume: resume:')" sh -c \
+  'test "$(grep -c "No such file" "$1")" = 1 && ! grep -q "resume: resume" "$1"' - "$tmp/out"
 expect "--config=FILE works like --config FILE" 0 "step 1 committed" -- "$bin" \
   --config="$src/configs/seed_benchmark.yaml" --set=training.steps=1 --run-dir "$tmp/eq" --quiet
 
@@ -151,8 +159,11 @@ check "... the classes add up to the step (100%, +-0.5)" awk '
   /^ryzen-train:   (matmul|attention|norm|loss|optimizer|communication|other) / {
     s = $4; sub("%", "", s); sum += s }
   END { exit !(sum > 99.5 && sum < 100.5) }' "$tmp/out"
+# (a share, not a time: over 10% on any CPU, where the seed model's matmuls are about 80% of the
+# step; it fails when the matmuls' time is not attributed to them)
 check "... matmuls are a real share of it" awk '
-  /^ryzen-train:   matmul / { s = $4; sub("%", "", s); exit !(s > 10) }' "$tmp/out"
+  /^ryzen-train:   matmul / { s = $4; sub("%", "", s); found = 1 }
+  END { exit !(found && s > 10) }' "$tmp/out"
 check "... and the GEMM-only bound" grep -q "GEMM-only bound .* samples/s per rank" "$tmp/out"
 check "... the matmuls by shape: the head's forward, once a step" grep -Eq \
   "^ryzen-train:   2048 x 2048 x 256 +NT +[0-9.]+ +[0-9.]+ +1\.0$" "$tmp/out"

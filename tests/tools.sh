@@ -7,12 +7,16 @@
 # trainer and peer (what is measured is not under test here; how it is checked and recorded is):
 # bad arguments and a stale binary are refused before any run, and --record appends the run's
 # medians and ratios in the history's columns.
+# Nothing here depends on the machine: the CPU's ISA and its core count are stood in for where
+# the bench asks them (a /proc/cpuinfo of our own; taskset and mpirun that record and run).
 set -u
 src=${top_srcdir:-.}
 tool=$src/tools/bench-history
 tmp=$(mktemp -d /tmp/rz-tools-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/lib.sh"
+skipped=0
+skip() { skipped=$((skipped + 1)); echo "SKIP $1"; }
 
 expect "help" 0 "usage|tools/bench-history" -- "$tool" --help
 expect "unknown option" 64 "usage: tools/bench-history" -- "$tool" --bogus
@@ -149,7 +153,20 @@ printf '#!/bin/sh\necho samples_per_s=50.0\n' >"$tmp/peer"
 chmod +x "$tmp/train" "$tmp/peer"
 { echo "# a comment"; echo "$hdr"; } >"$tmp/rec.tsv"
 cp "$tmp/rec.tsv" "$tmp/rec.before"
-bench_with() { t=$1; shift; RYZEN_TRAIN=$t RYZEN_PEER=$tmp/peer "$bench" "$@"; } # TRAIN ARGS...
+# The bench reads the CPU's flags from /proc/cpuinfo.  cpu_as FLAGS CMD...: CMD sees a
+# /proc/cpuinfo whose first flags line is FLAGS (a private mount namespace; root only); with
+# FLAGS "-", the real one.
+sed -n '1,/^$/p' /proc/cpuinfo | grep -v '^flags' >"$tmp/cpuinfo-base"
+cpu_as() {
+  f=$1
+  shift
+  if [ "$f" = - ]; then "$@"; return; fi
+  { echo "flags		: $f"; cat "$tmp/cpuinfo-base"; } >"$tmp/cpuinfo"
+  unshare -m sh -c 'mount --bind "$1" /proc/cpuinfo && shift && exec "$@"' - "$tmp/cpuinfo" "$@"
+}
+can_fake_cpu() { cpu_as "fpu sse2" grep -qx 'flags		: fpu sse2' /proc/cpuinfo 2>/dev/null; }
+cpu=- # the flags the bench runs below see ("-": the machine's own)
+bench_with() { t=$1; shift; RYZEN_TRAIN=$t RYZEN_PEER=$tmp/peer cpu_as "$cpu" "$bench" "$@"; } # TRAIN ARGS...
 fake() { bench_with "$tmp/train" "$@"; }
 expect "bench: unknown configuration" 64 'unknown configuration "3t"' -- fake --configs "1t 3t"
 expect "bench: rounds must be a number" 64 "positive whole number" -- fake --rounds x
@@ -162,7 +179,26 @@ expect "bench: --record refuses a binary older than the sources" 64 \
   "old-train is older than src/.*rebuild it first" \
   -- bench_with "$tmp/old-train" --record "$tmp/rec.tsv"
 check "bench: the refused run recorded nothing" cmp -s "$tmp/rec.tsv" "$tmp/rec.before"
-if grep -qw avx2 /proc/cpuinfo; then
+# --record runs on a CPU with avx512f or avx2 and refuses one with neither: each branch on this
+# machine's CPU where it has that kind, else on a stand-in /proc/cpuinfo.
+if grep -m1 '^flags' /proc/cpuinfo | grep -Eqw 'avx2|avx512f'; then
+  has_isa=- no_isa="fpu sse sse2 ssse3 sse4_1 sse4_2 fma"
+else
+  has_isa="fpu sse sse2 avx fma avx2" no_isa=-
+fi
+if [ "$no_isa" != - ] && ! can_fake_cpu; then
+  skip "bench: --record on a CPU without avx2 or avx512f (this CPU has them, and a stand-in /proc/cpuinfo needs root for a mount namespace)"
+else
+  cpu=$no_isa
+  expect "bench: --record refuses a CPU with neither avx512f nor avx2" 64 \
+    "this CPU has neither avx512f nor avx2" -- fake --rounds 1 --steps 2 --record "$tmp/rec.tsv"
+  check "bench: ... before any run, recording nothing" sh -c \
+    '! grep -q "round 1" "$1" && cmp -s "$2" "$3"' - "$tmp/out" "$tmp/rec.tsv" "$tmp/rec.before"
+fi
+if [ "$has_isa" != - ] && ! can_fake_cpu; then
+  skip "bench: --record runs (this CPU has neither avx2 nor avx512f, which --record refuses, and a stand-in /proc/cpuinfo needs root for a mount namespace)"
+else
+  cpu=$has_isa
   expect "bench: --record runs and records" 0 "recorded run R1 \(2 rows\)" \
     -- fake --rounds 1 --steps 2 --configs "1t 2t" --record "$tmp/rec.tsv"
   check "bench: the table gives the 1t ratio of medians (80 / 50)" \
@@ -190,7 +226,7 @@ exit $s
     "$repo/src/late.c" >"$tmp/editing-train"
   chmod +x "$tmp/editing-train"
   { echo "$hdr"; } >"$tmp/rec2.tsv"
-  rec_in_repo() { RYZEN_TRAIN=$tmp/editing-train RYZEN_PEER=$tmp/peer "$repo/tools/bench" \
+  rec_in_repo() { RYZEN_TRAIN=$tmp/editing-train RYZEN_PEER=$tmp/peer cpu_as "$cpu" "$repo/tools/bench" \
                     --rounds 1 --steps 2 --configs 1t --record "$tmp/rec2.tsv"; }
   expect "bench: a run that edits the tree records" 0 "recorded run R1" -- rec_in_repo
   check "bench: ... the commit as the runs started, not +dirty" \
@@ -200,38 +236,60 @@ exit $s
   touch -d 2000-01-01 "$repo/src/x.c" # not newer than the stand-in, so not refused as stale
   expect "bench: a run from a changed tree records" 0 "recorded run R2" -- rec_in_repo
   check "bench: ... as +dirty" grep -q "${T}R2${T}${head}+dirty${T}" "$tmp/rec2.tsv"
-else
-  echo "skip bench: --record runs (this CPU has no avx2, which --record refuses)"
 fi
+cpu=-
 
 # Figures above 100% are flagged for either side, never quoted as a speed-up.  A stand-in peer
 # that makes 50 samples/s alone, 60 when pinned to one core (the co-run control's two runs: 120%)
 # and 120 in DDP (120%), beside our stand-in's 80 everywhere (2 ranks: 50%; the control: 100%).
+# The pinning and the 2-rank launch go through stand-ins for taskset and mpirun that record
+# their arguments and run the command (mpirun: once per rank), so this runs the same on 1 core
+# or 16, whichever cores this process may use: what is under test is what the bench asks for
+# and what it makes of the figures, not the machine.
+mkdir -p "$tmp/bin"
+cat >"$tmp/bin/taskset" <<SH
+#!/bin/sh
+echo "taskset \$*" >>"$tmp/launch.log"
+[ "\$1" = -c ] || exit 64
+core=\$2
+shift 2
+RZ_PINNED=\$core exec "\$@"
+SH
+cat >"$tmp/bin/mpirun" <<SH
+#!/bin/sh
+echo "mpirun \$*" >>"$tmp/launch.log"
+n=1
+while :; do
+  case \$1 in -np) n=\$2; shift 2 ;; --bind-to) shift 2 ;; -*) shift ;; *) break ;; esac
+done
+i=0
+while [ \$i -lt \$n ]; do "\$@" || exit; i=\$((i + 1)); done
+SH
 cat >"$tmp/ddp-peer" <<'SH'
 #!/bin/sh
 case " $* " in *" --ddp "*) echo samples_per_s=120.0; exit ;; esac
-case $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$$/status) in
-  *[-,]*) echo samples_per_s=50.0 ;;
-  *) echo samples_per_s=60.0 ;;
-esac
+if [ -n "${RZ_PINNED:-}" ]; then echo samples_per_s=60.0; else echo samples_per_s=50.0; fi
 SH
-chmod +x "$tmp/ddp-peer"
+chmod +x "$tmp/ddp-peer" "$tmp/bin/taskset" "$tmp/bin/mpirun"
 ddp_bench() { # from a shell with OMP_NUM_THREADS=1, as on many HPC logins
-  OMP_NUM_THREADS=1 RYZEN_TRAIN=$tmp/train RYZEN_PEER=$tmp/ddp-peer "$bench" --rounds 1 --steps 2 \
-    --configs "1t ddp2 pair"
+  PATH=$tmp/bin:$PATH OMP_NUM_THREADS=1 RYZEN_TRAIN=$tmp/train RYZEN_PEER=$tmp/ddp-peer "$bench" \
+    --rounds 1 --steps 2 --configs "1t ddp2 pair"
 }
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # make check sets OMP_NUM_THREADS=1
-if [ "$cores" -ge 2 ]; then # the co-run control pins its two runs to cores 0 and 1
-  expect "bench: the peer's DDP above 100% is flagged" 0 \
-    'NOTE \(peer DDP efficiency\): 1 of 1 rounds exceed 100%' -- ddp_bench
-  check "bench: ... with its figure" grep -q '^peer DDP efficiency: 120.0% ' "$tmp/out"
-  check "bench: ... and ours at 50% is not" sh -c '! grep -q "NOTE (2-rank" "$1"' - "$tmp/out"
-  check "bench: the peer's co-run control above 100% is flagged" \
-    grep -q '^  NOTE (the peer): above 100%' "$tmp/out"
-  check "bench: ... and ours at 100% is not" sh -c '! grep -q "NOTE (ryzen-train)" "$1"' - "$tmp/out"
-  check "bench: counts the machine's cores, not OMP_NUM_THREADS" grep -q "on $cores cores" "$tmp/out"
-else
-  echo "skip bench: the over-100% notes (the co-run control needs 2 cores; $cores here)"
-fi
+expect "bench: the peer's DDP above 100% is flagged" 0 \
+  'NOTE \(peer DDP efficiency\): 1 of 1 rounds exceed 100%' -- ddp_bench
+check "bench: ... with its figure" grep -q '^peer DDP efficiency: 120.0% ' "$tmp/out"
+check "bench: ... and ours at 50% is not" sh -c \
+  'grep -q "^2-rank scaling efficiency: 50.0% " "$1" && ! grep -q "NOTE (2-rank" "$1"' - "$tmp/out"
+check "bench: the peer's co-run control above 100% is flagged" \
+  grep -q '^  NOTE (the peer): above 100%' "$tmp/out"
+check "bench: ... and ours at 100% is not" sh -c \
+  'grep -q "^co-run control: two independent 1-rank runs at once make 100.0% .* (the peer: 120.0%)" "$1" &&
+   ! grep -q "NOTE (ryzen-train)" "$1"' - "$tmp/out"
+check "bench: counts the machine's cores, not OMP_NUM_THREADS" grep -q "on $cores cores" "$tmp/out"
+check "bench: the co-run control pins each side's two runs to cores 0 and 1" test \
+  "$(grep -c '^taskset -c 0 ' "$tmp/launch.log")$(grep -c '^taskset -c 1 ' "$tmp/launch.log")" = 22
+check "bench: ddp2 starts 2 ranks, one per core" grep -q '^mpirun -np 2 --bind-to core ' "$tmp/launch.log"
 
-finish
+echo "$pass passed, $fail failed, $skipped skipped"
+[ "$fail" -eq 0 ]
