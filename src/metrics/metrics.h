@@ -1,7 +1,7 @@
 /* metrics.h: per-step metrics (one JSON object per line per rank), the run summary in the seed
  * benchmark's format, and the human progress line.
  *
- *   RUN_DIR/metrics/<run-id>/rank-NNNNN.jsonl   fields as in DESIGN.md, flushed every step
+ *   RUN_DIR/metrics/<run-id>/rank-NNNNN.jsonl   fields as in docs/DESIGN.md, flushed every step
  *   RUN_DIR/summary.json                         written to a temp name, fsynced, renamed
  *
  * Ownership: metrics_open allocates the log; metrics_close flushes, closes and frees it (NULL ok). */
