@@ -878,7 +878,7 @@ END_TEST
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_test(core, defaults_are_the_reference_workload);
     tcase_add_test(core, key_table_is_consistent);
     tcase_add_test(core, load_with_overrides_and_phase_name);
@@ -893,8 +893,7 @@ static Suite *config_suite(void)
     tcase_add_test(core, validate_accepts_consistent_settings);
     suite_add_tcase(s, core);
 
-    TCase *errors = tcase_create("errors");
-    tcase_set_timeout(errors, 120);
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_loop_test(errors, malformed_files_are_reported_with_position, 0,
                         (int)RZ_ARRAY_LEN(bad_cases));
     tcase_add_test(errors, every_bad_file_has_an_expectation);

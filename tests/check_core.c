@@ -466,7 +466,7 @@ END_TEST
 static Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_test(core, exit_codes_match_contract);
     tcase_add_test(core, fail_records_and_appends);
     tcase_add_test(core, json_writer_output);
@@ -484,7 +484,7 @@ static Suite *core_suite(void)
     tcase_add_test(core, hooks_hold_and_slow_factor_parse);
 #endif
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, file_errors_name_the_path);
     tcase_add_test(errors, durable_errors_name_the_file_and_cause);
 #ifdef RZ_TEST_HOOKS

@@ -476,6 +476,58 @@ START_TEST(missing_and_empty_baselines)
 }
 END_TEST
 
+/* The run root of each run-directory layout ryzen-step writes (step_run_dir): RUNROOT/<phase>,
+ * .../rollback-<job>, .../task-<N> (a job array's task) and .../rollback-<job>/task-<N>. */
+START_TEST(run_root_of_every_layout)
+{
+    static const char *const cases[][2] = {
+        {"R/p1", "R"},
+        {"/runs/p1", "/runs"},
+        {"/runs/p1/rollback-42", "/runs"},
+        {"/runs/p1/task-3", "/runs"},
+        {"/runs/p1/rollback-42/task-0", "/runs"},
+        {"runs/p1/task-17", "runs"},
+        {"p1/task-3", "."},
+        {"p1", "."},
+        {"/p1", "/"},
+        {"/runs/task-force", "/runs"},          /* a phase named like a task, no digits */
+        {"/runs/p1/task-3x", "/runs/p1"},       /* not a task directory: a phase of its own */
+        {"/runs/p1/task-3/", "/runs"},
+        {"/runs/p1/", "/runs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[256];
+        gate_run_root(cases[i][0], out, sizeof out);
+        ck_assert_msg(strcmp(out, cases[i][1]) == 0, "run root of '%s' is '%s', expected '%s'",
+                      cases[i][0], out, cases[i][1]);
+    }
+}
+END_TEST
+
+/* The phase's baseline (RUNROOT/<previous>/reports/<job>/report.json) is found from every
+ * run-directory layout, an array task's included. */
+START_TEST(baseline_found_from_task_and_rollback_dirs)
+{
+    static struct cfg c;
+    static const char *const sub[] = {"phase", "phase/rollback-5", "phase/task-3",
+                                      "phase/rollback-5/task-0"};
+    fixture();
+    config(&c);
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+        struct gate_input in;
+        struct rz_err err;
+        memset(&in, 0, sizeof in);
+        snprintf(in.run_dir, sizeof in.run_dir, "%s/%s", root, sub[i]);
+        ck_assert_int_eq(gate_find_baseline(&in, &c, NULL, &err), RZ_OK);
+        ck_assert_msg(in.baseline.present, "%s: %s", sub[i], in.baseline.reason);
+        ck_assert_str_eq(in.baseline.phase, "base");
+        ck_assert_double_eq(in.baseline.throughput, 64);
+        gate_input_free(&in);
+    }
+    teardown_fixture();
+}
+END_TEST
+
 START_TEST(suspect_efficiency_is_flagged)
 {
     static struct cfg c;
@@ -1205,8 +1257,7 @@ END_TEST
 static Suite *gate_suite(void)
 {
     Suite *s = suite_create("gate");
-    TCase *core = tcase_create("core");
-    tcase_set_timeout(core, 60);
+    TCase *core = rz_test_tcase("core");
     tcase_add_test(core, judge_boundaries_both_directions);
     tcase_add_test(core, fixture_measures_what_was_written);
     tcase_add_test(core, validation_loss_is_judged_when_present);
@@ -1215,6 +1266,8 @@ static Suite *gate_suite(void)
     tcase_add_test(core, verdict_rules);
     tcase_add_test(core, fixture_verdicts_and_planned_actions);
     tcase_add_test(core, missing_and_empty_baselines);
+    tcase_add_test(core, run_root_of_every_layout);
+    tcase_add_test(core, baseline_found_from_task_and_rollback_dirs);
     tcase_add_test(core, suspect_efficiency_is_flagged);
     tcase_add_test(core, requeue_duplicates_keep_last_and_warmup_after_restart);
     tcase_add_test(core, rollback_checkpoint_choice);
@@ -1228,7 +1281,7 @@ static Suite *gate_suite(void)
     tcase_add_test(core, requeues_by_reason_and_unknown_events);
     tcase_add_test(core, ended_report_from_whatever_exists);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, truncated_line_names_file_and_line);
     tcase_add_test(errors, missing_rank_is_named);
     tcase_add_test(errors, non_number_loss_is_an_error);

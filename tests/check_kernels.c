@@ -27,6 +27,7 @@
 #include "core/util.h"
 #include "kernels/kern_impl.h"
 #include "kernels/kernels.h"
+#include "testutil.h"
 
 #define TOL_DNNL 1e-4
 #define TOL_FD 2e-3
@@ -1453,9 +1454,8 @@ static void print_timings(void)
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_checked_fixture(core, setup, teardown);
-    tcase_set_timeout(core, 300);
     tcase_add_test(core, test_ref_matmul_hand);
     tcase_add_test(core, test_matmul_small_combos);
     tcase_add_loop_test(core, test_matmul_seed_shapes, 0, (int)RZ_ARRAY_LEN(seed_mm));
@@ -1490,9 +1490,8 @@ static Suite *kernels_suite(void)
     tcase_add_test(core, test_layernorm_gelu_xent_deterministic);
     suite_add_tcase(s, core);
 
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_checked_fixture(errors, setup, teardown);
-    tcase_set_timeout(errors, 60);
     tcase_add_test(errors, test_bad_backend_name);
     tcase_add_loop_test(errors, test_bad_matmul_sizes, 0, 2);
     tcase_add_loop_test(errors, test_bad_other_sizes, 0, 2);

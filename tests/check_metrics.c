@@ -269,7 +269,7 @@ END_TEST
 static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_checked_fixture(core, setup, teardown);
     tcase_add_test(core, step_line_has_every_field);
     tcase_add_test(core, summary_in_the_seed_format);
@@ -279,7 +279,7 @@ static Suite *metrics_suite(void)
     tcase_add_test(core, node_textfile_series);
     tcase_add_test(core, textfile_is_written_durably);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, unwritable_directory_is_an_io_error);
     suite_add_tcase(s, errors);
     return s;

@@ -634,9 +634,8 @@ END_TEST
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_checked_fixture(core, setup, teardown);
-    tcase_set_timeout(core, 300);
     tcase_add_test(core, seed_model_size_and_flops);
     tcase_add_test(core, table_is_contiguous_and_named);
     tcase_add_test(core, init_is_deterministic);
@@ -652,7 +651,7 @@ static Suite *model_suite(void)
     tcase_add_test(core, backward_accumulates);
     tcase_add_test(core, grad_ready_hook_covers_every_parameter_once);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_checked_fixture(errors, setup, teardown);
     tcase_add_test(errors, bad_dims_are_refused);
     suite_add_tcase(s, errors);

@@ -192,7 +192,7 @@ END_TEST
 static Suite *optim_suite(void)
 {
     Suite *s = suite_create("optim");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_test(core, adam_two_steps_by_hand);
     tcase_add_test(core, adamw_decoupled_decay);
     tcase_add_test(core, cosine_schedule_values);
@@ -200,7 +200,7 @@ static Suite *optim_suite(void)
     tcase_add_test(core, norm_and_clip);
     tcase_add_test(core, norm_from_shards_is_the_same_bits);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, parse_errors_list_choices);
     suite_add_tcase(s, errors);
     return s;

@@ -177,12 +177,12 @@ END_TEST
 static Suite *plan_suite(void)
 {
     Suite *s = suite_create("plan");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_test(core, seed_model_by_hand);
     tcase_add_test(core, seed_model_zero2_recompute_on_four_ranks);
     tcase_add_test(core, suggestions_in_order_of_cost);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, bad_world_and_sizes);
     suite_add_tcase(s, errors);
     return s;

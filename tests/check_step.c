@@ -1131,7 +1131,7 @@ END_TEST
 static Suite *step_suite(void)
 {
     Suite *s = suite_create("step");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_checked_fixture(core, setup, teardown);
     tcase_add_test(core, scontrol_show_job_is_parsed);
     tcase_add_test(core, the_jobs_own_flags_travel);
@@ -1157,7 +1157,7 @@ static Suite *step_suite(void)
     tcase_add_test(core, a_stop_before_training_requeues_cleanly_then_holds);
     tcase_add_test(core, a_node_that_fails_the_preflight_is_excluded);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_checked_fixture(errors, setup, teardown);
     tcase_add_test(errors, bad_inputs_end_before_srun);
     suite_add_tcase(s, errors);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -278,7 +279,8 @@ START_TEST(recompute_trains_the_same_bits)
 }
 END_TEST
 
-START_TEST(missing_token_file_is_an_io_error)
+/* Bad input, not an I/O error: ryzen-train exits 64 for it, as ryzen-step does before srun. */
+START_TEST(missing_token_file_is_bad_input)
 {
     struct cfg c;
     small_markov(&c);
@@ -286,8 +288,10 @@ START_TEST(missing_token_file_is_an_io_error)
     snprintf(c.data.path, sizeof c.data.path, "/nonexistent/tokens.bin");
     struct train_result r;
     struct rz_err e;
-    ck_assert_int_eq(run(&c, "missing", NULL, &r, &e), RZ_EIO);
+    ck_assert_int_eq(run(&c, "missing", NULL, &r, &e), RZ_EDATA);
+    ck_assert_int_eq(rz_exit_code(e.status), 64);
     ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/tokens.bin"));
+    ck_assert_ptr_nonnull(strstr(e.msg, strerror(ENOENT)));
 }
 END_TEST
 
@@ -440,9 +444,8 @@ END_TEST
 static Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
-    TCase *core = tcase_create("core");
+    TCase *core = rz_test_tcase("core");
     tcase_add_checked_fixture(core, setup, teardown);
-    tcase_set_timeout(core, 300);
     tcase_add_test(core, markov_loss_reaches_the_entropy_floor);
     tcase_add_test(core, same_config_gives_bit_identical_losses);
     tcase_add_test(core, bf16_converges_like_fp32);
@@ -453,10 +456,9 @@ static Suite *train_suite(void)
     tcase_add_test(core, guard_skips_non_finite_and_outliers);
     tcase_add_test(core, guard_stops_after_max_skips_in_the_window);
     suite_add_tcase(s, core);
-    TCase *errors = tcase_create("errors");
+    TCase *errors = rz_test_tcase("errors");
     tcase_add_checked_fixture(errors, setup, teardown);
-    tcase_set_timeout(errors, 120);
-    tcase_add_test(errors, missing_token_file_is_an_io_error);
+    tcase_add_test(errors, missing_token_file_is_bad_input);
     tcase_add_test(errors, unwritable_run_dir_is_an_io_error);
     tcase_add_test(errors, guard_with_one_allowed_skip_stops_at_once);
     suite_add_tcase(s, errors);

@@ -46,6 +46,18 @@ trained_nothing() {
   test -z "$(find "$1" \( -name '*.h5' -o -name '*.jsonl' -o -name summary.json \) 2>/dev/null)"
 }
 
+# bad input is 64 naming the path and the cause, as ryzen-step already refuses it before srun
+# (docs/exit-codes.md); it was 74, an I/O error, for both
+expect "missing tokens file: exit 64 naming the path and the cause" 64 \
+  "tokens file: open '$tmp/none.bin': No such file or directory" -- "$bin" \
+  --config "$src/configs/seed_benchmark.yaml" --set data.kind=tokens --set "data.path=$tmp/none.bin" \
+  --set training.steps=1 --run-dir "$tmp/nodata"
+check "... it trained nothing" trained_nothing "$tmp/nodata"
+expect "a directory as data.path: exit 64 naming it" 64 \
+  "text file: open '$tmp': it is a directory, not a regular file" -- "$bin" \
+  --config "$src/configs/seed_benchmark.yaml" --set data.kind=text --set "data.path=$tmp" \
+  --set training.steps=1 --run-dir "$tmp/dirdata"
+
 # a task that srun started without PMIx (srun --mpi=none) is caught before MPI_Init, which would
 # abort with a message about PMI versions; the preflight still writes health.json
 expect "srun without PMIx: exit 70 naming the fix" 70 "launch check on task 0 .*srun --mpi=pmix" \

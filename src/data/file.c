@@ -128,17 +128,38 @@ static enum rz_status file_map(struct data_file *f, int fd, const char *label, c
     return RZ_OK;
 }
 
+/* Why open(2) failed: a path that names no readable file is bad input (RZ_EDATA, exit 64, as
+ * ryzen-step refuses it before srun); a failing device or exhausted descriptors is I/O (74). */
+static enum rz_status file_open_status(int errnum)
+{
+    switch (errnum) {
+    case ENOENT: case ENOTDIR: case EACCES: case EPERM: case ELOOP: case ENAMETOOLONG:
+    case EISDIR:
+        return RZ_EDATA;
+    default:
+        return RZ_EIO;
+    }
+}
+
+static const char *file_type_name(mode_t mode)
+{
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket"
+         : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" : "not a file";
+}
+
 static enum rz_status file_open_fd(int *fd, struct data_file *f, const char *label,
                                    const char *path, struct rz_err *err)
 {
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
-        return rz_fail(err, RZ_EIO, "%s: open '%s': %s", label, path, strerror(errno));
+        return rz_fail(err, file_open_status(errno), "%s: open '%s': %s", label, path,
+                       strerror(errno));
     struct stat sb;
     if (fstat(*fd, &sb) != 0)
         return rz_fail(err, RZ_EIO, "%s: stat '%s': %s", label, path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
-        return rz_fail(err, RZ_EIO, "%s: open '%s': not a regular file", label, path);
+        return rz_fail(err, RZ_EDATA, "%s: open '%s': it is %s, not a regular file", label, path,
+                       file_type_name(sb.st_mode));
     f->bytes = (size_t)sb.st_size;
     f->n_tokens = f->bytes / f->width;
     return RZ_OK;

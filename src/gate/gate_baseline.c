@@ -102,22 +102,49 @@ static void gate_newest_report(char *out, size_t len, const char *dir)
     closedir(d);
 }
 
+/* The last component of a path without trailing slashes. */
+static const char *gate_last_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash != NULL ? slash + 1 : path;
+}
+
+/* task-<N>: the run directory of one task of a job array (ryzen-step's step_run_dir). */
+static bool gate_is_task_dir(const char *name)
+{
+    return strncmp(name, "task-", 5) == 0 && name[5] != '\0' &&
+           strspn(name + 5, "0123456789") == strlen(name + 5);
+}
+
+/* rollback-<job>: a rollback lineage of a phase. */
+static bool gate_is_rollback_dir(const char *name)
+{
+    return strncmp(name, "rollback-", 9) == 0 && name[9] != '\0';
+}
+
+/* Drop the last component: "/p" becomes "/", a bare name ".". */
+static void gate_parent(char *path, size_t len)
+{
+    char *slash = strrchr(path, '/');
+    if (slash == path)
+        slash[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
+    else
+        rz_fmt(path, len, ".");
+}
+
 void gate_run_root(const char *run_dir, char *root, size_t len)
 {
+    /* RUNROOT/<phase>[/rollback-<job>][/task-<N>], as ryzen-step lays them out (step_run_dir) */
     rz_fmt(root, len, "%s", run_dir);
-    /* RUNROOT/<phase>, or RUNROOT/<phase>/rollback-<job> for a rollback lineage (ryzen-step) */
-    for (int up = 0; up < 2; up++) {
-        char *slash = strrchr(root, '/');
-        bool rollback = slash != NULL && strncmp(slash + 1, "rollback-", 9) == 0;
-        if (slash == root)
-            slash[1] = '\0';
-        else if (slash != NULL)
-            *slash = '\0';
-        else
-            rz_fmt(root, len, ".");
-        if (!rollback)
-            break;
-    }
+    for (size_t n = strlen(root); n > 1 && root[n - 1] == '/'; n--)
+        root[n - 1] = '\0';
+    if (gate_is_task_dir(gate_last_name(root)))
+        gate_parent(root, len);
+    if (gate_is_rollback_dir(gate_last_name(root)))
+        gate_parent(root, len);
+    gate_parent(root, len);
 }
 
 enum rz_status gate_find_baseline(struct gate_input *in, const struct cfg *c, const char *path,

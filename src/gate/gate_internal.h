@@ -36,8 +36,8 @@ bool gate_is_verdict_event(const struct gate_event *e);
 enum rz_status gate_read_events_file(const char *path, struct gate_event **ev, size_t *n,
                                      struct rz_err *err);
 
-/* RUNROOT of a run directory: RUNROOT/<phase>, or RUNROOT/<phase>/rollback-<job> for a rollback
- * lineage (ryzen-step's layout). */
+/* RUNROOT of a run directory: RUNROOT/<phase>, RUNROOT/<phase>/rollback-<job> for a rollback
+ * lineage, RUNROOT/<phase>/task-<N> for a job array's task, or both (ryzen-step's layout). */
 void gate_run_root(const char *run_dir, char *root, size_t len);
 
 /* "lo .. hi" of a phase's predicted throughput, or why there is no range. */

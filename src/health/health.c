@@ -133,6 +133,13 @@ struct health_watchdog {
     int n_times, next_time;
 };
 
+/* What the watchdog found at one look (watchdog_due). */
+struct watchdog_verdict {
+    double median, limit, ran, out;
+    long long step;
+    bool in_commit, out_over;
+};
+
 static void write_heartbeat(struct health_watchdog *w)
 {
     char rec[HB_RECORD];
@@ -216,10 +223,72 @@ static void diagnose(const struct health_watchdog *w, char *out, size_t len)
                  "stuck after it)", best);
 }
 
+static double watchdog_now(const struct health_watchdog *w)
+{
+    return w->opts.clock != NULL ? w->opts.clock(w->opts.clock_ctx) : rz_now();
+}
+
+/* The message of a limit that ran out: what overran, for how long, and who held it up. */
+static void watchdog_message(const struct health_watchdog *w, const struct watchdog_verdict *v,
+                             double frozen, char *msg, size_t len)
+{
+    char behind[1024];
+    if (frozen > 0.0)
+        rz_fmt(behind, sizeof behind, "this rank itself was frozen (stopped or starved) for "
+               "%.1f s", frozen);
+    else
+        diagnose(w, behind, sizeof behind);
+    if (v->out_over) {
+        char what[160]; /* the work out of a step that overran */
+        if (v->in_commit)
+            rz_fmt(what, sizeof what, "the checkpoint commit after step %lld", v->step);
+        else if (v->step < 0)
+            rz_fmt(what, sizeof what, "the start (choosing and loading the checkpoint, the "
+                   "ranks' first agreements, the matmul peak, before step 1)");
+        else
+            rz_fmt(what, sizeof what, "the work after step %lld (its metrics, the ranks' "
+                   "agreement, a validation pass)", v->step);
+        rz_fmt(msg, len, "watchdog: rank %d: %s has run %.1f s, over the limit %g s "
+               "(health.watchdog_checkpoint_s); held up by: %s", w->opts.rank, what, v->out,
+               w->opts.checkpoint_s, behind);
+    } else
+        rz_fmt(msg, len, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
+               "%.1f s = max(%g x median step %.3f s, floor %g s); held up by: %s",
+               w->opts.rank, v->step, v->ran, v->limit, w->opts.factor, v->median,
+               w->opts.floor_s, behind);
+}
+
+/* Whether a limit ran out at `now` (the caller holds w->lock). */
+static bool watchdog_due(const struct health_watchdog *w, double now, struct watchdog_verdict *v)
+{
+    v->median = median_step(w);
+    v->limit = w->opts.factor * v->median > w->opts.floor_s ? w->opts.factor * v->median
+                                                            : w->opts.floor_s;
+    v->ran = now - w->step_start;
+    v->out = now - w->out_start;
+    v->step = (long long)w->step;
+    /* out of a step: the start (step is -1 until the first begins), a commit, or after a step */
+    v->in_commit = w->paused;
+    v->out_over = (v->in_commit || !w->in_step) && w->opts.checkpoint_s > 0 &&
+                  v->out > w->opts.checkpoint_s;
+    return v->out_over || (w->in_step && !v->in_commit && v->ran > v->limit);
+}
+
+bool health_watchdog_poll(struct health_watchdog *w, char *msg, size_t len)
+{
+    struct watchdog_verdict v;
+    pthread_mutex_lock(&w->lock);
+    bool due = watchdog_due(w, watchdog_now(w), &v);
+    pthread_mutex_unlock(&w->lock);
+    if (due && msg != NULL)
+        watchdog_message(w, &v, 0.0, msg, len);
+    return due;
+}
+
 static void *watchdog_main(void *arg)
 {
     struct health_watchdog *w = arg;
-    double last_tick = rz_now();
+    double last_tick = watchdog_now(w);
     for (;;) {
         struct timespec nap = {0, 250 * 1000 * 1000};
         nanosleep(&nap, NULL);
@@ -230,44 +299,17 @@ static void *watchdog_main(void *arg)
         }
         /* A tick that comes seconds late means this whole process was stopped (SIGSTOP, a
          * frozen VM): then it is the one that held the others up, not a victim. */
-        double now = rz_now(), frozen = now - last_tick > HB_STALE_S ? now - last_tick : 0.0;
+        double now = watchdog_now(w), frozen = now - last_tick > HB_STALE_S ? now - last_tick
+                                                                             : 0.0;
         last_tick = now;
         write_heartbeat(w); /* liveness, even while the main thread waits in a collective */
-        double med = median_step(w);
-        double limit = w->opts.factor * med > w->opts.floor_s ? w->opts.factor * med
-                                                              : w->opts.floor_s;
-        double ran = now - w->step_start, out = now - w->out_start, cap = w->opts.checkpoint_s;
-        /* out of a step: the start (step is -1 until the first begins), a commit, or after a
-         * step */
-        bool in_commit = w->paused, out_over = (in_commit || !w->in_step) && cap > 0 && out > cap;
-        bool fire = out_over || (w->in_step && !in_commit && ran > limit);
-        long long step = (long long)w->step;
+        struct watchdog_verdict v;
+        bool fire = watchdog_due(w, now, &v);
         pthread_mutex_unlock(&w->lock);
         if (!fire)
             continue;
-        char behind[1024], msg[1600];
-        if (frozen > 0.0)
-            rz_fmt(behind, sizeof behind, "this rank itself was frozen (stopped or starved) for "
-                   "%.1f s", frozen);
-        else
-            diagnose(w, behind, sizeof behind);
-        if (out_over) {
-            char what[160]; /* the work out of a step that overran */
-            if (in_commit)
-                rz_fmt(what, sizeof what, "the checkpoint commit after step %lld", step);
-            else if (step < 0)
-                rz_fmt(what, sizeof what, "the start (choosing and loading the checkpoint, the "
-                       "ranks' first agreements, the matmul peak, before step 1)");
-            else
-                rz_fmt(what, sizeof what, "the work after step %lld (its metrics, the ranks' "
-                       "agreement, a validation pass)", step);
-            rz_fmt(msg, sizeof msg, "watchdog: rank %d: %s has run %.1f s, over the limit %.0f s "
-                   "(health.watchdog_checkpoint_s); held up by: %s", w->opts.rank, what, out, cap,
-                   behind);
-        } else
-            rz_fmt(msg, sizeof msg, "watchdog: rank %d: step %lld has run %.1f s, over the limit "
-                   "%.1f s = max(%.0f x median step %.3f s, floor %.0f s); held up by: %s",
-                   w->opts.rank, step, ran, limit, w->opts.factor, med, w->opts.floor_s, behind);
+        char msg[1600];
+        watchdog_message(w, &v, frozen, msg, sizeof msg);
         fprintf(stderr, "ryzen-train: %s; exiting %d\n", msg, RZ_EXIT_WATCHDOG);
         fflush(stderr);
         health_exit_record(w->opts.attempt_dir, w->opts.rank, w->opts.host, RZ_EXIT_WATCHDOG,
@@ -301,8 +343,12 @@ enum rz_status health_watchdog_start(struct health_watchdog **out,
         return st;
     }
     w->step = w->sync_step = -1;
-    w->out_start = rz_now(); /* the start is out of a step too: watched from here */
+    w->out_start = watchdog_now(w); /* the start is out of a step too: watched from here */
     write_heartbeat(w);
+    if (opts->no_thread) {
+        *out = w;
+        return RZ_OK;
+    }
     if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
         health_watchdog_stop(w);
         return rz_fail(err, RZ_EHEALTH, "watchdog: cannot start its thread");
@@ -335,7 +381,7 @@ void health_step_begin(struct health_watchdog *w, int64_t step)
     pthread_mutex_lock(&w->lock);
     w->in_step = true;
     w->step = step;
-    w->step_start = rz_now();
+    w->step_start = watchdog_now(w);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -355,7 +401,7 @@ void health_step_end(struct health_watchdog *w, int64_t step, double seconds)
         return;
     pthread_mutex_lock(&w->lock);
     w->in_step = false;
-    w->out_start = rz_now();
+    w->out_start = watchdog_now(w);
     w->step = step;
     w->times[w->next_time] = seconds;
     w->next_time = (w->next_time + 1) % MEDIAN_WINDOW;
@@ -370,7 +416,7 @@ void health_progress(struct health_watchdog *w)
         return;
     pthread_mutex_lock(&w->lock);
     if (!w->in_step && !w->paused)
-        w->out_start = rz_now();
+        w->out_start = watchdog_now(w);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -380,7 +426,7 @@ void health_watchdog_pause(struct health_watchdog *w, int paused)
         return;
     pthread_mutex_lock(&w->lock);
     w->paused = paused != 0;
-    w->out_start = rz_now(); /* the commit, and then what follows it, each a window of its own */
+    w->out_start = watchdog_now(w); /* the commit, and then what follows it, each a window of its own */
     if (!paused)
         w->step_start = w->out_start;
     pthread_mutex_unlock(&w->lock);

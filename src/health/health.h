@@ -15,6 +15,8 @@
 #ifndef RZ_HEALTH_HEALTH_H
 #define RZ_HEALTH_HEALTH_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -50,11 +52,23 @@ struct health_watchdog_opts {
     double checkpoint_s;      /* the start (from the watchdog's own until step 1), a checkpoint
                                * commit, or the work between two steps, may take this long
                                * (0: no limit) */
+    /* The clock every limit is measured on (seconds) and who looks at it.  The product leaves
+     * both zero: rz_now, and a thread that looks every 250 ms.  A test passes a clock it moves
+     * by hand and no_thread, then asks health_watchdog_poll: the verdict then depends on the
+     * times it set, never on how fast or how loaded the machine is. */
+    double (*clock)(void *ctx);
+    void *clock_ctx;
+    bool no_thread;
 };
 
 enum rz_status health_watchdog_start(struct health_watchdog **out,
                                      const struct health_watchdog_opts *opts, struct rz_err *err);
 void health_watchdog_stop(struct health_watchdog *w);
+
+/* Whether a limit has run out now (by opts.clock), and then the message the watchdog thread
+ * prints before it ends the process with 76 (msg may be NULL).  The thread's own test; with
+ * opts.no_thread the caller's, which decides what to do. */
+bool health_watchdog_poll(struct health_watchdog *w, char *msg, size_t len);
 
 /* Phase marks, cheap: a step begins / this rank arrived at the gradient synchronization /
  * the step ended after `seconds` (feeds the median).  Out of a step, opts.checkpoint_s is the
