@@ -195,11 +195,13 @@ ended() {
   fi
 }
 
-# wait_done ID SECONDS: wait until the job has ended for good; prints its state.
+# wait_done ID SECONDS: wait until the job has ended for good; prints its state.  A job that ended
+# more than MinJobAge (300 s) ago is gone from slurmctld: accounting answers for it then.
 wait_done() {
   i=0
   while [ $i -lt $(($2 * 2)) ]; do
     state=$(job_field "$1" JobState)
+    [ -n "$state" ] || state=$(acct "$1" State | cut -d' ' -f1)
     case $state in
       COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|DEADLINE)
         acct_settled "$1" # so that sacct agrees when the caller reads it
