@@ -44,19 +44,19 @@ skip_case() { skipped=$((skipped + 1)); echo "SKIP $1"; }
 # ones too.
 session_kill() { for p in $(ps -o pid= -s "$1" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done; }
 
-# reap PID: wait for the child PID, $bound s at most; $code is its exit status, or 124 (and a
+# reap PID: wait for the child PID, $bound s at most; $jobrc is its exit status, or 124 (and a
 # false return) when its session had to be killed at the deadline.
 reap() {
-  n=0
-  while kill -0 "$1" 2>/dev/null && [ $n -lt $((bound * 10)) ]; do sleep 0.1; n=$((n + 1)); done
+  end=$(($(date +%s) + bound))
+  while kill -0 "$1" 2>/dev/null && [ "$(date +%s)" -lt $end ]; do sleep 0.1; done
   if kill -0 "$1" 2>/dev/null; then
     session_kill "$1"
     wait "$1" 2>/dev/null
-    code=124
+    jobrc=124
     return 1
   fi
   wait "$1"
-  code=$?
+  jobrc=$?
 }
 
 # bounded CMD...: CMD in a session of its own, waited for by reap; its exit status, or 124 with
@@ -64,7 +64,7 @@ reap() {
 bounded() {
   setsid -w "$@" &
   reap $! || echo "bounded: killed after $bound s: $*"
-  return $code
+  return $jobrc
 }
 
 # A small model on Markov data: quick steps, a loss that moves.
@@ -116,14 +116,13 @@ info() { "$ckpt" info "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
 # wait_step DIR ID N: wait until rank 0's metrics reach step N; false if the job ($pid) ended
 # first or $bound s passed.  Callers check it: a step that never came is a failure.
 wait_step() {
-  i=0
-  while [ $i -lt $((bound * 10)) ]; do
+  end=$(($(date +%s) + bound))
+  while [ "$(date +%s)" -lt $end ]; do
     last=$(tail -n 1 "$tmp/$1/metrics/$2/rank-00000.jsonl" 2>/dev/null |
            sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
     [ -n "$last" ] && [ "$last" -ge "$3" ] && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1
-    i=$((i + 1))
   done
   return 1
 }
@@ -131,12 +130,11 @@ wait_step() {
 # wait_line NAME TEXT: wait until the job's output ($tmp/NAME.out) has a line with TEXT; false
 # if the job ($pid) ended first or $bound s passed.
 wait_line() {
-  i=0
-  while [ $i -lt $((bound * 10)) ]; do
+  end=$(($(date +%s) + bound))
+  while [ "$(date +%s)" -lt $end ]; do
     grep -qF -- "$2" "$tmp/$1.out" 2>/dev/null && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1
-    i=$((i + 1))
   done
   return 1
 }
@@ -408,7 +406,7 @@ start() {
 }
 finished() { # finished NAME CODE OUT: reap $pid ($bound s at most); its exit status must be CODE
   if ! reap "$pid"; then bad "$1: still running after $bound s (killed)"; show "$tmp/$3.out"; return; fi
-  if [ "$code" -eq "$2" ]; then ok "$1 (exit $code)"; else bad "$1: exit $code, expected $2"; show "$tmp/$3.out"; fi
+  if [ "$jobrc" -eq "$2" ]; then ok "$1 (exit $jobrc)"; else bad "$1: exit $jobrc, expected $2"; show "$tmp/$3.out"; fi
 }
 long="--set training.steps=100000 --set checkpoint.interval=0"
 # step_of FILE: the step of the last line of a metrics file
@@ -472,8 +470,8 @@ t0=$(date +%s)
 if [ -n "$victim" ]; then kill -9 "$victim"; else session_kill "$pid"; fi
 reap "$pid"
 took=$(($(date +%s) - t0))
-check "kill -9 of rank 1 (pid ${victim:-none}): the job ended in $took s (within $limit s), exit $code" \
-  test -n "$victim" -a "$took" -lt "$limit" -a "$code" -ne 0 -a "$code" -ne 124
+check "kill -9 of rank 1 (pid ${victim:-none}): the job ended in $took s (within $limit s), exit $jobrc" \
+  test -n "$victim" -a "$took" -lt "$limit" -a "$jobrc" -ne 0 -a "$jobrc" -ne 124
 
 start hang "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/hang"
 check "stopped rank: the run reached step 3" wait_step hang hang 3

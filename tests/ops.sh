@@ -34,8 +34,8 @@ session_kill() { for p in $(ps -o pid= -s "$1" 2>/dev/null); do kill -9 "$p" 2>/
 # bounded CMD...: CMD in a session of its own; its exit status, or 124 with a line saying so
 bounded() {
   setsid -w "$@" &
-  bpid=$! n=0
-  while kill -0 "$bpid" 2>/dev/null && [ $n -lt $((bound * 10)) ]; do sleep 0.1; n=$((n + 1)); done
+  bpid=$! end=$(($(date +%s) + bound))
+  while kill -0 "$bpid" 2>/dev/null && [ "$(date +%s)" -lt $end ]; do sleep 0.1; done
   if kill -0 "$bpid" 2>/dev/null; then
     session_kill "$bpid"
     wait "$bpid" 2>/dev/null
