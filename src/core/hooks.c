@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 struct rz_hooks rz_hooks = {.desync_rank = -1, .stop_at_start_rank = -1, .slow_rank = -1,
-                            .slow_factor = 1.0, .hold = {.step = -1, .max_s = 600.0}};
+                            .slow_factor = 1.0, .hold = {.max_s = 600.0}};
 
 static void copy_env(char *out, size_t len, const char *name)
 {
