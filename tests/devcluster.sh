@@ -83,7 +83,7 @@ if grep -q 'already up' "$tmp/out"; then
 fi
 # Only a daemon counts: another suite waiting for the lock has the file open too (seen when two
 # checkouts' suites wait their turn), and holds nothing.
-holders=$(lock_holders "$(cluster_lock_file)" | awk '$2 ~ /^(slurm|munge|mariadb|mysql)/' | paste -sd, -)
+holders=$(lock_holders "$(cluster_lock_file)" | awk '$2 ~ /^(slurmctld|slurmd|slurmdbd|slurmstepd|munged|mariadbd|mysqld)$/' | paste -sd, -)
 check "no daemon inherited the suite's lock${holders:+ (held by: $holders)}" test -z "$holders"
 
 # ---- a second cluster (another state directory) on this one's ports: 'up' refuses before it
