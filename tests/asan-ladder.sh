@@ -111,9 +111,9 @@ field() { grep "\"event\":\"$2\"" "$1" 2>/dev/null | tail -n 1 | sed -n "s/.*\"$
 wait_event() { wait_for "$3" grep -q "\"event\":\"$2\"" "$1"; }
 # need NAME JOB CMD...: a condition that must hold; else JOB's output is shown.
 need() {
-  n=$1 j=$2
+  need_name=$1 need_job=$2 # not n or j: lib.sh's wait_for sets n
   shift 2
-  if "$@"; then ok "$n"; else bad "$n"; show_job "$j"; fi
+  if "$@"; then ok "$need_name"; else bad "$need_name"; show_job "$need_job"; fi
 }
 samples_at() { sed -n "s/^{\"step\":$2,\"samples_seen\":\([0-9]*\),.*/\1/p" "$1"; }
 
