@@ -108,7 +108,6 @@ sets="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2 --
   --set phase1_4proc:gates.throughput_go=1e12 --set phase1_4proc:gates.throughput_no_go=1e12"
 
 field() { grep "\"event\":\"$2\"" "$1" 2>/dev/null | tail -n 1 | sed -n "s/.*\"$3\":\"\([^\"]*\)\".*/\1/p"; }
-wait_event() { wait_for "$3" grep -q "\"event\":\"$2\"" "$1"; }
 # need NAME JOB CMD...: a condition that must hold; else JOB's output is shown.
 need() {
   need_name=$1 need_job=$2 # not n or j: lib.sh's wait_for sets n
@@ -117,15 +116,38 @@ need() {
 }
 samples_at() { sed -n "s/^{\"step\":$2,\"samples_seen\":\([0-9]*\),.*/\1/p" "$1"; }
 
+# no_reports: the last check, also when a stage ended the ladder early.
+no_reports() {
+  echo "# sanitizer reports of every process of the jobs"
+  found=$(reports "$sub"/*.out "$R")
+  check "none: ${found:-no report}" test -z "$found"
+  for f in $found; do
+    echo "---- $f"
+    head -n 30 "$f" | sed 's/^/     | /'
+  done
+}
+# followed JOB: the next stage has a job to follow; else the ladder stops here.
+followed() {
+  [ -n "$1" ] && return 0
+  bad "... no job to follow: the ladder stops here"
+  no_reports
+  finish
+}
+
 b=$(submit_as rzuser -A ml -p batch --time=00:20:00 --mem=2000M "$T/baseline_1proc.sh" $sets)
 echo "# baseline_1proc: job $b"
-need "... promoted phase1_4proc" "$b" wait_event "$R/baseline_1proc/events.jsonl" promote 600
+# Each stage waits for its job to end (a sanitizer report ends it early), then reads its events.
+state=$(wait_done "$b" 600)
+need "... ended ($state) after promoting phase1_4proc" "$b" \
+  grep -q '"event":"promote"' "$R/baseline_1proc/events.jsonl"
 check "... verdict GO" test "$(field "$R/baseline_1proc/events.jsonl" verdict verdict)" = GO
 p=$(field "$R/baseline_1proc/events.jsonl" promote next_job)
 check "... as job '$p'" test -n "$p"
+followed "$p"
 
 echo "# phase1_4proc: job $p, NO-GO by design"
-need "... rolled back" "$p" wait_event "$R/phase1_4proc/events.jsonl" rollback 600
+state=$(wait_done "$p" 600)
+need "... ended ($state) after rolling back" "$p" grep -q '"event":"rollback"' "$R/phase1_4proc/events.jsonl"
 check "... verdict NO-GO" test "$(field "$R/phase1_4proc/events.jsonl" verdict verdict)" = NO-GO
 check "... on 4 ranks" grep -q '"num_processes":4,' "$R/phase1_4proc/summary.json"
 rb=$(field "$R/phase1_4proc/events.jsonl" rollback new_job)
@@ -133,27 +155,19 @@ ck=$(field "$R/phase1_4proc/events.jsonl" rollback checkpoint)
 check "... to baseline_1proc as job '$rb'" test -n "$rb" -a \
   "$(field "$R/phase1_4proc/events.jsonl" rollback to_phase)" = baseline_1proc
 check "... from its last good checkpoint $ck" test "$ck" = "$R/phase1_4proc/checkpoints/step-00000010.h5"
+followed "$rb"
 
 echo "# rollback: job $rb, baseline_1proc on 1 rank from phase1's checkpoint"
 state=$(wait_done "$rb" 600)
 rdir=$R/baseline_1proc/rollback-$p
 need "the rollback job completed ($state $(acct "$rb" ExitCode))" "$rb" test "$(acct "$rb" ExitCode)" = 0:0
 check "... it started from phase1's checkpoint" \
-  test "$(field "$rdir/events.jsonl" rollback_start checkpoint)" = "$ck"
+  test -n "$ck" -a "$(field "$rdir/events.jsonl" rollback_start checkpoint)" = "$ck"
 s10=$(samples_at "$R/phase1_4proc/metrics/$p/rank-00000.jsonl" 10)
 s11=$(samples_at "$rdir/metrics/$rb/rank-00000.jsonl" 11)
 check "... and continued at step 11 with phase1's global batch: samples $s10 -> $s11" \
-  test -n "$s10" -a -n "$s11" -a "$((s11 * 10))" = "$((s10 * 11))"
+  test -n "$s10" -a -n "$s11" -a "$((${s11:-0} * 10))" = "$((${s10:-0} * 11))"
 check "... finished with a report" test -s "$rdir/reports/$rb/report.json"
-wait_done "$p" 60 >/dev/null
-wait_done "$b" 60 >/dev/null
 
-echo "# sanitizer reports of every process of the three jobs"
-found=$(reports "$sub"/*.out "$R")
-check "none: ${found:-no report}" test -z "$found"
-for f in $found; do
-  echo "---- $f"
-  head -n 30 "$f" | sed 's/^/     | /'
-done
-
+no_reports
 finish
