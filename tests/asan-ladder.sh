@@ -50,6 +50,7 @@ leak:libopen-rte.so
 leak:libpmix.so
 leak:libhwloc.so
 leak:libevent
+leak:libprrte.so
 EOF
 chmod 644 "$tmp/lsan.supp"
 export ASAN_OPTIONS="log_path=$S/asan:log_exe_name=1:halt_on_error=1:exitcode=99:detect_leaks=1:fast_unwind_on_malloc=0"
