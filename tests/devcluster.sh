@@ -48,8 +48,8 @@ fi
 cluster_lock
 
 # wait_for SECONDS COMMAND...: poll every 0.2 s until COMMAND succeeds; false on timeout.
-# Every bound below is a hang guard, not a speed: it holds with each node at a quarter of a core
-# (tools/check --slow), where the daemons are slower too; what a wait took is printed where it
+# Every bound below is a hang guard, not a speed: sized to leave room for each node at a quarter
+# of a core (tools/check --slow), where the daemons are slower too; what a wait took is printed where it
 # is a figure worth reading (the requeue's milliseconds).
 wait_for() {
   local limit=$1 i

@@ -34,8 +34,8 @@ ref400=$(run ref400 rzuser $site --exclude=n4 "$P1" $small --set training.steps=
 # A real time limit, checked further down: --time=3 with a 60 s lead, so the warning comes 90 to
 # 120 s into each attempt (Slurm sends it up to 30 s early, measured).  The first attempt holds
 # after step 20 (a checkpoint) until the warning comes (RYZEN_TEST_HOLD, lib.sh), so it is still
-# training then on any machine, however fast; and start-up has 90 s to reach training, which a
-# node at a quarter of a core needs (with --time=1 the warning came during a loaded machine's
+# training then on any machine, however fast; and start-up has 90 s to reach training, room for
+# a node at a quarter of a core (with --time=1 the warning came during a loaded machine's
 # 12 s preflight: two attempts without a checkpoint, then held).  The math stays the reference's.
 j_time=$(RYZEN_TEST_HOLD=20:$(hold_file time) run time rzuser -A ml -p batch --time=3 \
   -w n1 --signal=B:USR2@60 --mem=2000M "$P1" $small --set training.steps=400 --set checkpoint.interval=20)

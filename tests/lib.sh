@@ -239,8 +239,8 @@ wait_for() {
 }
 
 # await NAME SECONDS CMD...: wait_for, counted: a pass, or a failure that says what did not come.
-# SECONDS bounds a hang, never a speed: the suites' bounds hold for a node at a quarter of a core
-# (tools/check --slow), and a test acts on what it waited for only after this said so.
+# SECONDS bounds a hang, never a speed: the suites' bounds are sized to leave room for a node at a
+# quarter of a core (tools/check --slow), and a test acts on what it waited for only after this said so.
 await() {
   aname=$1 asecs=$2
   shift 2
