@@ -96,20 +96,6 @@ START_TEST(json_fixed_keeps_unix_time_precision)
 }
 END_TEST
 
-START_TEST(sumsq_lanes_and_tail)
-{
-    float x[19];
-    double want = 0;
-    for (int i = 0; i < 19; i++) {
-        x[i] = 0.5f * (float)(i - 9); /* exact in binary: the sum is exact */
-        want += (double)x[i] * (double)x[i];
-    }
-    ck_assert(rz_sumsq(x, 19) == want);
-    ck_assert(rz_sumsq(x, 0) == 0.0);
-    ck_assert(rz_sumsq(x + 16, 3) == 3.5 * 3.5 + 4.0 * 4.0 + 4.5 * 4.5);
-}
-END_TEST
-
 /* Shards cover [0, n) in order without overlap, start at multiples of the alignment, and are
  * as even as that allows; tiny buffers leave later shards empty. */
 START_TEST(shards_partition_the_buffer)
@@ -473,7 +459,6 @@ static Suite *core_suite(void)
     tcase_add_test(core, json_fixed_keeps_unix_time_precision);
     tcase_add_test(core, rng_is_a_pure_function);
     tcase_add_test(core, shards_partition_the_buffer);
-    tcase_add_test(core, sumsq_lanes_and_tail);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);
     tcase_add_test(core, malloc_tune);

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "core/isa.h"
 #include "optim/optim.h"
+#include "optim/optim_rows.h"
 #include "testutil.h"
 
 static struct optim_opts base_opts(void)
@@ -88,11 +90,13 @@ START_TEST(cosine_schedule_values)
 }
 END_TEST
 
-/* optim_step runs as an AVX-512, AVX2 or baseline clone (RZ_SIMD_CLONES): whichever runs, its
- * bits must equal this plain scalar loop in the documented order, for a length that leaves a
- * remainder after whole vectors, over several steps with L2 decay on. */
+/* optim_step runs at every vector level the CPU has (_i, optim_rows.c): at each, its bits must
+ * equal this plain scalar loop in the documented order, for a length that leaves a remainder
+ * after whole vectors, over several steps with L2 decay on. */
 START_TEST(vector_step_matches_scalar_bits)
 {
+    rz_isa_set((enum rz_isa)_i);
+    ck_assert_str_eq(optim_isa(), rz_isa_name((enum rz_isa)_i));
     enum { N = 1000 + 13, STEPS = 3 };
     struct optim_opts o = base_opts();
     o.weight_decay = 0.01;
@@ -130,6 +134,7 @@ END_TEST
 
 START_TEST(norm_and_clip)
 {
+    rz_isa_set((enum rz_isa)_i);
     float g[3] = {3.0f, 4.0f, 0.0f};
     double n = optim_grad_norm(g, 3);
     ck_assert_double_eq_tol(n, 5.0, 1e-12);
@@ -145,6 +150,7 @@ END_TEST
  * (ZeRO shards at multiples of the block), and whole-buffer optim_grad_norm agrees with it. */
 START_TEST(norm_from_shards_is_the_same_bits)
 {
+    rz_isa_set((enum rz_isa)_i);
     enum { N = 5 * OPTIM_NORM_BLOCK + 123 };
     float *g = malloc(N * sizeof *g);
     for (size_t i = 0; i < N; i++)
@@ -174,6 +180,29 @@ START_TEST(norm_from_shards_is_the_same_bits)
 }
 END_TEST
 
+/* The sum of squares at each level (_i): eight double lanes, the tail into lane 0; on values
+ * whose squares add exactly, the exact sum. */
+START_TEST(sumsq_lanes_and_tail)
+{
+    rz_isa_set((enum rz_isa)_i);
+    float x[19];
+    double want = 0;
+    for (int i = 0; i < 19; i++) {
+        x[i] = 0.5f * (float)(i - 9); /* exact in binary: the sum is exact */
+        want += (double)x[i] * (double)x[i];
+    }
+    ck_assert(optim_sumsq(x, 19) == want);
+    ck_assert(optim_sumsq(x, 0) == 0.0);
+    ck_assert(optim_sumsq(x + 16, 3) == 3.5 * 3.5 + 4.0 * 4.0 + 4.5 * 4.5);
+    /* lane order: a sum that rounds differs by order; every level gives the baseline's bits */
+    enum { N = 1000 + 5 };
+    static float y[N];
+    for (int i = 0; i < N; i++)
+        y[i] = (float)sin(i * 0.7) * (float)(1 + i % 29);
+    ck_assert(optim_sumsq(y, N) == optim_rows_baseline.sumsq(y, N));
+}
+END_TEST
+
 START_TEST(parse_errors_list_choices)
 {
     struct rz_err e;
@@ -196,9 +225,12 @@ static Suite *optim_suite(void)
     tcase_add_test(core, adam_two_steps_by_hand);
     tcase_add_test(core, adamw_decoupled_decay);
     tcase_add_test(core, cosine_schedule_values);
-    tcase_add_test(core, vector_step_matches_scalar_bits);
-    tcase_add_test(core, norm_and_clip);
-    tcase_add_test(core, norm_from_shards_is_the_same_bits);
+    /* the levels this CPU runs (core/isa.h) */
+    int levels = (int)rz_isa_detect() + 1;
+    tcase_add_loop_test(core, vector_step_matches_scalar_bits, 0, levels);
+    tcase_add_loop_test(core, norm_and_clip, 0, levels);
+    tcase_add_loop_test(core, norm_from_shards_is_the_same_bits, 0, levels);
+    tcase_add_loop_test(core, sumsq_lanes_and_tail, 0, levels);
     suite_add_tcase(s, core);
     TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, parse_errors_list_choices);

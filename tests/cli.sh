@@ -71,20 +71,47 @@ expect "... also when training" 70 "srun --mpi=pmix" -- env -u PMIX_RANK -u OMPI
   --run-dir "$tmp/nopmix-train"
 check "... which saved and measured nothing" trained_nothing "$tmp/nopmix-train"
 
-# bf16 where oneDNN cannot run it natively (here: oneDNN capped at AVX2) is refused at start,
-# naming the missing ISA, never run through oneDNN's slow emulation
+# bf16 where oneDNN cannot run it natively (here: every kernel capped at AVX2) is refused at
+# start, naming the missing ISA, never run through oneDNN's slow emulation
 expect "bf16 without avx512_bf16/amx_bf16: exit 64 naming the ISA" 64 \
-  "training.precision bf16 needs a CPU with avx512_bf16 or amx_bf16" -- env ONEDNN_MAX_CPU_ISA=AVX2 \
+  "training.precision bf16 needs a CPU with avx512_bf16 or amx_bf16" -- env RYZEN_ISA=avx2 \
   "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.precision=bf16 \
   --set training.steps=1 --run-dir "$tmp/bf16"
 check "... before training anything" trained_nothing "$tmp/bf16"
 
-# oneDNN at AVX2 (as on a Zen 2 or 3): the weight gradients run on BLIS (kern_blis.c), which the
-# banner names; BLIS_ARCH_TYPE=3 pins its haswell kernels, which every AVX2 CPU runs
-expect "AVX2: weight gradients on BLIS, named in the banner" 0 \
-  "kernels dnnl \(avx2; weight gradients: BLIS haswell\)" -- env ONEDNN_MAX_CPU_ISA=AVX2 \
-  BLIS_ARCH_TYPE=3 "$bin" --config "$src/configs/seed_benchmark.yaml" --set training.steps=2 \
-  --run-dir "$tmp/avx2"
+# RYZEN_ISA caps every kernel family at once (kern_isa_cap): oneDNN, libxsmm, BLIS, our row
+# kernels and the optimizer, and the banner and --profile name what each one runs.  At AVX2 the
+# weight gradients go to BLIS; below an AVX-512 CPU's own level it runs its haswell kernels (on
+# an AVX2 CPU, BLIS's own choice for it).
+isa_run="--config $src/configs/seed_benchmark.yaml --set training.steps=4
+  --set training.warmup_bench=1 --profile"
+expect "RYZEN_ISA=avx2: oneDNN, row kernels and optimizer at AVX2, in the banner" 0 \
+  "kernels dnnl \(avx2; weight gradients: BLIS [a-z0-9]+\), row kernels avx2, optimizer avx2" \
+  -- env RYZEN_ISA=avx2 "$bin" $isa_run --run-dir "$tmp/avx2"
+check "... and in --profile's header" \
+  grep -Eq "ISA: matmuls avx2; weight gradients: BLIS [a-z0-9]+, row kernels avx2, optimizer avx2:" \
+  "$tmp/out"
+if grep -m1 '^flags' /proc/cpuinfo | grep -qw avx512f; then
+  check "... BLIS on its haswell kernels below this AVX-512 CPU" \
+    grep -q "weight gradients: BLIS haswell" "$tmp/out"
+fi
+expect "RYZEN_ISA=baseline: oneDNN at SSE4.1, row kernels and optimizer at the baseline" 0 \
+  "kernels dnnl \(sse41\), row kernels baseline, optimizer baseline" \
+  -- env RYZEN_ISA=baseline "$bin" $isa_run --run-dir "$tmp/baseline"
+native=avx2
+grep -m1 '^flags' /proc/cpuinfo | grep -qw avx512f && native=avx512
+expect "RYZEN_ISA unset: the CPU's own level ($native)" 0 \
+  "row kernels $native, optimizer $native" -- env -u RYZEN_ISA "$bin" $isa_run \
+  --run-dir "$tmp/native"
+expect "RYZEN_ISA with an unknown level: exit 64 naming the variable and the choices" 64 \
+  "RYZEN_ISA=avx3: unknown level \(native, avx512, avx2 or baseline\)" \
+  -- env RYZEN_ISA=avx3 "$bin" $isa_run --run-dir "$tmp/avx3"
+check "... before training anything" trained_nothing "$tmp/avx3"
+if [ "$native" = avx2 ]; then
+  expect "RYZEN_ISA above the CPU's level: exit 64, never a proxy claim" 64 \
+    "RYZEN_ISA=avx512: this CPU runs at most avx2" -- env RYZEN_ISA=avx512 "$bin" $isa_run \
+    --run-dir "$tmp/avx512"
+fi
 
 # token ids >= vocab are refused, naming the file and offset
 printf '\001\000\377\177' >"$tmp/tokens.bin"

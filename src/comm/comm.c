@@ -14,6 +14,7 @@
 
 #include "core/cli.h"
 #include "core/util.h"
+#include "optim/optim.h"
 
 #define COMM_MAX_BUCKETS 4096
 
@@ -303,7 +304,7 @@ void comm_grads_ready(struct comm *c, size_t offset, size_t count, float *data)
         return;
     }
     if (c->local_norm)
-        c->local_sumsq += rz_sumsq(data, count);
+        c->local_sumsq += optim_sumsq(data, count);
     c->reported += count;
     if (c->sharded)
         reduce_scatter_range(c, offset, count, data);
@@ -454,7 +455,7 @@ enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *loca
         }
     }
     if (c->reported == 0 && c->local_norm && !c->sharded)
-        c->local_sumsq = rz_sumsq(c->g, c->n);
+        c->local_sumsq = optim_sumsq(c->g, c->n);
     if (c->failed)
         st = rz_fail(err, RZ_EHANG, "comm: %s", c->failure);
 cleanup:

@@ -22,20 +22,6 @@ void rz_fmt(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-RZ_SIMD_CLONES double rz_sumsq(const float *x, size_t n)
-{
-    /* Eight independent lanes, combined in a fixed order at the end: the compiler vectorizes
-     * this without reassociating anything, so every run gives the same bits (no -ffast-math). */
-    double lane[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++)
-            lane[k] += (double)x[i + (size_t)k] * (double)x[i + (size_t)k];
-    for (; i < n; i++)
-        lane[0] += (double)x[i] * (double)x[i];
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
 void rz_shard(size_t n, int parts, int index, size_t align, size_t *lo, size_t *hi)
 {
     size_t units = (n + align - 1) / align; /* whole alignment units, the last may be short */

@@ -10,13 +10,6 @@
 
 #include "core/status.h"
 
-/* For the hot elementwise loops outside the oneDNN kernels (optimizer, bias and residual
- * gradients, embeddings, norms): GCC builds one clone per ISA and the loader picks one per
- * machine.  Every element gets the same operations in the same order in every clone (ISO C mode
- * does not contract a*b+c into an FMA), so the results do not depend on which clone runs.  The
- * loops themselves carry `#pragma omp simd`, since -O2's cost model would not vectorize them. */
-#define RZ_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-
 /* Seconds from an arbitrary fixed point (CLOCK_MONOTONIC). */
 double rz_now(void);
 
@@ -55,8 +48,6 @@ enum rz_status rz_mkdirs(const char *path, struct rz_err *err);
 /* Read a whole file into a NUL-terminated heap buffer (*out, caller frees). */
 enum rz_status rz_read_file(const char *path, char **out, size_t *len, struct rz_err *err);
 
-/* Sum of squares of x (n) in double, in a fixed order (deterministic) that vectorizes. */
-double rz_sumsq(const float *x, size_t n);
 
 /* Part `index` of `parts` of a buffer of n elements: [*lo, *hi).  Boundaries are multiples of
  * `align` (except the end, n), as even as that allows; later parts may be empty when n is small.

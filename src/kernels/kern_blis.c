@@ -15,6 +15,11 @@
  * neither), and batches. */
 #include "config.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include <omp.h>
 
 #include <blis.h>
@@ -34,7 +39,26 @@ static arch_t blis_arch(void)
  * GFLOP/s): oneDNN's slow form is still faster than that. */
 bool kern_blis_usable(void)
 {
-    return blis_arch() != BLIS_ARCH_GENERIC;
+    return rz_isa_active() >= RZ_ISA_AVX2 && blis_arch() != BLIS_ARCH_GENERIC;
+}
+
+/* BLIS has no call that picks its kernel set, only BLIS_ARCH_TYPE, read once at its first
+ * initialization: so the cap sets it before any BLIS call, and reads back what BLIS chose.  An
+ * AVX2 cap on an AVX-512 CPU pins the haswell kernels, which every AVX2 CPU runs; at the
+ * baseline BLIS is not used at all (kern_blis_usable). */
+enum rz_status kern_blis_cap(enum rz_isa cap, struct rz_err *err)
+{
+    if (cap < RZ_ISA_AVX2)
+        return RZ_OK;
+    char id[16];
+    snprintf(id, sizeof id, "%d", (int)BLIS_ARCH_HASWELL);
+    if (setenv("BLIS_ARCH_TYPE", id, 1) != 0)
+        return rz_fail(err, RZ_EBACKEND, "RYZEN_ISA: setting BLIS_ARCH_TYPE=%s: %s", id,
+                       strerror(errno));
+    if (blis_arch() != BLIS_ARCH_HASWELL)
+        return rz_fail(err, RZ_EBACKEND, "RYZEN_ISA: capping BLIS at its haswell kernels: it "
+                       "runs %s (was BLIS used before the cap?)", kern_blis_arch());
+    return RZ_OK;
 }
 
 bool kern_blis_takes(const struct kern_matmul_desc *d, bool avx512)

@@ -18,6 +18,7 @@
 
 #include "core/util.h"
 #include "kernels/kern_impl.h"
+#include "kernels/kern_rows.h"
 
 /* ---- validation ---------------------------------------------------------------------------- */
 
@@ -80,6 +81,24 @@ enum rz_status kern_backend_parse(const char *name, enum kern_backend *out, stru
     }
     return rz_fail(err, RZ_ECONFIG, "kernel backend: unknown name '%s' (choices: ref, dnnl)",
                    name != NULL ? name : "(null)");
+}
+
+enum rz_status kern_isa_cap(enum rz_isa cap, struct rz_err *err)
+{
+    rz_isa_set(cap);
+    if (cap >= rz_isa_detect())
+        return RZ_OK; /* the CPU's own level: the libraries choose as they would */
+    enum rz_status st = kern_dnnl_cap(cap, err);
+    if (st == RZ_OK)
+        st = kern_xsmm_cap(cap, err);
+    if (st == RZ_OK)
+        st = kern_blis_cap(cap, err);
+    return st;
+}
+
+const char *kern_rows_isa(void)
+{
+    return rz_isa_name(kern_rows_active()->isa);
 }
 
 enum rz_status kern_ctx_create(struct kern_ctx **out, enum kern_backend backend, struct rz_err *err)

@@ -113,6 +113,15 @@ static void ctx_fini(struct kern_ctx *ctx)
     ctx->impl = NULL;
 }
 
+enum rz_status kern_dnnl_cap(enum rz_isa cap, struct rz_err *err)
+{
+    const char *what = "RYZEN_ISA: capping oneDNN";
+    enum rz_status st = RZ_OK;
+    DNNL_CHECK(dnnl_set_max_cpu_isa(cap >= RZ_ISA_AVX2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_sse41));
+cleanup:
+    return st;
+}
+
 /* oneDNN runs AVX-512 (its ISA values are nested bit masks) */
 static bool runs_avx512(void)
 {

@@ -109,6 +109,11 @@ struct kern_ops {
 extern const struct kern_ops kern_ref_ops;  /* kern_ref.c */
 extern const struct kern_ops kern_dnnl_ops; /* kern_dnnl.c */
 
+/* kern_isa_cap's part in each library's file: cap is below the CPU's own level. */
+enum rz_status kern_dnnl_cap(enum rz_isa cap, struct rz_err *err);
+enum rz_status kern_xsmm_cap(enum rz_isa cap, struct rz_err *err);
+enum rz_status kern_blis_cap(enum rz_isa cap, struct rz_err *err);
+
 /* ---- the oneDNN backend's attention: libxsmm's JIT kernels for its tile matmuls (kern_xsmm.c,
  * the only file that includes libxsmm.h), with the signatures of kernels.h -------------------- */
 enum rz_status kern_xsmm_attention_init(struct kern_attention *op, struct rz_err *err);
@@ -124,7 +129,8 @@ void kern_xsmm_attention_backward(struct kern_attention *op, float *dqkv, const 
  * (avx512) or not: the weight gradients' form (trans_a, no bias, alpha 1, one batch) below
  * AVX-512, where BLIS has kernels for the CPU (not its generic C ones). */
 bool kern_blis_takes(const struct kern_matmul_desc *d, bool avx512);
-/* Whether BLIS has kernels for this CPU (not only its generic C ones). */
+/* Whether BLIS has kernels for this CPU (not only its generic C ones) and the process's level is
+ * AVX2 or above. */
 bool kern_blis_usable(void);
 /* BLIS's kernel set on this CPU ("haswell", "zen3", "skx", "generic", ...). */
 const char *kern_blis_arch(void);

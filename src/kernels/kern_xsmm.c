@@ -157,6 +157,21 @@ static enum rz_status dispatch_all(struct kern_attention *op, struct xsmm_attn *
     return RZ_OK;
 }
 
+/* libxsmm's JIT target for a level below the CPU's: its set call returns nothing, so the target
+ * is read back. */
+enum rz_status kern_xsmm_cap(enum rz_isa cap, struct rz_err *err)
+{
+    const char *arch = cap >= RZ_ISA_AVX2 ? "hsw" : "wsm";
+    int want = cap >= RZ_ISA_AVX2 ? LIBXSMM_X86_AVX2 : LIBXSMM_X86_SSE4;
+    libxsmm_init();
+    libxsmm_set_target_arch(arch);
+    int got = libxsmm_get_target_archid();
+    if (got != want)
+        return rz_fail(err, RZ_EBACKEND, "RYZEN_ISA: capping libxsmm at %s: its target is %d "
+                       "(libxsmm_cpuid.h), not %d", arch, got, want);
+    return RZ_OK;
+}
+
 enum rz_status kern_xsmm_attention_init(struct kern_attention *op, struct rz_err *err)
 {
     if (op->tile == 0)

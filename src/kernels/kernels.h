@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/isa.h"
 #include "core/status.h"
 
 enum kern_backend { KERN_REF, KERN_DNNL };
@@ -58,6 +59,23 @@ struct kern_profile {
     int64_t unlisted_calls;
 };
 void kern_ctx_profile(struct kern_ctx *ctx, struct kern_profile *profile);
+
+/* ---- vector level ---------------------------------------------------------------------------
+ * Our row kernels and optimizer run one vector level per process (core/isa.h): the CPU's best
+ * unless main caps it.  kern_isa_cap caps every kernel together, once, before the first
+ * context: our own loops (rz_isa_set), oneDNN (dnnl_set_max_cpu_isa: avx2, or sse41 for the
+ * baseline), libxsmm (its JIT target: hsw, or wsm) and BLIS (BLIS_ARCH_TYPE=haswell below an
+ * AVX-512 CPU; none at all at the baseline, where oneDNN takes the weight gradients).  A cap at
+ * the CPU's own level leaves the libraries alone (and their own environment variables with
+ * them).  So `RYZEN_ISA=avx2` on an AVX-512 CPU runs the instruction set of an AVX2 CPU in
+ * every kernel: an exact proxy in instructions, though not in clocks, caches or memory. */
+enum rz_status kern_isa_cap(enum rz_isa cap, struct rz_err *err);
+/* The level our row kernels run ("avx512", "avx2", "baseline"). */
+const char *kern_rows_isa(void);
+
+/* y (n) = a + b and y += x: the residual and embedding adds, on our row kernels' level. */
+void kern_add(float *y, const float *a, const float *b, int64_t n);
+void kern_acc(float *y, const float *x, int64_t n);
 
 /* ---- bfloat16 ------------------------------------------------------------------------------
  * bf16 is the upper half of an fp32: sign, 8 exponent bits, 7 mantissa bits.  Matmuls with

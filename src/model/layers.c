@@ -13,22 +13,6 @@
 #include "core/rng.h"
 #include "core/util.h"
 
-/* ---- elementwise ---------------------------------------------------------------------------- */
-
-RZ_SIMD_CLONES void vec_add(float *y, const float *a, const float *b, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        y[i] = a[i] + b[i];
-}
-
-RZ_SIMD_CLONES void vec_acc(float *y, const float *x, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        y[i] += x[i];
-}
-
 /* ---- linear ----------------------------------------------------------------------------------- */
 
 enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows, int64_t in,
@@ -118,7 +102,7 @@ void embedding_forward(float *x, const int32_t *tokens, const float *wte, const 
 {
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++)
-            vec_add(x + (b * T + t) * C, wte + (int64_t)tokens[b * T + t] * C, wpe + t * C, C);
+            kern_add(x + (b * T + t) * C, wte + (int64_t)tokens[b * T + t] * C, wpe + t * C, C);
 }
 
 void embedding_backward(float *dwte, float *dwpe, const float *dx, const int32_t *tokens,
@@ -127,7 +111,7 @@ void embedding_backward(float *dwte, float *dwpe, const float *dx, const int32_t
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++) {
             const float *g = dx + (b * T + t) * C;
-            vec_acc(dwte + (int64_t)tokens[b * T + t] * C, g, C);
-            vec_acc(dwpe + t * C, g, C);
+            kern_acc(dwte + (int64_t)tokens[b * T + t] * C, g, C);
+            kern_acc(dwpe + t * C, g, C);
         }
 }

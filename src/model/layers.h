@@ -60,8 +60,5 @@ void dropout_forward(float *y, const float *x, const struct dropout_site *s, int
 void dropout_backward(float *dx, const float *dy, const struct dropout_site *s, int64_t B,
                       int64_t T, int64_t C);
 
-/* ---- small elementwise helpers -------------------------------------------------------------- */
-void vec_add(float *y, const float *a, const float *b, int64_t n);   /* y = a + b */
-void vec_acc(float *y, const float *x, int64_t n);                   /* y += x */
 
 #endif

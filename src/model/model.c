@@ -725,7 +725,7 @@ static void block_forward(struct model *m, const struct layer_params *p, struct 
     linear_forward(&m->proj, s->tmp, mm_round(m, a->atty_h, a->atty, NC),
                    mm_weight(m, p->proj_w), p->proj_b);
     drop_forward(m, s->tmp, l, DROP_ATTN);
-    vec_add(a->x2, a->x, s->tmp, NC);
+    kern_add(a->x2, a->x, s->tmp, NC);
     kern_layernorm_forward(m->ln, mm_saved(m, a->ln2_h, a->ln2), a->ln2_mean, a->ln2_var, a->x2,
                            p->ln2_w, p->ln2_b);
     linear_forward(&m->fc, a->fc, mm_saved(m, a->ln2_h, a->ln2), mm_weight(m, p->fc_w), p->fc_b);
@@ -735,7 +735,7 @@ static void block_forward(struct model *m, const struct layer_params *p, struct 
     linear_forward(&m->fc2, s->tmp, mm_saved(m, a->fcg_h, a->fcg), mm_weight(m, p->fc2_w),
                    p->fc2_b);
     drop_forward(m, s->tmp, l, DROP_MLP);
-    vec_add(x_next, a->x2, s->tmp, NC);
+    kern_add(x_next, a->x2, s->tmp, NC);
 }
 
 float model_forward(struct model *m, const int32_t *inputs, const int32_t *targets)

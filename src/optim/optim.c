@@ -1,6 +1,6 @@
 /* optim.c: Adam(W), learning-rate schedule and gradient clipping (see optim.h).  No fused or
- * multi-tensor tricks: the update is one pass over the flat buffer, which the compiler
- * vectorizes.  No state beyond the moments and the step count (both checkpointed). */
+ * multi-tensor tricks: the update is one pass over the flat buffer, on the process's vector
+ * level (optim_rows.c).  No state beyond the moments and the step count (both checkpointed). */
 #include "config.h"
 
 #include "optim/optim.h"
@@ -10,6 +10,31 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "optim/optim_rows.h"
+
+const struct optim_rows *optim_rows_for(enum rz_isa isa)
+{
+    switch (isa) {
+    case RZ_ISA_AVX512: return &optim_rows_avx512;
+    case RZ_ISA_AVX2: return &optim_rows_avx2;
+    default: return &optim_rows_baseline;
+    }
+}
+
+const struct optim_rows *optim_rows_active(void)
+{
+    return optim_rows_for(rz_isa_active());
+}
+
+double optim_sumsq(const float *x, size_t n)
+{
+    return optim_rows_active()->sumsq(x, n);
+}
+
+const char *optim_isa(void)
+{
+    return rz_isa_name(optim_rows_active()->isa);
+}
 
 enum rz_status optim_kind_parse(const char *name, enum optim_kind *out, struct rz_err *err)
 {
@@ -87,9 +112,10 @@ size_t optim_norm_blocks(size_t n)
 
 void optim_block_sumsq(double *blocks, const float *g, size_t lo, size_t hi)
 {
+    const struct optim_rows *rows = optim_rows_active();
     for (size_t a = lo; a < hi; a += OPTIM_NORM_BLOCK) {
         size_t len = hi - a < OPTIM_NORM_BLOCK ? hi - a : OPTIM_NORM_BLOCK;
-        blocks[a / OPTIM_NORM_BLOCK] = rz_sumsq(g + (a - lo), len);
+        blocks[a / OPTIM_NORM_BLOCK] = rows->sumsq(g + (a - lo), len);
     }
 }
 
@@ -103,42 +129,37 @@ double optim_norm_of_blocks(const double *blocks, size_t nblocks)
 
 double optim_grad_norm(const float *g, size_t n)
 {
+    const struct optim_rows *rows = optim_rows_active();
     double total = 0.0; /* the block sums of optim_norm_of_blocks, added in the same order */
     for (size_t a = 0; a < n; a += OPTIM_NORM_BLOCK)
-        total += rz_sumsq(g + a, n - a < OPTIM_NORM_BLOCK ? n - a : OPTIM_NORM_BLOCK);
+        total += rows->sumsq(g + a, n - a < OPTIM_NORM_BLOCK ? n - a : OPTIM_NORM_BLOCK);
     return sqrt(total);
 }
 
-RZ_SIMD_CLONES float optim_clip(float *g, size_t n, double norm, double max_norm)
+float optim_clip(float *g, size_t n, double norm, double max_norm)
 {
     if (max_norm <= 0.0 || !(norm > max_norm))
         return 1.0f;
     float scale = (float)(max_norm / (norm + 1e-6));
-#pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        g[i] *= scale;
+    optim_rows_active()->scale(g, n, scale);
     return scale;
 }
 
-RZ_SIMD_CLONES void optim_step(struct optim *o, float *params, const float *g, double lr)
+void optim_step(struct optim *o, float *params, const float *g, double lr)
 {
     const struct optim_opts *p = &o->opts;
     o->t++;
-    float b1 = (float)p->beta1, b2 = (float)p->beta2, eps = (float)p->eps;
-    float wd = (float)p->weight_decay;
     /* Bias corrections folded into the step size (Kingma & Ba, end of section 2). */
     double c1 = 1.0 - pow(p->beta1, (double)o->t);
     double c2 = 1.0 - pow(p->beta2, (double)o->t);
-    float step = (float)(lr / c1);
-    float rc2 = (float)(1.0 / sqrt(c2));
-    float decay = p->kind == OPTIM_ADAMW ? (float)(1.0 - lr * p->weight_decay) : 1.0f;
-    float l2 = p->kind == OPTIM_ADAM ? wd : 0.0f;
-    float *m = o->m, *v = o->v;
-#pragma omp simd
-    for (size_t i = 0; i < o->n; i++) {
-        float gi = g[i] + l2 * params[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * gi;
-        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-        params[i] = decay * params[i] - step * m[i] / (sqrtf(v[i]) * rc2 + eps);
-    }
+    struct optim_rows_step c = {
+        .b1 = (float)p->beta1,
+        .b2 = (float)p->beta2,
+        .eps = (float)p->eps,
+        .step = (float)(lr / c1),
+        .rc2 = (float)(1.0 / sqrt(c2)),
+        .decay = p->kind == OPTIM_ADAMW ? (float)(1.0 - lr * p->weight_decay) : 1.0f,
+        .l2 = p->kind == OPTIM_ADAM ? (float)p->weight_decay : 0.0f,
+    };
+    optim_rows_active()->adam(&c, params, o->m, o->v, g, o->n);
 }

@@ -49,7 +49,7 @@ void optim_destroy(struct optim *o);
 double optim_lr_at(const struct optim_opts *opts, int64_t step);
 
 /* Global L2 norm, also with sharded gradients (ZeRO): the sums of squares of fixed blocks of
- * OPTIM_NORM_BLOCK floats of the flat buffer, each in double (rz_sumsq), added in block order.
+ * OPTIM_NORM_BLOCK floats of the flat buffer, each in double (optim_rows.h), added in block order.
  * Shard boundaries are multiples of the block (train.c), so a rank that holds some blocks and a
  * rank that holds all of them add the same block sums in the same order: the norm, and so the
  * clipping, is the same bits at every world size and ZeRO stage for the same gradients. */
@@ -69,5 +69,12 @@ float optim_clip(float *g, size_t n, double norm, double max_norm);
 
 /* One update of params (n) with gradients g at learning rate lr. */
 void optim_step(struct optim *o, float *params, const float *g, double lr);
+
+/* Sum of x^2 (n) in double, in eight lanes folded in one fixed order, on the process's level: the
+ * block sums of the norm, and comm.c's per-rank sum of squares. */
+double optim_sumsq(const float *x, size_t n);
+
+/* The vector level the optimizer's loops run ("avx512", "avx2", "baseline"). */
+const char *optim_isa(void);
 
 #endif

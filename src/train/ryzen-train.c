@@ -16,9 +16,11 @@
 #include "config/config.h"
 #include "core/cli.h"
 #include "core/hooks.h"
+#include "core/isa.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "health/health.h"
+#include "kernels/kernels.h"
 #include "plan/plan.h"
 #include "train/preflight.h"
 #include "train/train.h"
@@ -51,6 +53,7 @@ struct env {
     char submit_dir[2048];    /* SLURM_SUBMIT_DIR */
     char run_id[128];         /* RYZEN_RUN_ID, else SLURM_JOB_ID */
     char attempt_dir[2048];   /* RYZEN_ATTEMPT_DIR: where this rank leaves its exit record */
+    char isa[32];             /* RYZEN_ISA: the vector level cap (kern_isa_cap), "" native */
 };
 
 static const char *env_get(const char *name)
@@ -77,6 +80,15 @@ static void env_read(struct env *e)
     const char *id = env_get("RYZEN_RUN_ID");
     rz_fmt(e->run_id, sizeof e->run_id, "%s", id[0] ? id : env_get("SLURM_JOB_ID"));
     rz_fmt(e->attempt_dir, sizeof e->attempt_dir, "%s", env_get("RYZEN_ATTEMPT_DIR"));
+    rz_fmt(e->isa, sizeof e->isa, "%s", env_get("RYZEN_ISA"));
+}
+
+/* RYZEN_ISA: every kernel's vector level, capped before the first one runs. */
+static enum rz_status isa_cap(const struct env *e, struct rz_err *err)
+{
+    enum rz_isa cap;
+    enum rz_status st = rz_isa_parse(e->isa[0] ? e->isa : "native", "RYZEN_ISA", &cap, err);
+    return st == RZ_OK ? kern_isa_cap(cap, err) : st;
 }
 
 static void usage(FILE *f)
@@ -117,6 +129,8 @@ static void usage(FILE *f)
           "Metrics go to RUN_DIR/metrics/<run-id>/: RYZEN_RUN_ID, else SLURM_JOB_ID, else\n"
           "local-<UTC time>-<pid>.  With RYZEN_ATTEMPT_DIR set (ryzen-step sets it), each rank\n"
           "leaves its exit status and reason in RYZEN_ATTEMPT_DIR/rank-NNNNN.json.\n"
+          "RYZEN_ISA=native|avx512|avx2|baseline caps every kernel's vector instruction set\n"
+          "(oneDNN, libxsmm, BLIS and our own; default native; docs/performance.md).\n"
           "Runs alone (1 rank), under `mpirun -np N`, or under `srun --mpi=pmix`.\n"
           "health.stop_signal (default SIGUSR2) or SIGTERM: checkpoint at the next step, exit 75.\n"
           "Exit codes: 0 done, 64 bad config or usage, 65 no valid checkpoint, 70 health check\n"
@@ -387,6 +401,10 @@ int main(int argc, char **argv)
     int rc = parse_args(&a, argc, argv, me);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (isa_cap(&e, &err) != RZ_OK) {
+        fprintf(stderr, "ryzen-train: %s\n", err.msg);
+        return rz_exit_code(err.status);
+    }
     if (a.reference) {
         cfg_write_reference(stdout);
         return 0;

@@ -924,9 +924,10 @@ static void print_banner(const struct trainer *t, double peak, double latency, c
         model_num_params(t->model), (long long)d->vocab, (long long)d->d_model,
         (long long)d->n_heads, (long long)d->n_layers, (long long)d->d_ff, (long long)d->seq_len);
     inform(t, "batch %lld x accum %lld x %d rank(s) = %lld samples/step, %lld steps; kernels %s "
-        "(%s), %s; matmul peak %.1f GFLOP/s (measured)", (long long)d->batch, (long long)t->accum,
-        t->world, (long long)t->global_batch, (long long)t->cfg->training.steps,
-        t->cfg->kernels.backend, kern_ctx_isa(t->kern), t->cfg->training.precision, peak);
+        "(%s), row kernels %s, optimizer %s; %s; matmul peak %.1f GFLOP/s (measured)",
+        (long long)d->batch, (long long)t->accum, t->world, (long long)t->global_batch,
+        (long long)t->cfg->training.steps, t->cfg->kernels.backend, kern_ctx_isa(t->kern),
+        kern_rows_isa(), optim_isa(), t->cfg->training.precision, peak);
     if (t->world > 1)
         inform(t, "ranks: %d on %s; allreduce latency %.1f us (median, 8 bytes)", t->world,
                hosts, latency * 1e6);
@@ -1033,8 +1034,9 @@ static void print_profile(const struct trainer *t, const struct train_result *r)
     }
     static const char *const names[] = {"matmul", "attention", "norm", "loss"};
     double per = 1e3 / (double)p->steps, known = 0.0;
-    say(t, "profile: %lld steady steps, rank %d of %d, %s, ms per step:", (long long)p->steps,
-        t->rank, t->world, t->cfg->training.precision);
+    say(t, "profile: %lld steady steps, rank %d of %d, %s, ms per step; ISA: matmuls %s, row "
+        "kernels %s, optimizer %s:", (long long)p->steps, t->rank, t->world,
+        t->cfg->training.precision, kern_ctx_isa(t->kern), kern_rows_isa(), optim_isa());
     say(t, "  %-14s %9s %7s %10s", "class", "ms/step", "share", "calls/step");
     for (int c = 0; c < KERN_OTHER; c++) {
         say(t, "  %-14s %9.2f %6.1f%% %10.1f", names[c], p->k.seconds[c] * per,
