@@ -46,17 +46,48 @@ V16_INLINE vf vf_splat(float f)
     return (vf){0} + f;
 }
 
-/* p[0, k) into the first k lanes, 0 in the rest; k = VW (a constant once inlined) is one load */
+/* p[0, k) into the first k lanes, 0 in the rest, and back: k = VW (a constant once inlined) is
+ * one plain load or store; a shorter k (the last piece of a row) is masked, never a call, which
+ * would make GCC keep the loops' accumulators in memory (every vector register is clobbered by
+ * a call): seen as a store and reload per piece in ln_backward_rows. */
 V16_INLINE vf vf_loadn(const float *p, int64_t k)
 {
     vf v = {0};
-    memcpy(&v, p, (size_t)k * sizeof(float));
+    if (k == VW) {
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+#if VW == 16
+    return (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << k) - 1u), p);
+#elif VW == 8
+    const vi iota = {0, 1, 2, 3, 4, 5, 6, 7};
+    return (vf)_mm256_maskload_ps(p, (__m256i)(iota < (vi){0} + (int32_t)k));
+#else
+    _Pragma("GCC unroll 4")
+    for (int i = 0; i < VW; i++)
+        if (i < k)
+            v[i] = p[i];
     return v;
+#endif
 }
 
 V16_INLINE void vf_storen(float *p, vf v, int64_t k)
 {
-    memcpy(p, &v, (size_t)k * sizeof(float));
+    if (k == VW) {
+        memcpy(p, &v, sizeof v);
+        return;
+    }
+#if VW == 16
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << k) - 1u), (__m512)v);
+#elif VW == 8
+    const vi iota = {0, 1, 2, 3, 4, 5, 6, 7};
+    _mm256_maskstore_ps(p, (__m256i)(iota < (vi){0} + (int32_t)k), (__m256)v);
+#else
+    _Pragma("GCC unroll 4")
+    for (int i = 0; i < VW; i++)
+        if (i < k)
+            p[i] = v[i];
+#endif
 }
 
 /* the lanes j0 + [0, VW) that are < len: all ones, else zero (rows are far below 2^31) */
@@ -107,11 +138,16 @@ V16_INLINE vf vf_sqrt(vf x)
 #endif
 }
 
-/* The low 16 bits of each lane (values <= 0xffff), stored as k uint16_t. */
+/* The low 16 bits of each lane (values <= 0xffff), stored as k uint16_t (masked, as
+ * vf_storen). */
 V16_INLINE void vu_store16(uint16_t *p, vu v, int64_t k)
 {
 #if VW == 16
     __m256i h = _mm512_cvtepi32_epi16((__m512i)v);
+    if (k < VW) {
+        _mm256_mask_storeu_epi16(p, (__mmask16)((1u << k) - 1u), h);
+        return;
+    }
 #elif VW == 8
     __m128i h = _mm_packus_epi32(_mm256_castsi256_si128((__m256i)v),
                                  _mm256_extracti128_si256((__m256i)v, 1));
@@ -120,7 +156,16 @@ V16_INLINE void vu_store16(uint16_t *p, vu v, int64_t k)
     __m128i s = _mm_sub_epi32((__m128i)v, bias);
     __m128i h = _mm_xor_si128(_mm_packs_epi32(s, s), _mm_set1_epi16((short)0x8000));
 #endif
-    memcpy(p, &h, (size_t)k * sizeof *p);
+    if (k == VW) {
+        memcpy(p, &h, VW * sizeof *p);
+        return;
+    }
+    uint16_t lane[sizeof h / sizeof *p];
+    memcpy(lane, &h, sizeof lane);
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < VW; i++)
+        if (i < k)
+            p[i] = lane[i];
 }
 
 /* VW / 2 floats from p, as doubles: one vd */
@@ -142,25 +187,50 @@ V16_INLINE vd vd_load_floats(const float *p)
 }
 
 /* The sixteen logical lanes' sum and max, folded by one fixed tree: lane i gets lane i + w for
- * w = 8, 4, 2, 1.  The same order at every level. */
+ * w = 8, 4, 2, 1, so lane 0 ends with the result, in the same order at every level.  Done in
+ * registers: the stages that cross native vectors combine whole accumulators, the rest
+ * shuffle within one.  (A fold through a float[16] copy made GCC keep the accumulators in
+ * memory, a store and reload per piece.) */
+#if VW == 16
+#define V16_FOLD_LEVEL(acc, op)                                                                   \
+    vf v_ = acc[0];                                                                               \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5,   \
+                                        6, 7));                                                   \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, \
+                                        11));                                                     \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, \
+                                        13));                                                     \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, \
+                                        14));                                                     \
+    return v_[0]
+#elif VW == 8
+#define V16_FOLD_LEVEL(acc, op)                                                                   \
+    vf v_ = op(acc[0], acc[1]);                                                                   \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 4, 5, 6, 7, 0, 1, 2, 3));                         \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 2, 3, 0, 1, 6, 7, 4, 5));                         \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 1, 0, 3, 2, 5, 4, 7, 6));                         \
+    return v_[0]
+#else
+#define V16_FOLD_LEVEL(acc, op)                                                                   \
+    vf v_ = op(op(acc[0], acc[2]), op(acc[1], acc[3]));                                           \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 2, 3, 0, 1));                                     \
+    v_ = op(v_, __builtin_shufflevector(v_, v_, 1, 0, 3, 2));                                     \
+    return v_[0]
+#endif
+
+V16_INLINE vf vf_add(vf a, vf b)
+{
+    return a + b;
+}
+
 V16_INLINE float v16_fold_sum(const vf acc[NP])
 {
-    float a[V16];
-    memcpy(a, acc, sizeof a);
-    for (int w = 8; w >= 1; w /= 2)
-        for (int i = 0; i < w; i++)
-            a[i] = a[i] + a[i + w];
-    return a[0];
+    V16_FOLD_LEVEL(acc, vf_add);
 }
 
 V16_INLINE float v16_fold_max(const vf acc[NP])
 {
-    float a[V16];
-    memcpy(a, acc, sizeof a);
-    for (int w = 8; w >= 1; w /= 2)
-        for (int i = 0; i < w; i++)
-            a[i] = a[i + w] > a[i] ? a[i + w] : a[i];
-    return a[0];
+    V16_FOLD_LEVEL(acc, vf_max);
 }
 
 /* Run `body` for each native piece [j, j + k) of [0, n), in order: k = VW except in the last
