@@ -586,7 +586,7 @@ enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int
         for (int form = 0; form < 2 && st == RZ_OK; form++) {
             double g = 0.0;
             d.trans_a = form == 1;
-            st = peak_of_form(ctx, &d, c, a, b, seconds, &g, err);
+            st = peak_of_form(ctx, &d, c, a, b, seconds / 2, &g, err);
             *gflops = g > *gflops ? g : *gflops;
         }
     }

@@ -201,8 +201,8 @@ void kern_xent_destroy(struct kern_xent *op);
 
 /* ---- measured peak ---------------------------------------------------------------------------
  * Time a (m, k) x (k, n) matmul (with bf16 operands when bf16) on this backend for about
- * `seconds` in the plain form, and as long with A transposed (the weight gradients' form, which
- * may run on another library), and report the better best sustained GFLOP/s: the
+ * `seconds`, half in the plain form and half with A transposed (the weight gradients' form,
+ * which may run on another library), and report the better best sustained GFLOP/s: the
  * denominator of MFU (measured on this machine, not a vendor table). */
 enum rz_status kern_measure_peak(struct kern_ctx *ctx, int64_t m, int64_t n, int64_t k, bool bf16,
                                  double seconds, double *gflops, struct rz_err *err);
