@@ -17,6 +17,7 @@
 
 #include "core/durable.h"
 #include "core/hooks.h"
+#include "core/isa.h"
 #include "core/json.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -93,6 +94,34 @@ START_TEST(json_fixed_keeps_unix_time_precision)
     fclose(f);
     ck_assert_str_eq(buf, "{\"t\":1763694519.123,\"coarse\":1.76369452e+09,\"nan\":null}");
     free(buf);
+}
+END_TEST
+
+/* The vector level: "native" is the CPU's best, each level up to it parses to itself, an
+ * unknown name and a level above the CPU's are refused naming the variable, and the process
+ * runs the level it was set to. */
+START_TEST(isa_levels_parse_and_set)
+{
+    struct rz_err err;
+    enum rz_isa got, best = rz_isa_detect();
+    ck_assert_int_eq(rz_isa_parse("native", "RYZEN_ISA", &got, &err), RZ_OK);
+    ck_assert_int_eq(got, best);
+    for (int i = 0; i < RZ_ISA_LEVELS; i++) {
+        enum rz_status st = rz_isa_parse(rz_isa_name((enum rz_isa)i), "RYZEN_ISA", &got, &err);
+        if (i <= (int)best) {
+            ck_assert_int_eq(st, RZ_OK);
+            ck_assert_int_eq(got, i);
+        } else {
+            ck_assert_int_eq(st, RZ_ECONFIG);
+            ck_assert_ptr_nonnull(strstr(err.msg, "this CPU runs at most"));
+        }
+    }
+    ck_assert_int_eq(rz_isa_parse("avx3", "RYZEN_ISA", &got, &err), RZ_ECONFIG);
+    ck_assert_str_eq(err.msg, "RYZEN_ISA=avx3: unknown level (native, avx512, avx2 or baseline)");
+    ck_assert_str_eq(rz_isa_name((enum rz_isa)RZ_ISA_LEVELS), "?");
+    ck_assert_int_eq(rz_isa_active(), best); /* unset: the CPU's best */
+    rz_isa_set(RZ_ISA_BASELINE);
+    ck_assert_int_eq(rz_isa_active(), RZ_ISA_BASELINE);
 }
 END_TEST
 
@@ -459,6 +488,7 @@ static Suite *core_suite(void)
     tcase_add_test(core, json_fixed_keeps_unix_time_precision);
     tcase_add_test(core, rng_is_a_pure_function);
     tcase_add_test(core, shards_partition_the_buffer);
+    tcase_add_test(core, isa_levels_parse_and_set);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);
     tcase_add_test(core, malloc_tune);
