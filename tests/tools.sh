@@ -132,6 +132,29 @@ echo "# only a comment" >"$tmp/empty.tsv"
 expect "a history without a header" 65 "empty.tsv: no header line" \
   -- "$tool" "$tmp/empty.tsv" "$tmp/x.svg"
 
+# ---- tools/bench-rows's program --------------------------------------------------------------
+# One short round per figure (what is measured is not under test): a row per kernel, a positive
+# ns-per-element figure for every vector level this CPU runs, the levels named in the header.
+rows=${top_builddir:-.}/tools/rz-bench-rows
+levels="baseline"
+grep -m1 '^flags' /proc/cpuinfo | grep -qw avx2 && levels="avx2 $levels"
+grep -m1 '^flags' /proc/cpuinfo | grep -qw avx512f && levels="avx512 $levels"
+expect "bench-rows: runs at every level of this CPU ($levels)" 0 "this CPU runs up to ${levels%% *}" \
+  -- "$rows" 1 1
+cp "$tmp/out" "$tmp/rows.out"
+rows_table_ok() { # 14 kernel rows, each with one positive figure per level
+  n=$(echo "$levels" | wc -w)
+  awk -v n="$n" '
+    NR > 2 { rows++; k = 0
+             for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+$/ && $i + 0 > 0) k++
+             if (k < n) bad++ }
+    END { exit !(rows == 14 && bad == 0) }' "$tmp/rows.out"
+}
+check "bench-rows: 14 kernels, a positive figure for each level" rows_table_ok
+expect "bench-rows: a bad round count is refused" 64 "usage: rz-bench-rows" -- "$rows" 0 1
+expect "tools/bench-rows: an unknown option is refused" 64 "usage: tools/bench-rows" \
+  -- "$src/tools/bench-rows" --bogus
+
 # ---- tools/bench --------------------------------------------------------------------------
 bench=$src/tools/bench
 # The stand-in trainer writes the summary.json fields the bench reads and the trainer's commit

@@ -4,7 +4,8 @@
  * tiles of D = 64; 2.1 M parameters).  tools/bench-rows builds it (make) and runs it pinned to
  * one core.  Each figure is the median of 7 timed rounds of at least 20 ms each, after one
  * warm-up round; the spread (min..max) is printed beside it.  Not a test: it asserts nothing
- * about speed. */
+ * about speed.
+ *   rz-bench-rows [ROUNDS MIN_MS]   other rounds and round length (tests/tools.sh: 1 1) */
 #include "config.h"
 
 #include <math.h>
@@ -18,7 +19,9 @@
 #include "optim/optim_rows.h"
 
 enum { R = 2048, C = 256, F = 512, V = 2048, TILE = 64, HD = 64, PARAMS = 2138112 };
-enum { ROUNDS = 7 };
+enum { ROUNDS_MAX = 99 };
+static int rounds = 7;
+static double round_s = 0.02;
 
 struct bufs {
     float *x, *y, *z, *g, *b, *m, *v, *s;
@@ -161,25 +164,25 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median, min and max ns per element over ROUNDS rounds of >= 20 ms. */
+/* Median, min and max ns per element over `rounds` rounds of >= round_s each. */
 static void measure(const struct kernel *kn, enum rz_isa isa, struct bufs *b, double out[3])
 {
     const struct kern_rows *k = kern_rows_for(isa);
     const struct optim_rows *o = optim_rows_for(isa);
     kn->run(k, o, b); /* warm-up: caches, pages */
-    double ns[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
+    double ns[ROUNDS_MAX];
+    for (int r = 0; r < rounds; r++) {
         long calls = 0;
         double t0 = rz_now(), t;
         do {
             kn->run(k, o, b);
             calls++;
             t = rz_now();
-        } while (t - t0 < 0.02);
+        } while (t - t0 < round_s);
         ns[r] = (t - t0) * 1e9 / ((double)calls * kn->elems);
     }
-    qsort(ns, ROUNDS, sizeof ns[0], cmp_double);
-    out[0] = ns[ROUNDS / 2], out[1] = ns[0], out[2] = ns[ROUNDS - 1];
+    qsort(ns, (size_t)rounds, sizeof ns[0], cmp_double);
+    out[0] = ns[rounds / 2], out[1] = ns[0], out[2] = ns[rounds - 1];
 }
 
 static float *buf(size_t n, float lo, float hi, unsigned seed)
@@ -193,8 +196,22 @@ static float *buf(size_t n, float lo, float hi, unsigned seed)
     return p;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3) {
+        char *end1, *end2;
+        long r = strtol(argv[1], &end1, 10);
+        double ms = strtod(argv[2], &end2);
+        if (*end1 || *end2 || r < 1 || r > ROUNDS_MAX || !(ms > 0.0 && ms <= 10000.0)) {
+            fprintf(stderr, "usage: rz-bench-rows [ROUNDS (1..%d) MIN_MS (0..10000]]\n",
+                    ROUNDS_MAX);
+            return 64;
+        }
+        rounds = (int)r, round_s = ms / 1e3;
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: rz-bench-rows [ROUNDS (1..%d) MIN_MS (0..10000]]\n", ROUNDS_MAX);
+        return 64;
+    }
     const size_t big = (size_t)R * V > (size_t)PARAMS ? (size_t)R * V : (size_t)PARAMS;
     struct bufs b = {
         .x = buf(big, -4.0f, 4.0f, 1), .y = buf(big, -1.0f, 1.0f, 2), .z = buf(big, -1, 1, 3),
@@ -210,7 +227,7 @@ int main(void)
         b.t[r] = (r * 7919) % V;
     enum rz_isa top = rz_isa_detect();
     printf("ns per element, one thread, median of %d rounds (min..max); this CPU runs up to %s\n",
-           ROUNDS, rz_isa_name(top));
+           rounds, rz_isa_name(top));
     printf("%-24s %-10s", "kernel", "shape");
     for (int l = top; l >= 0; l--)
         printf(" %20s", rz_isa_name((enum rz_isa)l));
