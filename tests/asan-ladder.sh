@@ -29,7 +29,8 @@ if ! grep -q '^RYZEN_SAN_CFLAGS = .*-fsanitize=address' "$build/Makefile" ||
   exit 77
 fi
 
-tmp=$(mktemp -d /tmp/rz-asan-ladder-XXXXXX)
+# Scratch on the shared filesystem: in the dev cluster's ns mode /tmp is each node's own.
+tmp=$(mktemp -d /var/tmp/rz-asan-ladder-XXXXXX)
 fail=0
 trap 'if [ "$fail" -eq 0 ]; then rm -rf "$tmp"; else echo "kept $tmp for inspection"; fi' EXIT
 . "$src/tests/lib.sh"

@@ -16,7 +16,8 @@ src=${top_srcdir:-.}
 build=${top_builddir:-.}
 case $src in /*) ;; *) src=$(cd "$src" && pwd) ;; esac
 case $build in /*) ;; *) build=$(cd "$build" && pwd) ;; esac
-tmp=$(mktemp -d /tmp/rz-chain-XXXXXX)
+# Scratch on the shared filesystem: in the dev cluster's ns mode /tmp is each node's own.
+tmp=$(mktemp -d /var/tmp/rz-chain-XXXXXX)
 fail=0
 trap 'scontrol delete reservation=rzchain >/dev/null 2>&1
       if [ "$fail" -eq 0 ]; then rm -rf "$tmp"; else echo "kept $tmp for inspection"; fi' EXIT

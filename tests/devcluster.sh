@@ -31,7 +31,8 @@
 set -u
 src=${top_srcdir:-.}
 devcluster=$src/tools/devcluster
-tmp=$(mktemp -d /tmp/rz-devcluster-XXXXXX)
+# Scratch on the shared filesystem: in the dev cluster's ns mode /tmp is each node's own.
+tmp=$(mktemp -d /var/tmp/rz-devcluster-XXXXXX)
 jobs_to_cancel=()
 cleanup() {
   if [ ${#jobs_to_cancel[@]} -gt 0 ]; then scancel "${jobs_to_cancel[@]}" 2>/dev/null; fi
@@ -89,7 +90,7 @@ check "no daemon inherited the suite's lock${holders:+ (held by: $holders)}" tes
 # ---- a second cluster (another state directory) on this one's ports: 'up' refuses before it
 # starts anything, naming each port and the process that holds it; this cluster is untouched.
 port=${RYZEN_DEVCLUSTER_PORT:-16817}
-ctld=$(cat "${RYZEN_DEVCLUSTER_DIR:-/tmp/ryzen-devcluster}/run/slurmctld.pid" 2>/dev/null)
+ctld=$(cat "${RYZEN_DEVCLUSTER_DIR:-/var/tmp/ryzen-devcluster}/run/slurmctld.pid" 2>/dev/null)
 expect "a second cluster on these ports: refused, naming the holder" 1 \
   "port $port, which slurmctld of this cluster \\($tmp/other\\) needs, is in use by slurmctld \\(pid $ctld\\)" \
   -- env RYZEN_DEVCLUSTER_DIR="$tmp/other" "$devcluster" up

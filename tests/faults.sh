@@ -14,7 +14,8 @@ src=${top_srcdir:-.}
 build=${top_builddir:-.}
 case $src in /*) ;; *) src=$(cd "$src" && pwd) ;; esac
 case $build in /*) ;; *) build=$(cd "$build" && pwd) ;; esac
-tmp=$(mktemp -d /tmp/rz-faults-XXXXXX)
+# Scratch on the shared filesystem: in the dev cluster's ns mode /tmp is each node's own.
+tmp=$(mktemp -d /var/tmp/rz-faults-XXXXXX)
 fail=0
 down_node=""
 trap 'for n in $down_node; do scontrol update nodename=$n state=resume >/dev/null 2>&1; done

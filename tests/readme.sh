@@ -166,7 +166,7 @@ sbatch_line() {
 # sacct_fields WHERE FIELDS: each -o field is one of sacct's (sacct --helpformat needs a
 # slurm.conf with accounting: the caller's, or the dev cluster's when it is set up)
 sacct_fields() {
-  for c in "$conf" "${RYZEN_DEVCLUSTER_DIR:-/tmp/ryzen-devcluster}/slurm.conf"; do
+  for c in "$conf" "${RYZEN_DEVCLUSTER_DIR:-/var/tmp/ryzen-devcluster}/slurm.conf"; do
     [ -n "$c" ] && [ -s "$c" ] && command -v sacct >/dev/null 2>&1 &&
       SLURM_CONF=$c timeout 60 sacct --helpformat 2>/dev/null | tr -s ' ' '\n' >"$tmp/sacct.fields" &&
       grep -qx JobID "$tmp/sacct.fields" && break

@@ -46,12 +46,14 @@ struct probe {
     unsigned char cpus[MAX_CPUS / 8]; /* the affinity mask */
     char cpu_list[96];       /* "0-3,8" */
     int fail_hook;           /* test hook: fail this host's memory check */
+    int root_seen;           /* read back the token rank 0 wrote in the run directory */
+    char root_err[160];      /* why not */
 };
 
-enum { CHECK_LAUNCH, CHECK_RING, CHECK_ALLREDUCE, CHECK_CPUS, CHECK_MEMORY, CHECK_CKPT, CHECK_ISA,
-       N_CHECKS };
+enum { CHECK_LAUNCH, CHECK_RING, CHECK_ALLREDUCE, CHECK_CPUS, CHECK_MEMORY, CHECK_CKPT,
+       CHECK_RUN_ROOT, CHECK_ISA, N_CHECKS };
 static const char *const check_names[N_CHECKS] = {"launch", "ring", "allreduce", "cpus", "memory",
-                                                  "checkpoint_dir", "isa"};
+                                                  "checkpoint_dir", "run_root", "isa"};
 
 #define MAX_FAILED 64
 struct verdict {
@@ -239,6 +241,67 @@ static void probe_ckpt_dir(const char *run_dir, struct probe *p)
     p->ckpt_ok = 1;
 }
 
+/* ---- the run root is shared ---- */
+#define ROOT_TOKEN ".preflight-shared"
+#define ROOT_TOKEN_LEN 64
+
+static void root_token_path(const char *run_dir, char *path, size_t len)
+{
+    snprintf(path, len, "%s/" ROOT_TOKEN, run_dir);
+}
+
+/* Rank 0 writes a token no earlier run wrote (its host, pid and time) to RUN_DIR/.preflight-shared,
+ * durably, and broadcasts it; token[0] == '\0' when rank 0 could not write it.  The broadcast
+ * also orders every rank's read after the write. */
+static enum rz_status root_token_share(const struct preflight_opts *o, char *token,
+                                       struct rz_err *err)
+{
+    memset(token, 0, ROOT_TOKEN_LEN);
+    if (comm_rank(o->comm) == 0) {
+        char path[4200], stamp[32], text[ROOT_TOKEN_LEN + 1];
+        struct rz_err e;
+        rz_utc_iso8601(stamp, sizeof stamp);
+        snprintf(token, ROOT_TOKEN_LEN, "%s %ld %s", comm_host(o->comm), (long)getpid(), stamp);
+        snprintf(text, sizeof text, "%s\n", token);
+        root_token_path(o->run_dir, path, sizeof path);
+        if (rz_durable_write_text(path, "preflight", text, &e) != RZ_OK)
+            memset(token, 0, ROOT_TOKEN_LEN);
+    }
+    return comm_bcast_bytes(o->comm, token, ROOT_TOKEN_LEN, err);
+}
+
+/* Read the token back.  A file that is not there yet is looked for again for up to 2 s: an NFS
+ * client may cache the directory's old listing for a moment (a hang guard, not a speed). */
+static void probe_run_root(const char *run_dir, const char *token, struct probe *p)
+{
+    char path[4200], got[ROOT_TOKEN_LEN + 2] = "";
+    root_token_path(run_dir, path, sizeof path);
+    if (token[0] == '\0') {
+        rz_fmt(p->root_err, sizeof p->root_err, "rank 0 could not write %s", path);
+        return;
+    }
+    FILE *f = NULL;
+    for (int tries = 0; f == NULL && tries < 20; tries++) {
+        f = fopen(path, "r");
+        if (f == NULL && errno != ENOENT)
+            break;
+        if (f == NULL)
+            usleep(100000);
+    }
+    if (f == NULL) {
+        rz_fmt(p->root_err, sizeof p->root_err, "%s: %s", path, strerror(errno));
+        return;
+    }
+    if (fgets(got, sizeof got, f) == NULL)
+        got[0] = '\0';
+    fclose(f);
+    got[strcspn(got, "\n")] = '\0';
+    p->root_seen = strcmp(got, token) == 0;
+    if (!p->root_seen)
+        rz_fmt(p->root_err, sizeof p->root_err, "%s holds another run's token ('%.60s')", path,
+               got);
+}
+
 /* The memory planner's peak RSS for this rank (plan.h): rank 0 also stages a tensor's moments
  * when it writes a ZeRO checkpoint. */
 static double plan_need(const struct cfg *c, int world, int rank)
@@ -249,7 +312,7 @@ static double plan_need(const struct cfg *c, int world, int rank)
     return (double)(rank == 0 ? p.peak_rank0 : p.peak);
 }
 
-static void probe_self(const struct preflight_opts *o, struct probe *p)
+static void probe_self(const struct preflight_opts *o, const char *root_token, struct probe *p)
 {
     memset(p, 0, sizeof *p);
     p->rank = comm_rank(o->comm);
@@ -264,6 +327,7 @@ static void probe_self(const struct preflight_opts *o, struct probe *p)
     p->need = plan_need(o->cfg, comm_size(o->comm), p->rank);
     probe_cpus(o->env, p);
     probe_ckpt_dir(o->run_dir, p);
+    probe_run_root(o->run_dir, root_token, p);
     p->fail_hook = strcmp(RZ_HOOK(preflight_fail_host, ""), p->host) == 0;
 }
 
@@ -427,6 +491,40 @@ static void judge_ckpt(const struct probe *all, int n, double ckpt_bytes, struct
                2.0 * ckpt_bytes / 1e6);
 }
 
+/* Every rank read rank 0's token: the run root is one filesystem for the whole job, as a resume on
+ * other nodes needs.  When no rank off rank 0's host saw it, the job's run root is node-local (its
+ * setting, which would follow it to any node: no host is blamed); when some did, the hosts that
+ * did not lack the shared mount. */
+static void judge_run_root(const struct probe *all, int n, const char *run_dir, struct verdict *v)
+{
+    int blind = 0, remote_seen = 0;
+    for (int r = 0; r < n; r++) {
+        if (!all[r].root_seen)
+            blind++;
+        else if (strcmp(all[r].host, all[0].host) != 0)
+            remote_seen++;
+    }
+    v->ok[CHECK_RUN_ROOT] = blind == 0;
+    if (blind == 0) {
+        add_detail(v, CHECK_RUN_ROOT, "every rank reads what rank 0 wrote in %s", run_dir);
+        return;
+    }
+    add_detail(v, CHECK_RUN_ROOT, "not shared: ");
+    for (int r = 0; r < n; r++) {
+        if (all[r].root_seen || !first_on_host(all, r))
+            continue;
+        add_detail(v, CHECK_RUN_ROOT, "rank %d (%s): %s; ", r, all[r].host, all[r].root_err);
+        if (remote_seen > 0)
+            fail_host(v, all[r].host);
+    }
+    if (remote_seen == 0)
+        add_detail(v, CHECK_RUN_ROOT, "the run root is local to each node: a resume on other "
+                   "nodes would find no checkpoint.  Set RYZEN_RUN_ROOT (or submit from) a "
+                   "filesystem every node mounts; /tmp is each node's own");
+    else
+        add_detail(v, CHECK_RUN_ROOT, "these hosts do not mount the run root's filesystem");
+}
+
 static void judge_isa(const struct probe *all, int n, struct verdict *v)
 {
     v->ok[CHECK_ISA] = true;
@@ -465,6 +563,7 @@ static void write_ranks(struct rz_json *j, const struct probe *all, int n)
         rz_json_kv_string(j, "mem_limit_source", all[r].limit_source);
         rz_json_kv_double(j, "mem_need_bytes", all[r].need);
         rz_json_kv_double(j, "ckpt_free_bytes", all[r].ckpt_free);
+        rz_json_kv_bool(j, "run_root_seen", all[r].root_seen);
         rz_json_object_end(j);
     }
     rz_json_array_end(j);
@@ -553,17 +652,28 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     if (st != RZ_OK)
         return st;
     st = run_collectives(o, &v, err);
+    char root_token[ROOT_TOKEN_LEN];
+    if (st == RZ_OK)
+        st = root_token_share(o, root_token, err);
+    else
+        memset(root_token, 0, sizeof root_token);
     struct probe mine, *all = calloc((size_t)n, sizeof *all);
     if (all == NULL)
         return rz_fail(err, RZ_ENOMEM, "preflight: out of memory");
-    probe_self(o, &mine);
+    probe_self(o, root_token, &mine);
     if (st == RZ_OK)
         st = comm_allgather_bytes(o->comm, &mine, sizeof mine, all, err);
     if (st == RZ_OK) {
         judge_cpus(all, n, &v);
         judge_memory(all, n, c, &v);
         judge_ckpt(all, n, 3.0 * 4.0 * (double)model_count_params(&d) + 1e6, &v);
+        judge_run_root(all, n, o->run_dir, &v);
         judge_isa(all, n, &v);
+    }
+    if (comm_rank(o->comm) == 0 && root_token[0] != '\0') {
+        char path[4200];
+        root_token_path(o->run_dir, path, sizeof path);
+        unlink(path); /* every rank has read it: the allgather above came after the reads */
     }
     bool ok = st == RZ_OK;
     char failed[256] = "";

@@ -11,6 +11,9 @@
  *               change that would fit (ZeRO stage, recomputation, micro-batch)
  *   checkpoint  the checkpoint directory is writable on every rank with room for a checkpoint
  *               (a warning below two: the commit writes the new file before the old goes)
+ *   run_root    the run directory is one filesystem for the job: every rank reads back a token
+ *               rank 0 wrote there.  A node-local run root (e.g. under /tmp) is refused before
+ *               training: a requeue on other nodes would find none of its checkpoints
  *   isa         oneDNN initializes on every rank; the ISAs in use are recorded
  * Results go to RUN_DIR/health.json (rank 0, written durably), with the hosts that failed for a
  * reason of their own (memory available on the node, the checkpoint directory there, oneDNN

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# net.sh: the dev cluster's nodes are hosts with a network between them (tools/devcluster's ns
+# mode; docs/devcluster.md "Network and storage" and "Link control"):
+#   hosts     each node has its own hostname, one interface eth0 at 198.18.0.1X, and routes to
+#             the cluster's subnet only; an address outside it is unreachable from a node
+#   storage   /tmp and /dev/shm are each node's own; the state directory and this suite's
+#             scratch directory (the run roots' filesystem) are the same on every node
+#   slurm     a 2-node step's tasks run on hosts named after their node, at their node's address
+#   mpi       ranks on two nodes exchange over eth0 (the bytes are on the interface counters);
+#             two ranks on one node use shared memory (not even lo carries their bytes)
+#   rate      'net --rate': a bounded transfer is held to the rate set, a quarter of the unshaped
+#             rate measured in this run or less; 'net reset' restores the default
+#   loss      'net --loss 2': TCP retransmits a share of its segments near the loss; without
+#             loss, in the same run, a much smaller one; the rule's counter shows the drops
+#   cut/heal  'net --cut': no connection reaches the node; '--heal': one does again
+#   run root  a 2-node phase whose run root is node-local (/tmp) is refused by the preflight
+#             (exit 70) with the cause, before any training
+#   errors    an unknown node, a bad rate, a bad loss, 'all --cut': refused with the cause
+# Needs root and the ns mode.  When the machine has no network namespaces, the cluster comes up
+# in the loopback mode and every check here is SKIPPED, with the reason (exit 77).  Every
+# transfer is bounded in bytes and in time, and stays on the cluster's bridge.
+# shellcheck disable=SC2317  # functions called through the EXIT trap
+set -u
+src=${top_srcdir:-.}
+build=${top_builddir:-.}
+case $src in /*) ;; *) src=$(cd "$src" && pwd) ;; esac
+case $build in /*) ;; *) build=$(cd "$build" && pwd) ;; esac
+dc=$src/tools/devcluster
+# Scratch on the shared filesystem: /tmp is each node's own.
+tmp=$(mktemp -d /var/tmp/rz-net-XXXXXX)
+cleanup() {
+  "$dc" net reset >/dev/null 2>&1
+  pkill -f 'iperf3 -s -1 -p 52' 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+. "$src/tests/lib.sh"
+skipped=0
+checks=26 # every check below: all skipped in the loopback mode, all run in the ns mode
+
+site_setup
+if [ "$(cat "$RYZEN_DEVCLUSTER_DIR/net-mode" 2>/dev/null)" != ns ]; then
+  why=$(grep -o 'network namespaces are not available ([^)]*)' "$tmp/up.log")
+  [ -n "$why" ] || why="asked for with --net loopback or RYZEN_DEVCLUSTER_NET=${RYZEN_DEVCLUSTER_NET:-}"
+  echo "SKIP: the dev cluster is in the loopback network mode ($why); its $checks network" \
+    "checks are skipped"
+  echo "0 passed, 0 failed, $checks skipped"
+  exit 77
+fi
+on() { "$dc" exec "$@"; }
+addr() { echo "198.18.0.$((10 + ${1#n}))"; }
+
+# ---- hosts ---------------------------------------------------------------------------------
+# host_ok NODE: its hostname is NODE; its only interface but lo is eth0 at its address; its
+# only route is the cluster's subnet, on eth0
+host_ok() {
+  local h a r
+  h=$(on "$1" hostname)
+  a=$(on "$1" ip -4 -o addr show | awk '$2 != "lo" { print $2, $4 }')
+  r=$(on "$1" ip -4 route show table main | awk '{ print $1, $3 }')
+  echo "$1: hostname '$h', addresses '$a', routes '$r'"
+  [ "$h" = "$1" ] && [ "$a" = "eth0 $(addr "$1")/24" ] && [ "$r" = "198.18.0.0/24 eth0" ]
+}
+for n in n1 n2 n3 n4; do
+  check "$n: hostname $n, eth0 $(addr "$n")/24 its only address, 198.18.0.0/24 its only route" host_ok "$n"
+done
+# 192.0.2.1 (TEST-NET-1) is only looked up in the routing table, never sent to.
+expect "a node has no route out: 192.0.2.1 is unreachable from n1" 2 "unreachable" -- \
+  "$dc" exec n1 ip route get 192.0.2.1
+
+# ---- storage -------------------------------------------------------------------------------
+on n1 sh -c 'echo n1 >/tmp/rz-net-probe && echo n1 >/dev/shm/rz-net-probe'
+check "/tmp and /dev/shm are n1's own: n1 reads its file, n2 and the head do not" \
+  sh -c "[ \"\$('$dc' exec n1 cat /tmp/rz-net-probe /dev/shm/rz-net-probe | paste -sd,)\" = n1,n1 ] &&
+    ! '$dc' exec n2 test -e /tmp/rz-net-probe && ! '$dc' exec n2 test -e /dev/shm/rz-net-probe &&
+    ! test -e /tmp/rz-net-probe"
+echo shared >"$tmp/shared-probe"
+check "the scratch directory and the state directory are the same on every node" \
+  sh -c "for n in n1 n2 n3 n4; do [ \"\$('$dc' exec \$n cat '$tmp/shared-probe')\" = shared ] &&
+    '$dc' exec \$n test -s '$RYZEN_DEVCLUSTER_DIR/slurm.conf' || exit 1; done"
+
+# ---- slurm ---------------------------------------------------------------------------------
+expect "a 2-node step as rzuser: each task on its own host and address" 0 "" -- \
+  as rzuser timeout 60 srun -A ml -w n2,n3 -N2 --ntasks-per-node=1 \
+  sh -c 'echo "$SLURMD_NODENAME $(hostname) $(ip -4 -o addr show eth0 | awk "{ print \$4 }")"'
+check "the tasks' hosts are n2 and n3 at 198.18.0.12 and .13 (got $(sort "$tmp/out" | paste -sd,))" \
+  [ "$(sort "$tmp/out" | paste -sd,)" = "n2 n2 198.18.0.12/24,n3 n3 198.18.0.13/24" ]
+
+# ---- a node-local run root is refused before training --------------------------------------
+site_flags
+as rzuser mkdir -p "$sub/runs/local"
+j=$(RYZEN_RUN_ROOT=/tmp/rz-node-local submit_as rzuser $site "$T/phase2a_8proc.sh" $small --set training.steps=5)
+wait_done "$j" 300 >/dev/null
+ended "phase2a with RYZEN_RUN_ROOT under /tmp: the preflight refuses it (70)" "$j" FAILED 70:0
+check "... the job output names the check and the cause" \
+  grep -q 'preflight: run_root  *FAIL .*the run root is local to each node' "ryzen-phase2a_8proc-$j.out"
+
+# ---- mpi: between nodes over eth0, within a node through shared memory ---------------------
+# xfer: rank 0 sends rank 1 8 messages of 4 MiB (32 MiB), rank 1 answers each with 1 byte.
+cat >"$tmp/xfer.c" <<'EOF'
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  enum { MSG = 4 << 20, N = 8 };
+  int rank;
+  char *buf = calloc(MSG, 1), ack = 0;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (int i = 0; i < N; i++) {
+    if (rank == 0) {
+      MPI_Send(buf, MSG, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(&ack, 1, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Recv(buf, MSG, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(&ack, 1, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+    }
+  }
+  if (rank == 0) printf("sent %d bytes\n", MSG * N);
+  free(buf);
+  MPI_Finalize();
+  return 0;
+}
+EOF
+payload=$((32 << 20))
+mpicc -O1 -o "$tmp/xfer" "$tmp/xfer.c" 2>"$tmp/mpicc.log" || show "$tmp/mpicc.log"
+chmod 755 "$tmp" "$tmp/xfer"
+# bytes NODE DEV: the node's DEV's rx+tx bytes
+bytes() { on "$1" awk -v d="$2:" '$1 == d { printf "%.0f\n", $2 + $10 }' /proc/net/dev; }
+e2=$(bytes n2 eth0) e3=$(bytes n3 eth0)
+expect "xfer, 2 ranks on n2 and n3" 0 "^sent $payload bytes" -- \
+  as rzuser timeout 120 srun -A ml -w n2,n3 -N2 --ntasks-per-node=1 --mpi=pmix "$tmp/xfer"
+d2=$(($(bytes n2 eth0) - e2)) d3=$(($(bytes n3 eth0) - e3))
+check "between nodes over eth0: n2's and n3's eth0 each carried the $payload bytes (got $d2, $d3)" \
+  [ "$d2" -ge "$payload" ] && [ "$d3" -ge "$payload" ]
+e4=$(bytes n4 eth0) l4=$(bytes n4 lo)
+expect "xfer, 2 ranks on n4" 0 "^sent $payload bytes" -- \
+  as rzuser timeout 120 srun -A ml -w n4 -N1 -n2 --mpi=pmix "$tmp/xfer"
+d4=$(($(bytes n4 eth0) - e4)) dl=$(($(bytes n4 lo) - l4))
+check "within a node through shared memory: n4's eth0 and lo carried under a tenth of the payload (got $d4, $dl)" \
+  [ "$d4" -lt $((payload / 10)) ] && [ "$dl" -lt $((payload / 10)) ]
+
+# ---- link control --------------------------------------------------------------------------
+# iperf NODE_FROM NODE_TO BYTES PORT: a bounded TCP transfer; prints the receiver's bits/s
+iperf() {
+  on "$2" timeout 60 iperf3 -s -1 -p "$4" -B "$(addr "$2")" >/dev/null 2>&1 &
+  local srv=$! i
+  for ((i = 0; i < 50; i++)); do
+    on "$2" sh -c "awk 'NR > 1 && \$2 ~ /:$(printf %04X "$4")\$/ && \$4 == \"0A\"' /proc/net/tcp" | grep -q . && break
+    sleep 0.1
+  done
+  on "$1" timeout 60 iperf3 -c "$(addr "$2")" -p "$4" -n "$3" -J >"$tmp/iperf.json" 2>&1
+  local rc=$?
+  wait "$srv" 2>/dev/null
+  [ $rc -eq 0 ] || { show "$tmp/iperf.json"; echo 0; return 1; }
+  awk '/"sum_received"/ { r = 1 } r && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); printf "%d\n", $2; exit }' "$tmp/iperf.json"
+}
+counter() { on "$1" awk -v k="$2" '$1 == "Tcp:" { if (!h) { for (i = 2; i <= NF; i++) c[$i] = i; h = 1; next } print $c[k] }' /proc/net/snmp; }
+
+"$dc" net all --rate off >/dev/null
+u=$(iperf n1 n2 $((64 << 20)) 5201)
+rate=$((u / 4))
+[ "$rate" -le 100000000 ] || rate=100000000
+rate_k=$((rate / 1000))
+"$dc" net n1 --rate "${rate_k}kbit" >"$tmp/net.out" 2>&1 || show "$tmp/net.out"
+got=$(iperf n1 n2 $((rate / 8 * 2)) 5202)
+check "--rate ${rate_k}kbit (a quarter of the unshaped $((u / 1000000)) Mbit/s, at most 100 Mbit/s): a 2 s transfer got $((got / 1000)) kbit/s, within 50-115%" \
+  [ "$got" -le $((rate / 100 * 115)) ] && [ "$got" -ge $((rate / 2)) ]
+back=$(iperf n2 n1 $((rate / 8 * 2)) 5203)
+check "--rate holds what n1 receives too: $((back / 1000)) kbit/s, within 50-115%" \
+  [ "$back" -le $((rate / 100 * 115)) ] && [ "$back" -ge $((rate / 2)) ]
+"$dc" net reset >"$tmp/net.out" 2>&1
+expect "net reset: every node at the default rate, no loss, healed" 0 "n4 +198.18.0.14 +250Mbit +0% +no" -- "$dc" net show
+
+# loss: n1 sends 16 MiB to n2 without loss, then with 2% loss on n1's link
+s0=$(counter n1 OutSegs) r0=$(counter n1 RetransSegs)
+iperf n1 n2 $((16 << 20)) 5204 >/dev/null
+s1=$(counter n1 OutSegs) r1=$(counter n1 RetransSegs)
+"$dc" net n1 --loss 2 >/dev/null
+iperf n1 n2 $((16 << 20)) 5205 >/dev/null
+s2=$(counter n1 OutSegs) r2=$(counter n1 RetransSegs)
+clean=$(awk -v r=$((r1 - r0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.3f", 100 * r / (s > 0 ? s : 1) }')
+lossy=$(awk -v r=$((r2 - r1)) -v s=$((s2 - s1)) 'BEGIN { printf "%.3f", 100 * r / (s > 0 ? s : 1) }')
+drops=$(nft list table netdev rzdev_link-n1 2>/dev/null | awk '/comment "loss"/ { for (i = 1; i < NF; i++) if ($i == "packets") print $(i + 1) }')
+check "--loss 2: n1 retransmitted $lossy% of its segments (1-10%), $clean% without loss (under a quarter of that); the rule dropped ${drops:-no} packets" \
+  awk -v l="$lossy" -v c="$clean" -v d="${drops:-0}" 'BEGIN { exit !(l >= 1 && l <= 10 && c < l / 4 && d > 0) }'
+
+"$dc" net n1 --loss 0 --cut >/dev/null
+check "--cut: a connection from n2 to n1 times out" \
+  sh -c "! '$dc' exec n2 timeout 20 iperf3 -c 198.18.0.11 -p 5206 -n 1M --connect-timeout 2000 >/dev/null 2>&1"
+"$dc" net n1 --heal >/dev/null
+got=$(iperf n2 n1 $((1 << 20)) 5207)
+check "--heal: n2 reaches n1 again ($((got / 1000)) kbit/s)" [ "${got:-0}" -gt 0 ]
+
+# ---- errors --------------------------------------------------------------------------------
+expect "net n9: no such node" 1 "no node 'n9'" -- "$dc" net n9 --rate 1gbit
+expect "net --rate fast: not a rate" 1 "'fast' is not a rate" -- "$dc" net n1 --rate fast
+expect "net --loss 150: not a percentage" 1 "'150' is not a percentage" -- "$dc" net n1 --loss 150
+expect "net all --cut: refused" 1 "would cut every node" -- "$dc" net all --cut
+expect "net with no setting: usage" 64 "net NODE" -- "$dc" net n1
+
+[ $((pass + fail)) -eq $checks ] || bad "the suite ran $((pass + fail)) checks, not the $checks it skips in the loopback mode"
+echo "$pass passed, $fail failed, $skipped skipped"
+[ "$fail" -eq 0 ]
