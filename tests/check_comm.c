@@ -244,6 +244,26 @@ START_TEST(local_world_needs_no_mpi)
 }
 END_TEST
 
+/* The link probe of a job on one node: one host, nothing to measure, no MPI call; a probe size
+ * out of range is refused as a config error. */
+START_TEST(link_probe_of_one_node_and_its_limits)
+{
+    struct comm *c;
+    static struct comm_links l;
+    struct rz_err e;
+    ck_assert_int_eq(comm_create_local(&c, NULL), RZ_OK);
+    ck_assert_int_eq(comm_link_probe(c, 4096, 3, &l, &e), RZ_OK);
+    ck_assert_int_eq(l.n_hosts, 1);
+    ck_assert_str_eq(l.hosts[0], comm_host(c));
+    ck_assert_int_eq(l.leader[0], 0);
+    ck_assert(l.gbps[0][0] == 0.0 && l.latency_us[0][0] == 0.0);
+    ck_assert_int_eq(comm_link_probe(c, 0, 3, &l, &e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "out of range"));
+    ck_assert_int_eq(comm_link_probe(c, 4096, 0, &l, &e), RZ_ECONFIG);
+    comm_finalize(c);
+}
+END_TEST
+
 static Suite *comm_suite(void)
 {
     Suite *s = suite_create("comm");
@@ -259,6 +279,7 @@ static Suite *comm_suite(void)
     tcase_add_test(errors, sync_check_names_the_rank_that_differs);
     tcase_add_test(errors, launch_check_catches_a_wrong_world);
     tcase_add_test(errors, launch_env_needs_a_pmix_rank_under_srun);
+    tcase_add_test(errors, link_probe_of_one_node_and_its_limits);
     suite_add_tcase(s, errors);
     return s;
 }

@@ -181,7 +181,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 86);
+    ck_assert_uint_eq(cfg_n_keys, 89);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;
@@ -211,7 +211,7 @@ START_TEST(key_table_is_consistent)
             ck_assert_msg(!same_sec || prev_same, "%s: section is split in the table", k->name);
         }
     }
-    ck_assert_uint_eq(cfg_n_sections, 12);
+    ck_assert_uint_eq(cfg_n_sections, 13);
 }
 END_TEST
 

@@ -25,7 +25,7 @@
 #include "core/util.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
-#include "gate/gate_json.h"
+#include "core/json_read.h"
 #include "testutil.h"
 
 /* ---- fixtures -------------------------------------------------------------------------------- */

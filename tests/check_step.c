@@ -1069,7 +1069,7 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
     world_init(&w, "RUNNING");
     step(&w, (struct fake_step){.status = 70, .ranks_recorded = 8, .record_status = 70,
                                 .health = "{\"ok\":false,\"hosts\":[\"n1\",\"n2\"],"
-                                          "\"failed_hosts\":[\"n2\"]}\n"});
+                                          "\"failed_hosts\":[\"n2\"],\"ranks\":[]}\n"});
     ck_assert_int_eq(run(&w), 75);
     ck_assert_ptr_nonnull(call(&w.f, "scontrol requeuehold 100"));
     ck_assert_ptr_nonnull(call(&w.f, "scontrol update JobId=100 ExcNodeList=n4,n2"));
@@ -1078,7 +1078,7 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
     world_init(&w, "RUNNING");
     step(&w, (struct fake_step){.status = 70, .ranks_recorded = 4, .record_status = 70,
                                 .health = "{\"ok\":false,\"hosts\":[\"n1\"],"
-                                          "\"failed_hosts\":[]}\n"});
+                                          "\"failed_hosts\":[],\"ranks\":[]}\n"});
     ck_assert_int_eq(run(&w), 70);
     ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
     assert_gate_ran_with(&w.f, "--ended health");

@@ -14,6 +14,7 @@
 #include "core/util.h"
 #include "train/guard.h"
 #include "train/preflight.h"
+#include "train/preflight_internal.h"
 #include "kernels/kernels.h"
 #include "train/train.h"
 #include "testutil.h"
@@ -441,6 +442,101 @@ START_TEST(cpu_check_names_ranks_bound_to_one_cpu)
 }
 END_TEST
 
+/* ---- the preflight's links check (pf_judge_links) ---- */
+
+/* n hosts "n1".."nN", every link at `gbps` and `us`. */
+static void links_of(struct comm_links *l, int n, double gbps, double us)
+{
+    memset(l, 0, sizeof *l);
+    l->n_hosts = n;
+    l->bytes = 1 << 20;
+    for (int i = 0; i < n; i++) {
+        snprintf(l->hosts[i], sizeof l->hosts[i], "n%d", i + 1);
+        for (int j = 0; j < n; j++)
+            if (i != j)
+                l->gbps[i][j] = gbps, l->latency_us[i][j] = us;
+    }
+}
+
+static const struct cfg_network net_gates = {.min_link_gbps = 0.1, .max_link_latency_us = 2000,
+                                             .probe_mb = 1};
+
+START_TEST(links_check_passes_even_links_and_names_the_slowest)
+{
+    static struct comm_links l;
+    static struct verdict v;
+    memset(&v, 0, sizeof v);
+    links_of(&l, 1, 0, 0);
+    pf_judge_links(&l, &net_gates, &v);
+    ck_assert(v.ok[CHECK_LINKS]);
+    ck_assert_str_eq(v.detail[CHECK_LINKS], "one node: no link between nodes to measure");
+    memset(&v, 0, sizeof v);
+    links_of(&l, 3, 0.25, 80);
+    l.gbps[2][0] = 0.2;
+    l.latency_us[0][1] = l.latency_us[1][0] = 95;
+    pf_judge_links(&l, &net_gates, &v);
+    ck_assert(v.ok[CHECK_LINKS]);
+    ck_assert_str_eq(v.detail[CHECK_LINKS], "3 nodes, 3 links each way: slowest n3 -> n1 0.2 "
+                     "Gbit/s (floor 0.1), highest latency n1 - n2 95 us (ceiling 2000)");
+    ck_assert_str_eq(v.warning, "");
+    ck_assert_int_eq(v.n_failed, 0);
+}
+END_TEST
+
+/* One node's port at a tenth of the rate: every failed link is its own, so it is blamed. */
+START_TEST(links_check_blames_the_node_of_every_slow_link)
+{
+    static struct comm_links l;
+    static struct verdict v;
+    memset(&v, 0, sizeof v);
+    links_of(&l, 3, 0.25, 80);
+    for (int j = 0; j < 2; j++)
+        l.gbps[2][j] = l.gbps[j][2] = 0.025;
+    pf_judge_links(&l, &net_gates, &v);
+    ck_assert(!v.ok[CHECK_LINKS]);
+    ck_assert_int_eq(v.n_failed, 1);
+    ck_assert_str_eq(v.failed_hosts[0], "n3");
+    ck_assert_ptr_nonnull(strstr(v.detail[CHECK_LINKS], "failed: n1 -> n3 (0.025 Gbit/s, 80 us)"));
+    ck_assert_ptr_nonnull(strstr(v.detail[CHECK_LINKS], "every failed link is n3's"));
+}
+END_TEST
+
+/* Two nodes: a slow link cannot tell which end is at fault, so no node is blamed; a latency
+ * over the ceiling fails too. */
+START_TEST(links_check_of_two_nodes_blames_neither)
+{
+    static struct comm_links l;
+    static struct verdict v;
+    memset(&v, 0, sizeof v);
+    links_of(&l, 2, 0.25, 80);
+    l.gbps[0][1] = 0.05;
+    pf_judge_links(&l, &net_gates, &v);
+    ck_assert(!v.ok[CHECK_LINKS]);
+    ck_assert_int_eq(v.n_failed, 0);
+    ck_assert_ptr_nonnull(strstr(v.detail[CHECK_LINKS], "failed: n1 -> n2 (0.05 Gbit/s"));
+    memset(&v, 0, sizeof v);
+    links_of(&l, 2, 0.25, 2500);
+    pf_judge_links(&l, &net_gates, &v);
+    ck_assert(!v.ok[CHECK_LINKS]);
+    ck_assert_ptr_nonnull(strstr(v.detail[CHECK_LINKS], "highest latency n1 - n2 2500 us"));
+}
+END_TEST
+
+/* Above the floor but under half the median: it passes, with a warning naming the link. */
+START_TEST(links_check_warns_of_a_link_under_half_the_median)
+{
+    static struct comm_links l;
+    static struct verdict v;
+    memset(&v, 0, sizeof v);
+    links_of(&l, 4, 0.25, 80);
+    l.gbps[1][3] = 0.11;
+    pf_judge_links(&l, &net_gates, &v);
+    ck_assert(v.ok[CHECK_LINKS]);
+    ck_assert_ptr_nonnull(strstr(v.warning, "the link n2 -> n4 carries 0.11 Gbit/s, under half "
+                                 "the median link (0.25 Gbit/s)"));
+}
+END_TEST
+
 static Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -466,6 +562,12 @@ static Suite *train_suite(void)
     tcase_add_test(cpus, cpu_check_accepts_a_shared_job_cpuset_on_any_core_count);
     tcase_add_test(cpus, cpu_check_names_ranks_bound_to_one_cpu);
     suite_add_tcase(s, cpus);
+    TCase *links = tcase_create("links");
+    tcase_add_test(links, links_check_passes_even_links_and_names_the_slowest);
+    tcase_add_test(links, links_check_blames_the_node_of_every_slow_link);
+    tcase_add_test(links, links_check_of_two_nodes_blames_neither);
+    tcase_add_test(links, links_check_warns_of_a_link_under_half_the_median);
+    suite_add_tcase(s, links);
     return s;
 }
 

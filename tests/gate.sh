@@ -3,7 +3,8 @@
 # (short, one-rank) ryzen-train run: usage and options (getopt_long: --config FILE and
 # --config=FILE, --help, --version), an ordinary report, and the report of a phase that ended
 # without finishing training (--ended REASON --why TEXT [--status N]): NO-GO with exit 1, HOLD
-# with exit 2 for nothing_to_train, from partial metrics or none at all.
+# with exit 2 for nothing_to_train, from partial metrics or none at all; the preflight's link
+# matrix in all three reports.
 set -u
 src=${top_srcdir:-.}
 build=${top_builddir:-.}
@@ -55,6 +56,18 @@ expect "--ended io: NO-GO" 1 "verdict NO-GO" -- env SLURM_CPUS_PER_TASK=3 "$gate
   --run-dir "$run" --job 502 --ended io --why x $small
 check "... CPUs per rank from SLURM_CPUS_PER_TASK as main read it" \
   grep -q '"cpus_per_rank":"3"' "$run/reports/502/report.json"
+
+# a preflight that measured the links between three nodes, n3's at a tenth of the rate
+printf '%s\n' '{"ok":false,"world_size":3,"checks":[{"name":"links","ok":false,"detail":"n3 slow"}],"failed_hosts":["n3"],"ranks":[],"links":{"hosts":["n1","n2","n3"],"probe_bytes":1048576,"gbps":[[0,0.25,0.025],[0.25,0,0.025],[0.025,0.025,0]],"latency_us":[[0,80,90],[80,0,90],[90,90,0]]}}' >"$run/health.json"
+expect "--ended health after the links check: NO-GO" 1 "verdict NO-GO" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 503 --ended health --why "links" $small
+r=$run/reports/503
+check "... report.json holds the link matrix and names the slowest link" \
+  grep -q '"links":{"hosts":\["n1","n2","n3"\],"probe_bytes":1048576,"gbps":\[\[0,0.25,0.025\],.*"slowest":{"from":"n1","to":"n3","gbps":0.025}' "$r/report.json"
+check "... report.md a table of it" grep -q '^| n3 | 0.025 / 90 us | 0.025 / 90 us | - |$' "$r/report.md"
+check "... report.html a picture: six coloured cells, the slowest red" \
+  sh -c "[ \$(grep -o '<rect class=\"link\"' '$r/report.html' | wc -l) -eq 6 ] &&
+    grep -q 'data-from=\"0\" data-to=\"2\" data-gbps=\"0.025\".*fill=\"hsl(12,' '$r/report.html'"
 rm -f "$run/health.json"
 
 # a real run: 12 steps, checkpoints at 4, 8, 12

@@ -140,7 +140,7 @@ wait_line() {
 }
 
 echo "# the comm module's suite on 2 ranks"
-expect "check_comm under mpirun -np 2" 0 "100%: Checks: 9, Failures: 0, Errors: 0" -- \
+expect "check_comm under mpirun -np 2" 0 "100%: Checks: 10, Failures: 0, Errors: 0" -- \
   bounded "$mpirun" -np 2 "$build/tests/check_comm"
 
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"

@@ -8,6 +8,12 @@
 #   slurm     a 2-node step's tasks run on hosts named after their node, at their node's address
 #   mpi       ranks on two nodes exchange over eth0 (the bytes are on the interface counters);
 #             two ranks on one node use shared memory (not even lo carries their bytes)
+#   links     the preflight of a 3-node step measures every pair of nodes both ways: at the
+#             default rate it passes, with the table in the output and the matrix in health.json
+#             (no rate above the one set); with n3 at a tenth of it, it fails (70) and names n3
+#   slow link phase2b with n3 at a tenth of the rate: the preflight names n3, ryzen-step excludes
+#             it and requeues, the phase trains on n1, n2, n4 and ends bit-identical to an
+#             uninterrupted run on healthy links; its report shows the links it trained on
 #   rate      'net --rate': a bounded transfer is held to the rate set, a quarter of the unshaped
 #             rate measured in this run or less; 'net reset' restores the default
 #   loss      'net --loss 2': TCP retransmits a share of its segments near the loss; without
@@ -36,7 +42,7 @@ cleanup() {
 trap cleanup EXIT
 . "$src/tests/lib.sh"
 skipped=0
-checks=26 # every check below: all skipped in the loopback mode, all run in the ns mode
+checks=38 # every check below: all skipped in the loopback mode, all run in the ns mode
 
 site_setup
 if [ "$(cat "$RYZEN_DEVCLUSTER_DIR/net-mode" 2>/dev/null)" != ns ]; then
@@ -139,6 +145,51 @@ expect "xfer, 2 ranks on n4" 0 "^sent $payload bytes" -- \
 d4=$(($(bytes n4 eth0) - e4)) dl=$(($(bytes n4 lo) - l4))
 check "within a node through shared memory: n4's eth0 and lo carried under a tenth of the payload (got $d4, $dl)" \
   [ "$d4" -lt $((payload / 10)) ] && [ "$dl" -lt $((payload / 10)) ]
+
+# ---- the preflight measures every link, and names the node of a slow one --------------------
+# One rank on each of n1, n2, n3: three pairs of nodes, each measured both ways over MPI.
+pf() {
+  as rzuser mkdir -p "$sub/runs/$1"
+  as rzuser timeout 180 srun -A ml -w n1,n2,n3 -N3 --ntasks-per-node=1 --mpi=pmix \
+    "$prefix/bin/ryzen-train" --config "$prefix/share/ryzen-llm/configs/phase2a_8proc.yaml" \
+    --preflight --run-dir "$sub/runs/$1"
+}
+# gbps_all RUN: every measured rate of health.json's links, one per line
+gbps_all() { sed -n 's/.*"gbps":\[\(.*\)\],"latency_us".*/\1/p' "$sub/runs/$1/health.json" | tr -d '[]' | tr , '\n' | awk '$1 > 0'; }
+expect "preflight on 3 nodes at the default rate: the links check passes" 0 \
+  "preflight: links +ok +3 nodes, 3 links each way" -- pf links-even
+check "... its table in the job output" grep -Eq 'preflight: +n3 +[0-9.]+/[0-9]+ +[0-9.]+/[0-9]+ +-$' "$tmp/out"
+rates=$(gbps_all links-even | paste -sd' ')
+check "... health.json: 6 rates, each at most 115% of the 250 Mbit/s set ($rates Gbit/s)" \
+  awk -v r="$rates" 'BEGIN { n = split(r, a, " "); if (n != 6) exit 1; for (i = 1; i <= n; i++) if (a[i] > 0.2875) exit 1 }'
+"$dc" net n3 --rate 25mbit >/dev/null
+expect "n3's link at a tenth of the rate: the preflight fails (70)" 70 \
+  "preflight: links +FAIL .*every failed link is n3's" -- pf links-slow
+check "... and names n3 the one host to exclude" grep -q '"failed_hosts":\["n3"\]' "$sub/runs/links-slow/health.json"
+"$dc" net reset >/dev/null
+
+# ---- a slow link under a real phase: named, excluded, and the phase trains without it ---------
+# phase2b (3 nodes x 4 ranks) on an idle cluster gets n1..n3, n3's link at a tenth of the rate.
+# The reference runs after, with every link healed.
+"$dc" net n3 --rate 25mbit >/dev/null
+j=$(run slow rzuser $site "$T/phase2b_12proc.sh" $small --set training.steps=10)
+st=$(wait_done "$j" 900)
+"$dc" net reset >/dev/null
+r=$(R slow phase2b_12proc)
+ended "phase2b with n3's link at a tenth of the rate completes" "$j" COMPLETED 0:0
+first=$(grep '"event":"start"' "$r/events.jsonl" | head -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
+last=$(grep '"event":"start"' "$r/events.jsonl" | tail -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
+check "... its first attempt ran on n3 ($first)" sh -c "scontrol show hostnames '$first' | grep -qx n3"
+check "... whose preflight failed on the links, all of them n3's" \
+  grep -q "preflight: links  *FAIL .*every failed link is n3's" "ryzen-phase2b_12proc-$j.out"
+check "... and ryzen-step excluded n3" has_event "$r" "$j" preflight_failed '"excluded_nodes":"n3"'
+check "... the attempt that trained ran without n3 ($last)" \
+  sh -c "test -n '$last' && ! scontrol show hostnames '$last' | grep -qx n3"
+check "... its report shows the links it trained on: n1, n2, n4" \
+  grep -q '"links":{"hosts":\["n1","n2","n4"\]' "$r/reports/$j/report.json"
+ref=$(run slowref rzuser $site "$T/phase2b_12proc.sh" $small --set training.steps=10)
+st=$(wait_done "$ref" 900)
+same_params "... bit-identical to an uninterrupted run on healthy links" "$(R slowref phase2b_12proc)" "$r" 10
 
 # ---- link control --------------------------------------------------------------------------
 # iperf NODE_FROM NODE_TO BYTES PORT: a bounded TCP transfer; prints the receiver's bits/s

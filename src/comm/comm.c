@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/comm_internal.h"
 #include "core/cli.h"
 #include "core/util.h"
 #include "optim/optim.h"
@@ -57,16 +58,6 @@ struct comm {
     bool failed;
     char failure[512];
 };
-
-#define MPI_CHECK(call) do { \
-        int mpi_rc_ = (call); \
-        if (mpi_rc_ != MPI_SUCCESS) { \
-            char mpi_msg_[MPI_MAX_ERROR_STRING]; int mpi_len_ = 0; \
-            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_); \
-            st = rz_fail(err, RZ_EHANG, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, \
-                         mpi_msg_); \
-            goto cleanup; \
-        } } while (0)
 
 /* For the calls made from the model's hooks, which cannot return a status: the first failure is
  * kept (call text, file:line, MPI's message) and returned by the next *_finish. */

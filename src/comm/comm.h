@@ -152,6 +152,33 @@ enum rz_status comm_ring_check(struct comm *c, bool *ok, struct rz_err *err);
 enum rz_status comm_allreduce_check(struct comm *c, size_t n, double *max_rel_err,
                                     struct rz_err *err);
 
+/* ---- link probes: the network between the job's nodes -------------------------------------- */
+
+#define COMM_MAX_HOSTS 64
+#define COMM_HOST_LEN 64
+#define COMM_LINK_LAT_REPS 21
+
+/* Every pair of the job's nodes, measured by the lowest rank of each: [i][j] is from host i to
+ * host j.  Latency: half the median round trip of 8 bytes (symmetric).  Rate: the median over
+ * `reps` one-way sends of `bytes` bytes, each acknowledged by 1 byte, less twice the latency
+ * (but never less than half the time).  Cells of a host with itself are 0.  Every rank gets the
+ * whole result. */
+struct comm_links {
+    int n_hosts;
+    char hosts[COMM_MAX_HOSTS][COMM_HOST_LEN]; /* in the order of their lowest rank */
+    int leader[COMM_MAX_HOSTS];                /* that rank */
+    size_t bytes;
+    int reps;
+    double latency_us[COMM_MAX_HOSTS][COMM_MAX_HOSTS];
+    double gbps[COMM_MAX_HOSTS][COMM_MAX_HOSTS];
+};
+
+/* Collective.  Pairs are measured one at a time, so each sees an idle network, while every other
+ * rank sleeps in a barrier (it would take the CPU from the two that measure); the time it takes
+ * grows with the square of the node count (4 nodes: 6 pairs). */
+enum rz_status comm_link_probe(struct comm *c, size_t bytes, int reps, struct comm_links *out,
+                               struct rz_err *err);
+
 /* ---- gradient-sync accuracy ------------------------------------------------------------------ */
 
 struct comm_sync {

@@ -110,6 +110,13 @@ struct cfg_comm {
     double bucket_mb;
 };
 
+/* The network between the job's nodes, measured by the preflight of a multi-node phase. */
+struct cfg_network {
+    double min_link_gbps;        /* every link's rate, each way, at least this */
+    double max_link_latency_us;  /* every link's latency at most this */
+    double probe_mb;             /* each measured send */
+};
+
 /* Live metrics while training (docs/monitoring.md). */
 struct cfg_metrics {
     int64_t prom_interval;      /* steps between textfile writes; 0 = off */
@@ -157,6 +164,7 @@ struct cfg {
     struct cfg_restart restart;
     struct cfg_health health;
     struct cfg_comm comm;
+    struct cfg_network network;
     struct cfg_metrics metrics;
     struct cfg_phase phase;
     struct cfg_gates gates;

@@ -170,6 +170,18 @@ const struct cfg_key cfg_keys[] = {
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),
 
+    KEY_FLOAT("network.min_link_gbps", network.min_link_gbps, 0.0, 1e6, 0u, "0.1",
+              "The preflight of a job on several nodes measures every pair of nodes with MPI; "
+              "a link slower than this (Gbit/s, either way) fails it (exit 70).  The default "
+              "catches a broken or mis-negotiated link (a port at 100 Mbit/s or less measures "
+              "under it), not a slow fabric: whether scaling out pays is the ladder's measured "
+              "efficiency.  0: never."),
+    KEY_FLOAT("network.max_link_latency_us", network.max_link_latency_us, 0.0, 1e9, CFG_OPEN_MIN,
+              "2000", "... and a link whose latency (half the median round trip of 8 bytes) is "
+              "above this fails it."),
+    KEY_FLOAT("network.probe_mb", network.probe_mb, 0.0, 1024.0, CFG_OPEN_MIN, "1",
+              "The size of each measured send of the link probe, in MiB (5 each way per pair)."),
+
     KEY_INT("metrics.prom_interval", metrics.prom_interval, 0, BIG, "20",
             "Write the live Prometheus textfile every N steps and at each checkpoint (0: off)."),
     KEY_STRING("metrics.prom_dir", metrics.prom_dir, "",
@@ -226,6 +238,7 @@ const struct cfg_section cfg_sections[] = {
     {"restart", "Automatic restart after failures."},
     {"health", "Cross-rank consistency checks, stop signals and the hang watchdog."},
     {"comm", "Gradient communication between ranks."},
+    {"network", "The links between the nodes of a multi-node phase, measured by its preflight."},
     {"metrics", "Live Prometheus metrics while training (docs/monitoring.md)."},
     {"phase", "Where this phase sits in the scaling chain, and what its verdict triggers."},
     {"gates", "Go/no-go thresholds of the phase report (docs/gates.md)."},

@@ -29,6 +29,8 @@
 #include <stdio.h>
 
 #include "config/config.h"
+
+struct health_links; /* record/health.h */
 #include "core/status.h"
 
 /* Criterion status; the values are the ryzen_gate_criterion_status codes in gate.prom. */
@@ -198,6 +200,7 @@ struct gate_input {
     bool health_ok;
     struct gate_check *checks;  /* health.json's checks */
     size_t n_checks;
+    struct health_links *links; /* health.json's links between the nodes (NULL: none) */
     char isa[64];
     struct gate_ckpt *ckpts;    /* ascending step */
     size_t n_ckpts;

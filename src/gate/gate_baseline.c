@@ -46,7 +46,7 @@ static enum rz_status gate_baseline_curve(double **curve, size_t *n, const struc
 enum rz_status gate_read_baseline(struct gate_baseline *b, const char *path, struct rz_err *err)
 {
     struct gj_value *v = NULL;
-    enum rz_status st = gate_read_json_file(path, &v, err);
+    enum rz_status st = gj_parse_file(path, &v, err);
     if (st != RZ_OK)
         return st;
     const char *phase = gj_get_str(v, "phase"), *job = gj_get_str(v, "job");

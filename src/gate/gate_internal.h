@@ -1,12 +1,12 @@
 /* gate_internal.h: helpers shared by the src/gate/ files; not part of the public API (gate.h).
- * Ownership as in gate.h; gate_read_json_file's tree is freed with gj_free. */
+ * Ownership as in gate.h; gj_parse_file's tree is freed with gj_free. */
 #ifndef RZ_GATE_GATE_INTERNAL_H
 #define RZ_GATE_GATE_INTERNAL_H
 
 #include <stdio.h>
 
 #include "gate/gate.h"
-#include "gate/gate_json.h"
+#include "core/json_read.h"
 
 typedef enum rz_status (*gate_line_fn)(void *ctx, const struct gj_value *v, const char *path,
                                        long line, const char *text, struct rz_err *err);
@@ -14,9 +14,6 @@ typedef enum rz_status (*gate_line_fn)(void *ctx, const struct gj_value *v, cons
 /* Call fn for every non-blank line of a JSON Lines file; each must be an object.  A last line
  * without a newline is an error ("PATH:LINE: truncated line"). */
 enum rz_status gate_read_jsonl(const char *path, gate_line_fn fn, void *ctx, struct rz_err *err);
-
-/* Parse a whole JSON file. */
-enum rz_status gate_read_json_file(const char *path, struct gj_value **out, struct rz_err *err);
 
 /* Fill in->baseline: `path` if given, else the newest RUNROOT/<phase.previous>/reports/
  * <job>/report.json by mtime; absent baselines get a reason, not an error. */
@@ -35,6 +32,12 @@ bool gate_is_verdict_event(const struct gate_event *e);
 /* Append the events of an events.jsonl file to *ev (n of them); a missing file adds none. */
 enum rz_status gate_read_events_file(const char *path, struct gate_event **ev, size_t *n,
                                      struct rz_err *err);
+
+/* gate_links.c: the links between the nodes (in->links; nothing, or null, without them). */
+struct rz_json;
+void gate_json_links(struct rz_json *j, const struct gate_input *in);
+void gate_md_links(FILE *f, const struct gate_input *in);
+void gate_html_links(FILE *f, const struct gate_input *in);
 
 /* RUNROOT of a run directory: RUNROOT/<phase>, RUNROOT/<phase>/rollback-<job> for a rollback
  * lineage, RUNROOT/<phase>/task-<N> for a job array's task, or both (ryzen-step's layout). */

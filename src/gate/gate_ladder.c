@@ -121,7 +121,7 @@ static enum rz_status gate_add_attempt(struct gate_ladder *l, const char *path,
                                        const char *lineage, struct rz_err *err)
 {
     struct gj_value *r = NULL;
-    enum rz_status st = gate_read_json_file(path, &r, err);
+    enum rz_status st = gj_parse_file(path, &r, err);
     if (st != RZ_OK)
         return st;
     struct gate_attempt *na = realloc(l->att, (l->n_att + 1) * sizeof *na);

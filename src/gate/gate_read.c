@@ -19,7 +19,8 @@
 #include "core/sha256.h"
 #include "core/util.h"
 #include "gate/gate_internal.h"
-#include "gate/gate_json.h"
+#include "core/json_read.h"
+#include "record/health.h"
 
 /* ---- JSON Lines ------------------------------------------------------------------------------ */
 
@@ -59,19 +60,6 @@ enum rz_status gate_read_jsonl(const char *path, gate_line_fn fn, void *ctx, str
         st = rz_fail(err, RZ_EIO, "read '%s': %s", path, strerror(errno));
     free(buf);
     fclose(f);
-    return st;
-}
-
-enum rz_status gate_read_json_file(const char *path, struct gj_value **out, struct rz_err *err)
-{
-    char *text = NULL;
-    size_t len = 0;
-    *out = NULL;
-    enum rz_status st = rz_read_file(path, &text, &len, err);
-    if (st != RZ_OK)
-        return st;
-    st = gj_parse(out, text, len, path, 1, err);
-    free(text);
     return st;
 }
 
@@ -519,7 +507,7 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     rz_fmt(path, sizeof path, "%s/summary.json", in->run_dir);
     if (stat(path, &sb) != 0)
         return RZ_OK;
-    enum rz_status st = gate_read_json_file(path, &v, err);
+    enum rz_status st = gj_parse_file(path, &v, err);
     if (st != RZ_OK)
         return st;
     const struct gj_value *agg = gj_get(v, "aggregated_metrics");
@@ -546,74 +534,47 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     return RZ_OK;
 }
 
-/* health.json's "checks": [{name, ok, detail}] (optional: older files lack it). */
-static enum rz_status gate_read_checks(struct gate_input *in, const struct gj_value *checks,
-                                       struct rz_err *err)
-{
-    if (checks == NULL || checks->type != GJ_ARR || checks->n == 0)
-        return RZ_OK;
-    in->checks = calloc(checks->n, sizeof *in->checks);
-    if (in->checks == NULL)
-        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
-    for (size_t i = 0; i < checks->n; i++) {
-        const struct gj_value *o = &checks->items[i];
-        struct gate_check *k = &in->checks[in->n_checks];
-        const char *name = gj_get_str(o, "name"), *detail = gj_get_str(o, "detail");
-        if (name == NULL || !gj_get_bool(o, "ok", &k->ok))
-            continue;
-        rz_fmt(k->name, sizeof k->name, "%s", name);
-        rz_fmt(k->detail, sizeof k->detail, "%s", detail != NULL ? detail : "");
-        in->n_checks++;
-    }
-    return RZ_OK;
-}
-
+/* health.json (record/health.h): the preflight's checks, each rank's host, ISA and memory, and
+ * the links between the nodes.  Optional: a run that never reached the preflight has none. */
 static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err)
 {
     char path[4200];
     struct stat sb;
-    struct gj_value *v = NULL;
+    static struct health_doc h;
     rz_fmt(path, sizeof path, "%s/health.json", in->run_dir);
     if (stat(path, &sb) != 0)
         return RZ_OK;
-    enum rz_status st = gate_read_json_file(path, &v, err);
+    enum rz_status st = health_read(path, &h, err);
     if (st != RZ_OK)
         return st;
-    const struct gj_value *ranks = gj_get(v, "ranks");
-    if (ranks == NULL || ranks->type != GJ_ARR) {
-        gj_free(v);
-        return rz_fail(err, RZ_EDATA, "%s: 'ranks' array missing", path);
+    in->checks = calloc((size_t)h.n_checks + 1, sizeof *in->checks);
+    if (h.has_links)
+        in->links = malloc(sizeof *in->links);
+    if (in->checks == NULL || (h.has_links && in->links == NULL)) {
+        health_free(&h);
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
     }
-    st = gate_read_checks(in, gj_get(v, "checks"), err);
-    if (st != RZ_OK) {
-        gj_free(v);
-        return st;
+    for (int i = 0; i < h.n_checks; i++) {
+        struct gate_check *k = &in->checks[in->n_checks++];
+        rz_fmt(k->name, sizeof k->name, "%s", h.checks[i].name);
+        rz_fmt(k->detail, sizeof k->detail, "%s", h.checks[i].detail);
+        k->ok = h.checks[i].ok;
     }
-    for (size_t i = 0; i < ranks->n; i++) {
-        const struct gj_value *o = &ranks->items[i];
-        int64_t rank;
-        double total;
-        const char *host = gj_get_str(o, "host"), *isa = gj_get_str(o, "isa");
-        if (!gj_get_int(o, "rank", &rank) || host == NULL || !gj_get_num(o, "mem_total_bytes",
-                                                                         &total)) {
-            gj_free(v);
-            return rz_fail(err, RZ_EDATA, "%s: ranks[%zu] needs 'rank', 'host' and "
-                           "'mem_total_bytes'", path, i);
-        }
-        if (isa != NULL && in->isa[0] == '\0')
-            rz_fmt(in->isa, sizeof in->isa, "%s", isa);
-        if (rank < 0 || rank >= in->world_size)
+    if (h.has_links)
+        *in->links = h.links;
+    for (int i = 0; i < h.n_ranks; i++) {
+        const struct health_rank *r = &h.ranks[i];
+        if (r->isa[0] != '\0' && in->isa[0] == '\0')
+            rz_fmt(in->isa, sizeof in->isa, "%s", r->isa);
+        if (r->rank < 0 || r->rank >= in->world_size)
             continue; /* preflight of another launch size: ignore that rank */
-        rz_fmt(in->ranks[rank].host, sizeof in->ranks[rank].host, "%s", host);
-        in->ranks[rank].mem_total_bytes = total;
-        double limit = 0.0; /* absent in health.json written before the job's limit was read */
-        (void)gj_get_num(o, "mem_limit_bytes", &limit);
-        in->ranks[rank].mem_limit_bytes = limit;
+        rz_fmt(in->ranks[r->rank].host, sizeof in->ranks[r->rank].host, "%s", r->host);
+        in->ranks[r->rank].mem_total_bytes = r->mem_total;
+        in->ranks[r->rank].mem_limit_bytes = r->mem_limit; /* 0 in files from before the limit */
     }
     in->has_health = true;
-    in->health_ok = true;
-    (void)gj_get_bool(v, "ok", &in->health_ok);
-    gj_free(v);
+    in->health_ok = h.ok;
+    health_free(&h);
     return RZ_OK;
 }
 
@@ -766,6 +727,7 @@ void gate_input_free(struct gate_input *in)
     free(in->chain_events);
     free(in->verdict_events);
     free(in->checks);
+    free(in->links);
     free(in->ckpts);
     free(in->baseline.curve);
     free(in->baseline.val_curve);

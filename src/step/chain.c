@@ -12,7 +12,7 @@
 
 #include "ckpt/ckpt.h"
 #include "core/util.h"
-#include "gate/gate_json.h"
+#include "core/json_read.h"
 #include "step/step_internal.h"
 
 enum { VERDICT_GO = 0, VERDICT_NO_GO = 1, VERDICT_HOLD = 2 };

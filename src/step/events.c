@@ -13,7 +13,7 @@
 
 #include "core/json.h"
 #include "core/util.h"
-#include "gate/gate_json.h"
+#include "core/json_read.h"
 #include "step/step_internal.h"
 
 static const char *const requeue_names[RQ_N] = {

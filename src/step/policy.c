@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "gate/gate_json.h"
+#include "core/json_read.h"
 #include "step/step_internal.h"
 
 static const char *const class_names[CLASS_N] = {

@@ -13,7 +13,7 @@
 
 #include "ckpt/ckpt.h"
 #include "core/util.h"
-#include "gate/gate_json.h"
+#include "record/health.h"
 #include "step/step_internal.h"
 
 #ifndef RZ_PKGDATADIR
@@ -533,23 +533,17 @@ static int stop_before_training(struct wrapper *w, const char *stage)
 /* health.json's hosts that failed for a reason of their own (another node may pass). */
 static void preflight_hosts(const struct wrapper *w, char *failed, size_t len)
 {
-    char path[STEP_PATH_MAX + 400], *text = NULL;
-    size_t n = 0;
-    struct gj_value *v = NULL;
+    char path[STEP_PATH_MAX + 400];
+    static struct health_doc h;
     failed[0] = '\0';
     rz_fmt(path, sizeof path, "%s/health.json", w->run_dir);
-    if (rz_read_file(path, &text, &n, NULL) == RZ_OK &&
-        gj_parse(&v, text, n, path, 1, NULL) == RZ_OK) {
-        const struct gj_value *f = gj_get(v, "failed_hosts");
-        for (size_t i = 0; f != NULL && f->type == GJ_ARR && i < f->n; i++) {
-            if (f->items[i].type != GJ_STR)
-                continue;
-            size_t used = strlen(failed);
-            rz_fmt(failed + used, len - used, "%s%s", used ? "," : "", f->items[i].str);
-        }
+    if (health_read(path, &h, NULL) != RZ_OK)
+        return;
+    for (int i = 0; i < h.n_failed; i++) {
+        size_t used = strlen(failed);
+        rz_fmt(failed + used, len - used, "%s%s", used ? "," : "", h.failed_hosts[i]);
     }
-    gj_free(v);
-    free(text);
+    health_free(&h);
 }
 
 /* The preflight's NO-GO: nodes that failed for a reason of their own are excluded and the job

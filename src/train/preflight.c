@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "train/preflight.h"
+#include "train/preflight_internal.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -18,86 +19,16 @@
 
 #include "core/durable.h"
 #include "core/hooks.h"
-#include "core/json.h"
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "plan/plan.h"
+#include "record/health.h"
 
 #define MEMORY_MARGIN 0.9                  /* use at most 90% of the limit */
 #define PROBE_FLOATS ((size_t)1 << 20)
 #define MAX_CPUS PREFLIGHT_MAX_CPUS
-
-struct probe {
-    int rank;
-    char host[64];
-    char isa[48];
-    double mem_available;    /* bytes, this node */
-    double mem_total;        /* bytes, this node */
-    double mem_limit;        /* bytes: the job's own limit on this node (0: none found) */
-    char limit_source[160];  /* what set it: "--mem=...", "cgroup ..." */
-    double need;             /* bytes this rank will use */
-    int ckpt_ok;
-    double ckpt_free;        /* bytes free under the checkpoint directory */
-    char ckpt_err[160];
-    int n_cpus;              /* CPUs this rank may run on */
-    int online_cpus;         /* CPUs of the node */
-    int omp_threads;
-    unsigned char cpus[MAX_CPUS / 8]; /* the affinity mask */
-    char cpu_list[96];       /* "0-3,8" */
-    int fail_hook;           /* test hook: fail this host's memory check */
-    int root_seen;           /* read back the token rank 0 wrote in the run directory */
-    char root_err[160];      /* why not */
-};
-
-enum { CHECK_LAUNCH, CHECK_RING, CHECK_ALLREDUCE, CHECK_CPUS, CHECK_MEMORY, CHECK_CKPT,
-       CHECK_RUN_ROOT, CHECK_ISA, N_CHECKS };
-static const char *const check_names[N_CHECKS] = {"launch", "ring", "allreduce", "cpus", "memory",
-                                                  "checkpoint_dir", "run_root", "isa"};
-
-#define MAX_FAILED 64
-struct verdict {
-    bool ok[N_CHECKS];
-    bool not_run[N_CHECKS]; /* MPI never started, so the check could not run (also !ok) */
-    char detail[N_CHECKS][768];
-    char warning[512];      /* passed, but worth saying */
-    char failed_hosts[MAX_FAILED][64];
-    int n_failed;
-};
-
-/* One line per check, as the job output shows them. */
-static void log_verdict(FILE *log, const struct verdict *v)
-{
-    for (int k = 0; log != NULL && k < N_CHECKS; k++)
-        fprintf(log, "ryzen-train: preflight: %-14s %s  %s\n", check_names[k],
-                v->ok[k] ? "ok  " : v->not_run[k] ? "-   " : "FAIL", v->detail[k]);
-    if (log != NULL && v->warning[0] != '\0')
-        fprintf(log, "ryzen-train: preflight: WARNING: %s\n", v->warning);
-}
-
-static void fail_host(struct verdict *v, const char *host)
-{
-    for (int i = 0; i < v->n_failed; i++)
-        if (strcmp(v->failed_hosts[i], host) == 0)
-            return;
-    if (v->n_failed < MAX_FAILED)
-        rz_fmt(v->failed_hosts[v->n_failed++], sizeof v->failed_hosts[0], "%s", host);
-}
-
-/* Append to a check's detail. */
-static void add_detail(struct verdict *v, int check, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add_detail(struct verdict *v, int check, const char *fmt, ...)
-{
-    char *out = v->detail[check];
-    size_t used = strlen(out);
-    if (used + 1 >= sizeof v->detail[0])
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out + used, sizeof v->detail[0] - used, fmt, ap);
-    va_end(ap);
-}
+#define LINK_PROBE_REPS 5                  /* timed sends each way per pair of nodes */
 
 /* ---- probes --------------------------------------------------------------------------------------- */
 
@@ -241,67 +172,6 @@ static void probe_ckpt_dir(const char *run_dir, struct probe *p)
     p->ckpt_ok = 1;
 }
 
-/* ---- the run root is shared ---- */
-#define ROOT_TOKEN ".preflight-shared"
-#define ROOT_TOKEN_LEN 64
-
-static void root_token_path(const char *run_dir, char *path, size_t len)
-{
-    snprintf(path, len, "%s/" ROOT_TOKEN, run_dir);
-}
-
-/* Rank 0 writes a token no earlier run wrote (its host, pid and time) to RUN_DIR/.preflight-shared,
- * durably, and broadcasts it; token[0] == '\0' when rank 0 could not write it.  The broadcast
- * also orders every rank's read after the write. */
-static enum rz_status root_token_share(const struct preflight_opts *o, char *token,
-                                       struct rz_err *err)
-{
-    memset(token, 0, ROOT_TOKEN_LEN);
-    if (comm_rank(o->comm) == 0) {
-        char path[4200], stamp[32], text[ROOT_TOKEN_LEN + 1];
-        struct rz_err e;
-        rz_utc_iso8601(stamp, sizeof stamp);
-        snprintf(token, ROOT_TOKEN_LEN, "%s %ld %s", comm_host(o->comm), (long)getpid(), stamp);
-        snprintf(text, sizeof text, "%s\n", token);
-        root_token_path(o->run_dir, path, sizeof path);
-        if (rz_durable_write_text(path, "preflight", text, &e) != RZ_OK)
-            memset(token, 0, ROOT_TOKEN_LEN);
-    }
-    return comm_bcast_bytes(o->comm, token, ROOT_TOKEN_LEN, err);
-}
-
-/* Read the token back.  A file that is not there yet is looked for again for up to 2 s: an NFS
- * client may cache the directory's old listing for a moment (a hang guard, not a speed). */
-static void probe_run_root(const char *run_dir, const char *token, struct probe *p)
-{
-    char path[4200], got[ROOT_TOKEN_LEN + 2] = "";
-    root_token_path(run_dir, path, sizeof path);
-    if (token[0] == '\0') {
-        rz_fmt(p->root_err, sizeof p->root_err, "rank 0 could not write %s", path);
-        return;
-    }
-    FILE *f = NULL;
-    for (int tries = 0; f == NULL && tries < 20; tries++) {
-        f = fopen(path, "r");
-        if (f == NULL && errno != ENOENT)
-            break;
-        if (f == NULL)
-            usleep(100000);
-    }
-    if (f == NULL) {
-        rz_fmt(p->root_err, sizeof p->root_err, "%s: %s", path, strerror(errno));
-        return;
-    }
-    if (fgets(got, sizeof got, f) == NULL)
-        got[0] = '\0';
-    fclose(f);
-    got[strcspn(got, "\n")] = '\0';
-    p->root_seen = strcmp(got, token) == 0;
-    if (!p->root_seen)
-        rz_fmt(p->root_err, sizeof p->root_err, "%s holds another run's token ('%.60s')", path,
-               got);
-}
-
 /* The memory planner's peak RSS for this rank (plan.h): rank 0 also stages a tensor's moments
  * when it writes a ZeRO checkpoint. */
 static double plan_need(const struct cfg *c, int world, int rank)
@@ -327,19 +197,11 @@ static void probe_self(const struct preflight_opts *o, const char *root_token, s
     p->need = plan_need(o->cfg, comm_size(o->comm), p->rank);
     probe_cpus(o->env, p);
     probe_ckpt_dir(o->run_dir, p);
-    probe_run_root(o->run_dir, root_token, p);
+    pf_probe_run_root(o->run_dir, root_token, p);
     p->fail_hook = strcmp(RZ_HOOK(preflight_fail_host, ""), p->host) == 0;
 }
 
 /* ---- judging ----------------------------------------------------------------------------------------- */
-
-static bool first_on_host(const struct probe *all, int r)
-{
-    for (int q = 0; q < r; q++)
-        if (strcmp(all[q].host, all[r].host) == 0)
-            return false;
-    return true;
-}
 
 static bool bound(const struct probe *p) { return p->n_cpus < p->online_cpus; }
 
@@ -383,7 +245,7 @@ static void judge_cpus(const struct probe *all, int n, struct verdict *v)
         const struct probe *p = &all[r];
         if (p->n_cpus > 0 && p->omp_threads > p->n_cpus) {
             v->ok[CHECK_CPUS] = false; /* the launch's settings: another node would not help */
-            add_detail(v, CHECK_CPUS, "rank %d (%s) may run on %d CPU(s) (%s) but OMP_NUM_THREADS "
+            pf_add_detail(v, CHECK_CPUS, "rank %d (%s) may run on %d CPU(s) (%s) but OMP_NUM_THREADS "
                        "is %d: give srun --cpus-per-task=%d; ", r, p->host, p->n_cpus,
                        p->cpu_list, p->omp_threads, p->omp_threads);
         }
@@ -395,15 +257,15 @@ static void judge_cpus(const struct probe *all, int n, struct verdict *v)
             if (c < 0)
                 continue;
             v->ok[CHECK_CPUS] = false;
-            add_detail(v, CHECK_CPUS, "ranks %d and %d on %s are bound to overlapping CPUs (%s and "
+            pf_add_detail(v, CHECK_CPUS, "ranks %d and %d on %s are bound to overlapping CPUs (%s and "
                        "%s share CPU %d): they would compete for one core; ", r, q, p->host,
                        p->cpu_list, all[q].cpu_list, c);
         }
     }
     if (v->ok[CHECK_CPUS])
         for (int r = 0; r < n; r++)
-            if (first_on_host(all, r))
-                add_detail(v, CHECK_CPUS, "%s%s: rank %d on CPUs %s, %d thread(s)%s", r ? "; " : "",
+            if (pf_first_on_host(all, r))
+                pf_add_detail(v, CHECK_CPUS, "%s%s: rank %d on CPUs %s, %d thread(s)%s", r ? "; " : "",
                            all[r].host, r, all[r].cpu_list, all[r].omp_threads,
                            bound(&all[r]) ? "" : " (not bound)");
 }
@@ -420,10 +282,10 @@ static void suggest_fit(struct verdict *v, const struct cfg *c, int world, int r
     bool fits = plan_suggest(&s, &p, c, world, share);
     plan_describe_change(change, sizeof change, c, &s);
     if (fits)
-        add_detail(v, CHECK_MEMORY, "; the cheapest change that fits: %s (%.0f MB per rank)",
+        pf_add_detail(v, CHECK_MEMORY, "; the cheapest change that fits: %s (%.0f MB per rank)",
                    change, (double)p.peak_rank0 / 1e6);
     else
-        add_detail(v, CHECK_MEMORY, "; even %s needs %.0f MB per rank: more ranks or nodes",
+        pf_add_detail(v, CHECK_MEMORY, "; even %s needs %.0f MB per rank: more ranks or nodes",
                    change, (double)p.peak_rank0 / 1e6);
 }
 
@@ -431,7 +293,7 @@ static void judge_memory(const struct probe *all, int n, const struct cfg *c, st
 {
     v->ok[CHECK_MEMORY] = true;
     for (int r = 0; r < n; r++) {
-        if (!first_on_host(all, r))
+        if (!pf_first_on_host(all, r))
             continue;
         double need = 0, avail = all[r].mem_available, limit = all[r].mem_limit;
         int ranks = 0;
@@ -448,13 +310,13 @@ static void judge_memory(const struct probe *all, int n, const struct cfg *c, st
         /* Too little under the job's own limit is the job's setting (every node has it); too
          * little available on this node is the node's: only then may another node help. */
         if (!ok && (!capped || all[r].fail_hook))
-            fail_host(v, all[r].host);
-        add_detail(v, CHECK_MEMORY, "%s%s: %d rank(s) need %.0f MB of %.0f MB %s%s%s%s", r ? "; " : "",
+            pf_fail_host(v, all[r].host);
+        pf_add_detail(v, CHECK_MEMORY, "%s%s: %d rank(s) need %.0f MB of %.0f MB %s%s%s%s", r ? "; " : "",
                    all[r].host, ranks, need / 1e6, usable / 1e6,
                    capped ? "(the job's limit: " : "available", capped ? all[r].limit_source : "",
                    capped ? ")" : "", all[r].fail_hook ? " (failed by a test hook)" : "");
         if (need > MEMORY_MARGIN * usable) {
-            add_detail(v, CHECK_MEMORY, ": over %.0f%%; %s at least %.0f MB",
+            pf_add_detail(v, CHECK_MEMORY, ": over %.0f%%; %s at least %.0f MB",
                        100.0 * MEMORY_MARGIN, capped ? "raise --mem to" : "the node needs",
                        need / MEMORY_MARGIN / 1e6 + 1.0);
             suggest_fit(v, c, n, ranks, usable);
@@ -469,8 +331,8 @@ static void judge_ckpt(const struct probe *all, int n, double ckpt_bytes, struct
     for (int r = 0; r < n; r++) {
         if (!all[r].ckpt_ok) {
             v->ok[CHECK_CKPT] = false;
-            fail_host(v, all[r].host);
-            add_detail(v, CHECK_CKPT, "rank %d (%s): %s; ", r, all[r].host, all[r].ckpt_err);
+            pf_fail_host(v, all[r].host);
+            pf_add_detail(v, CHECK_CKPT, "rank %d (%s): %s; ", r, all[r].host, all[r].ckpt_err);
             continue;
         }
         if (free_min < 0 || all[r].ckpt_free < free_min)
@@ -479,50 +341,16 @@ static void judge_ckpt(const struct probe *all, int n, double ckpt_bytes, struct
     if (!v->ok[CHECK_CKPT])
         return;
     v->ok[CHECK_CKPT] = free_min >= ckpt_bytes;
-    add_detail(v, CHECK_CKPT, "writable on every rank; %.0f MB free, a checkpoint needs %.0f MB",
+    pf_add_detail(v, CHECK_CKPT, "writable on every rank; %.0f MB free, a checkpoint needs %.0f MB",
                free_min / 1e6, ckpt_bytes / 1e6);
     if (!v->ok[CHECK_CKPT])
         for (int r = 0; r < n; r++)
-            fail_host(v, all[r].host);
+            pf_fail_host(v, all[r].host);
     else if (free_min < 2.0 * ckpt_bytes)
         rz_fmt(v->warning, sizeof v->warning, "the checkpoint directory has %.0f MB free, less "
                "than two checkpoints (%.0f MB): a commit writes the new file before the old one "
                "is removed, so the next one may fail with a full disk", free_min / 1e6,
                2.0 * ckpt_bytes / 1e6);
-}
-
-/* Every rank read rank 0's token: the run root is one filesystem for the whole job, as a resume on
- * other nodes needs.  When no rank off rank 0's host saw it, the job's run root is node-local (its
- * setting, which would follow it to any node: no host is blamed); when some did, the hosts that
- * did not lack the shared mount. */
-static void judge_run_root(const struct probe *all, int n, const char *run_dir, struct verdict *v)
-{
-    int blind = 0, remote_seen = 0;
-    for (int r = 0; r < n; r++) {
-        if (!all[r].root_seen)
-            blind++;
-        else if (strcmp(all[r].host, all[0].host) != 0)
-            remote_seen++;
-    }
-    v->ok[CHECK_RUN_ROOT] = blind == 0;
-    if (blind == 0) {
-        add_detail(v, CHECK_RUN_ROOT, "every rank reads what rank 0 wrote in %s", run_dir);
-        return;
-    }
-    add_detail(v, CHECK_RUN_ROOT, "not shared: ");
-    for (int r = 0; r < n; r++) {
-        if (all[r].root_seen || !first_on_host(all, r))
-            continue;
-        add_detail(v, CHECK_RUN_ROOT, "rank %d (%s): %s; ", r, all[r].host, all[r].root_err);
-        if (remote_seen > 0)
-            fail_host(v, all[r].host);
-    }
-    if (remote_seen == 0)
-        add_detail(v, CHECK_RUN_ROOT, "the run root is local to each node: a resume on other "
-                   "nodes would find no checkpoint.  Set RYZEN_RUN_ROOT (or submit from) a "
-                   "filesystem every node mounts; /tmp is each node's own");
-    else
-        add_detail(v, CHECK_RUN_ROOT, "these hosts do not mount the run root's filesystem");
 }
 
 static void judge_isa(const struct probe *all, int n, struct verdict *v)
@@ -531,96 +359,96 @@ static void judge_isa(const struct probe *all, int n, struct verdict *v)
     for (int r = 0; r < n; r++) {
         if (all[r].isa[0] == '\0') {
             v->ok[CHECK_ISA] = false;
-            fail_host(v, all[r].host);
-            add_detail(v, CHECK_ISA, "rank %d (%s): oneDNN did not initialize; ", r, all[r].host);
+            pf_fail_host(v, all[r].host);
+            pf_add_detail(v, CHECK_ISA, "rank %d (%s): oneDNN did not initialize; ", r, all[r].host);
             continue;
         }
         bool first = true;
         for (int q = 0; q < r && first; q++)
             first = strcmp(all[q].isa, all[r].isa) != 0;
         if (first && v->ok[CHECK_ISA])
-            add_detail(v, CHECK_ISA, "%s%s", r ? ", " : "oneDNN ISA: ", all[r].isa);
+            pf_add_detail(v, CHECK_ISA, "%s%s", r ? ", " : "oneDNN ISA: ", all[r].isa);
     }
 }
 
-/* ---- health.json ----------------------------------------------------------------------------------- */
+/* ---- health.json (record/health.h) --------------------------------------------------------------- */
 
-static void write_ranks(struct rz_json *j, const struct probe *all, int n)
+static void fill_rank(struct health_rank *h, const struct probe *p)
 {
-    rz_json_key(j, "ranks");
-    rz_json_array_begin(j);
-    for (int r = 0; r < n; r++) {
-        rz_json_object_begin(j);
-        rz_json_kv_int(j, "rank", all[r].rank);
-        rz_json_kv_string(j, "host", all[r].host);
-        rz_json_kv_string(j, "isa", all[r].isa);
-        rz_json_kv_string(j, "cpus", all[r].cpu_list);
-        rz_json_kv_int(j, "n_cpus", all[r].n_cpus);
-        rz_json_kv_int(j, "omp_threads", all[r].omp_threads);
-        rz_json_kv_double(j, "mem_available_bytes", all[r].mem_available);
-        rz_json_kv_double(j, "mem_total_bytes", all[r].mem_total);
-        rz_json_kv_double(j, "mem_limit_bytes", all[r].mem_limit);
-        rz_json_kv_string(j, "mem_limit_source", all[r].limit_source);
-        rz_json_kv_double(j, "mem_need_bytes", all[r].need);
-        rz_json_kv_double(j, "ckpt_free_bytes", all[r].ckpt_free);
-        rz_json_kv_bool(j, "run_root_seen", all[r].root_seen);
-        rz_json_object_end(j);
+    h->rank = p->rank;
+    rz_fmt(h->host, sizeof h->host, "%s", p->host);
+    rz_fmt(h->isa, sizeof h->isa, "%s", p->isa);
+    rz_fmt(h->cpus, sizeof h->cpus, "%s", p->cpu_list);
+    h->n_cpus = p->n_cpus;
+    h->omp_threads = p->omp_threads;
+    h->mem_available = p->mem_available;
+    h->mem_total = p->mem_total;
+    h->mem_limit = p->mem_limit;
+    rz_fmt(h->mem_limit_source, sizeof h->mem_limit_source, "%s", p->limit_source);
+    h->mem_need = p->need;
+    h->ckpt_free = p->ckpt_free;
+    h->run_root_seen = p->root_seen;
+}
+
+static void fill_links(struct health_links *h, const struct comm_links *l)
+{
+    h->n_hosts = l->n_hosts < HEALTH_MAX_HOSTS ? l->n_hosts : HEALTH_MAX_HOSTS;
+    h->probe_bytes = (int64_t)l->bytes;
+    for (int i = 0; i < h->n_hosts; i++) {
+        rz_fmt(h->hosts[i], sizeof h->hosts[i], "%s", l->hosts[i]);
+        for (int j = 0; j < h->n_hosts; j++) {
+            h->gbps[i][j] = l->gbps[i][j];
+            h->latency_us[i][j] = l->latency_us[i][j];
+        }
     }
-    rz_json_array_end(j);
 }
 
 static enum rz_status write_health(const struct preflight_opts *o, int world_size,
-                                   const struct probe *all, int n, const struct verdict *v,
-                                   bool ok, struct rz_err *err)
+                                   const struct probe *all, int n, const struct comm_links *links,
+                                   const struct verdict *v, bool ok, struct rz_err *err)
 {
-    char path[4200], stamp[32];
-    struct rz_durable d;
+    char path[4200];
+    static struct health_doc h;
+    memset(&h, 0, sizeof h);
     snprintf(path, sizeof path, "%s/health.json", o->run_dir);
-    enum rz_status st = rz_durable_open(&d, path, "health", err);
-    if (st != RZ_OK)
-        return st;
-    rz_utc_iso8601(stamp, sizeof stamp);
-    struct rz_json j;
-    rz_json_init(&j, d.f);
-    rz_json_object_begin(&j);
-    rz_json_kv_bool(&j, "ok", ok);
-    rz_json_kv_string(&j, "time", stamp);
-    rz_json_kv_int(&j, "world_size", world_size);
+    h.ok = ok;
+    rz_utc_iso8601(h.time, sizeof h.time);
+    h.world_size = world_size;
     const struct comm_launch *l = o->env != NULL ? o->env->launch : NULL;
-    rz_json_kv_string(&j, "slurm_ntasks", l != NULL ? l->ntasks : "");
-    rz_json_key(&j, "checks");
-    rz_json_array_begin(&j);
-    for (int c = 0; c < N_CHECKS; c++) {
-        rz_json_object_begin(&j);
-        rz_json_kv_string(&j, "name", check_names[c]);
-        rz_json_kv_bool(&j, "ok", v->ok[c]);
-        rz_json_kv_string(&j, "detail", v->detail[c]);
-        rz_json_object_end(&j);
+    rz_fmt(h.slurm_ntasks, sizeof h.slurm_ntasks, "%s", l != NULL ? l->ntasks : "");
+    for (int c = 0; c < N_CHECKS && c < HEALTH_MAX_CHECKS; c++) {
+        rz_fmt(h.checks[c].name, sizeof h.checks[c].name, "%s", pf_check_names[c]);
+        h.checks[c].ok = v->ok[c];
+        rz_fmt(h.checks[c].detail, sizeof h.checks[c].detail, "%s", v->detail[c]);
+        h.n_checks++;
     }
-    rz_json_array_end(&j);
-    rz_json_kv_string(&j, "warning", v->warning);
-    rz_json_key(&j, "hosts");
-    rz_json_array_begin(&j);
+    rz_fmt(h.warning, sizeof h.warning, "%s", v->warning);
+    for (int r = 0; r < n && h.n_hosts < HEALTH_MAX_HOSTS; r++)
+        if (pf_first_on_host(all, r))
+            rz_fmt(h.hosts[h.n_hosts++], HEALTH_HOST_LEN, "%s", all[r].host);
+    for (int i = 0; i < v->n_failed && h.n_failed < HEALTH_MAX_HOSTS; i++)
+        rz_fmt(h.failed_hosts[h.n_failed++], HEALTH_HOST_LEN, "%s", v->failed_hosts[i]);
+    struct health_rank *ranks = calloc((size_t)n + 1, sizeof *ranks);
+    if (ranks == NULL)
+        return rz_fail(err, RZ_ENOMEM, "preflight: out of memory for health.json");
     for (int r = 0; r < n; r++)
-        if (first_on_host(all, r))
-            rz_json_string(&j, all[r].host);
-    rz_json_array_end(&j);
-    rz_json_key(&j, "failed_hosts");
-    rz_json_array_begin(&j);
-    for (int i = 0; i < v->n_failed; i++)
-        rz_json_string(&j, v->failed_hosts[i]);
-    rz_json_array_end(&j);
-    write_ranks(&j, all, n);
-    rz_json_object_end(&j);
-    fputc('\n', d.f);
-    return rz_durable_commit(&d, err);
+        fill_rank(&ranks[r], &all[r]);
+    h.ranks = ranks;
+    h.n_ranks = n;
+    h.has_links = links != NULL;
+    if (links != NULL)
+        fill_links(&h.links, links);
+    enum rz_status st = health_write(path, &h, err);
+    free(ranks);
+    return st;
 }
 
 /* ---- the run --------------------------------------------------------------------------------------- */
 
-/* The collective checks; st is the status of the MPI calls themselves. */
+/* The collective checks; st is the status of the MPI calls themselves.  The links are measured
+ * into `links`. */
 static enum rz_status run_collectives(const struct preflight_opts *o, struct verdict *v,
-                                      struct rz_err *err)
+                                      struct comm_links *links, struct rz_err *err)
 {
     struct rz_err e;
     int n = comm_size(o->comm);
@@ -637,6 +465,11 @@ static enum rz_status run_collectives(const struct preflight_opts *o, struct ver
     v->ok[CHECK_ALLREDUCE] = st == RZ_OK && rel <= 1e-6;
     snprintf(v->detail[CHECK_ALLREDUCE], sizeof v->detail[0], "%zu floats, max relative error "
              "%.3g", PROBE_FLOATS, rel);
+    if (st == RZ_OK)
+        st = comm_link_probe(o->comm, (size_t)(o->cfg->network.probe_mb * 1048576.0),
+                             LINK_PROBE_REPS, links, err);
+    if (st == RZ_OK)
+        pf_judge_links(links, &o->cfg->network, v);
     return st;
 }
 
@@ -646,15 +479,17 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     struct plan_settings ps = plan_settings_of(c);
     struct model_dims d = plan_model_dims(c, &ps);
     static struct verdict v;
+    static struct comm_links links;
     memset(&v, 0, sizeof v);
+    memset(&links, 0, sizeof links);
     int n = comm_size(o->comm);
     enum rz_status st = rz_mkdirs(o->run_dir, err);
     if (st != RZ_OK)
         return st;
-    st = run_collectives(o, &v, err);
-    char root_token[ROOT_TOKEN_LEN];
+    st = run_collectives(o, &v, &links, err);
+    char root_token[PF_ROOT_TOKEN_LEN];
     if (st == RZ_OK)
-        st = root_token_share(o, root_token, err);
+        st = pf_root_token_share(o, root_token, err);
     else
         memset(root_token, 0, sizeof root_token);
     struct probe mine, *all = calloc((size_t)n, sizeof *all);
@@ -667,26 +502,25 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
         judge_cpus(all, n, &v);
         judge_memory(all, n, c, &v);
         judge_ckpt(all, n, 3.0 * 4.0 * (double)model_count_params(&d) + 1e6, &v);
-        judge_run_root(all, n, o->run_dir, &v);
+        pf_judge_run_root(all, n, o->run_dir, &v);
         judge_isa(all, n, &v);
     }
-    if (comm_rank(o->comm) == 0 && root_token[0] != '\0') {
-        char path[4200];
-        root_token_path(o->run_dir, path, sizeof path);
-        unlink(path); /* every rank has read it: the allgather above came after the reads */
-    }
+    if (comm_rank(o->comm) == 0)
+        pf_root_token_remove(o->run_dir, root_token); /* after the allgather: all have read it */
     bool ok = st == RZ_OK;
     char failed[256] = "";
     for (int k = 0; k < N_CHECKS; k++) {
         ok = ok && v.ok[k];
         if (!v.ok[k])
             snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s",
-                     failed[0] ? ", " : "", check_names[k]);
+                     failed[0] ? ", " : "", pf_check_names[k]);
     }
-    if (comm_rank(o->comm) == 0)
-        log_verdict(o->log, &v);
+    if (comm_rank(o->comm) == 0) {
+        pf_log_verdict(o->log, &v);
+        pf_log_links(o->log, &links);
+    }
     if (st == RZ_OK && comm_rank(o->comm) == 0)
-        st = write_health(o, n, all, n, &v, ok, err);
+        st = write_health(o, n, all, n, &links, &v, ok, err);
     free(all);
     if (st != RZ_OK)
         return st;
@@ -706,10 +540,10 @@ enum rz_status preflight_report_launch(const char *run_dir, const char *why, FIL
         v.not_run[k] = true;
         snprintf(v.detail[k], sizeof v.detail[0], "not run: MPI did not start");
     }
-    log_verdict(log, &v);
+    pf_log_verdict(log, &v);
     struct preflight_opts o = {.run_dir = run_dir};
     enum rz_status st = rz_mkdirs(run_dir, err);
     if (st == RZ_OK)
-        st = write_health(&o, 0, NULL, 0, &v, false, err);
+        st = write_health(&o, 0, NULL, 0, NULL, &v, false, err);
     return st;
 }

@@ -1,14 +1,16 @@
 #include "config.h"
 
-/* gate_json.c: the minimal recursive-descent JSON reader of gate_json.h (RFC 8259 grammar).
- * Deliberately not here: writing JSON (core/json.c), streaming, duplicate-key detection (the
+/* json_read.c: the minimal recursive-descent JSON reader of json_read.h (RFC 8259 grammar).
+ * Deliberately not here: writing JSON (core/json.c, beside it), streaming, duplicate-key detection (the
  * last duplicate is simply never found by gj_get, which returns the first), or numbers beyond
  * double precision. */
 
-#include "gate/gate_json.h"
+#include "core/json_read.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/util.h"
 
 struct gj_parser {
     const char *s;
@@ -390,4 +392,17 @@ const char *gj_get_str(const struct gj_value *obj, const char *key)
 {
     const struct gj_value *v = gj_get(obj, key);
     return v != NULL && v->type == GJ_STR ? v->str : NULL;
+}
+
+enum rz_status gj_parse_file(const char *path, struct gj_value **out, struct rz_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    *out = NULL;
+    enum rz_status st = rz_read_file(path, &text, &len, err);
+    if (st != RZ_OK)
+        return st;
+    st = gj_parse(out, text, len, path, 1, err);
+    free(text);
+    return st;
 }

@@ -1,14 +1,14 @@
-/* gate_json.h: a minimal JSON reader for the gate's inputs (metrics JSONL, events.jsonl,
- * summary.json, health.json and a baseline report.json).
+/* json_read.h: a minimal JSON reader, beside its writer (json.h): the files the programs pass
+ * each other (metrics JSONL, events.jsonl, summary.json, health.json, report.json).
  *
  * It parses one JSON text into a small tree: objects, arrays, strings (with all escapes,
  * \uXXXX and surrogate pairs to UTF-8), numbers, true/false/null.  Errors name
  * "NAME:LINE:COLUMN: cause" and return RZ_EDATA; nesting deeper than GJ_MAX_DEPTH is an error,
- * not a stack overflow.  Internal to src/gate/.
+ * not a stack overflow.
  * Ownership: gj_parse allocates the tree; gj_free releases it (NULL ok).  Strings returned by
  * the accessors point into the tree. */
-#ifndef RZ_GATE_GATE_JSON_H
-#define RZ_GATE_GATE_JSON_H
+#ifndef RZ_CORE_JSON_READ_H
+#define RZ_CORE_JSON_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,6 +35,8 @@ struct gj_value {
 enum rz_status gj_parse(struct gj_value **out, const char *text, size_t len, const char *name,
                         long first_line, struct rz_err *err);
 void gj_free(struct gj_value *v);
+/* Read and parse the file at `path` (rz_read_file's errors, or gj_parse's naming the file). */
+enum rz_status gj_parse_file(const char *path, struct gj_value **out, struct rz_err *err);
 
 /* Member `key` of an object, or NULL (also when obj is not an object). */
 const struct gj_value *gj_get(const struct gj_value *obj, const char *key);

@@ -1,0 +1,185 @@
+/* check_record.c: the files the programs pass each other (src/record/): each format's writer and
+ * reader agree, older files still read, and a damaged file is refused naming the file and the
+ * field. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "record/health.h"
+#include "testutil.h"
+
+static char dir[4096], path[4200];
+
+static void setup(void)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(dir, sizeof dir, "%s/check_record.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/health.json", dir);
+}
+
+static void teardown(void)
+{
+    unlink(path);
+    rmdir(dir);
+}
+
+static void put(const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Two nodes, three ranks, a failed check, a failed host and the links: read back as written. */
+START_TEST(health_round_trip)
+{
+    static struct health_doc h, got;
+    struct health_rank ranks[3];
+    struct rz_err e;
+    memset(&h, 0, sizeof h);
+    memset(ranks, 0, sizeof ranks);
+    h.ok = false;
+    rz_fmt(h.time, sizeof h.time, "2026-11-26T08:00:00Z");
+    h.world_size = 3;
+    rz_fmt(h.slurm_ntasks, sizeof h.slurm_ntasks, "3");
+    h.n_checks = 2;
+    rz_fmt(h.checks[0].name, sizeof h.checks[0].name, "ring");
+    h.checks[0].ok = true;
+    rz_fmt(h.checks[1].name, sizeof h.checks[1].name, "links");
+    rz_fmt(h.checks[1].detail, sizeof h.checks[1].detail, "n1 -> n2 \"slow\"\n");
+    rz_fmt(h.warning, sizeof h.warning, "a warning");
+    h.n_hosts = 2;
+    rz_fmt(h.hosts[0], HEALTH_HOST_LEN, "n1");
+    rz_fmt(h.hosts[1], HEALTH_HOST_LEN, "n2");
+    h.n_failed = 1;
+    rz_fmt(h.failed_hosts[0], HEALTH_HOST_LEN, "n2");
+    for (int r = 0; r < 3; r++) {
+        ranks[r].rank = r;
+        rz_fmt(ranks[r].host, sizeof ranks[r].host, "n%d", r < 2 ? 1 : 2);
+        rz_fmt(ranks[r].cpus, sizeof ranks[r].cpus, "0-1");
+        ranks[r].n_cpus = 2;
+        ranks[r].omp_threads = 1;
+        ranks[r].mem_total = 4096e6;
+        ranks[r].mem_limit = 2048e6;
+        ranks[r].run_root_seen = r != 2;
+    }
+    h.ranks = ranks;
+    h.n_ranks = 3;
+    h.has_links = true;
+    h.links.n_hosts = 2;
+    rz_fmt(h.links.hosts[0], HEALTH_HOST_LEN, "n1");
+    rz_fmt(h.links.hosts[1], HEALTH_HOST_LEN, "n2");
+    h.links.probe_bytes = 1 << 20;
+    h.links.gbps[0][1] = 0.25;
+    h.links.gbps[1][0] = 0.024;
+    h.links.latency_us[0][1] = h.links.latency_us[1][0] = 81.5;
+    ck_assert_int_eq(health_write(path, &h, &e), RZ_OK);
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_OK);
+    ck_assert(!got.ok);
+    ck_assert_str_eq(got.time, h.time);
+    ck_assert_int_eq(got.world_size, 3);
+    ck_assert_int_eq(got.n_checks, 2);
+    ck_assert_str_eq(got.checks[1].detail, h.checks[1].detail);
+    ck_assert(got.checks[0].ok && !got.checks[1].ok);
+    ck_assert_str_eq(got.warning, "a warning");
+    ck_assert_int_eq(got.n_hosts, 2);
+    ck_assert_int_eq(got.n_failed, 1);
+    ck_assert_str_eq(got.failed_hosts[0], "n2");
+    ck_assert_int_eq(got.n_ranks, 3);
+    ck_assert_str_eq(got.ranks[2].host, "n2");
+    ck_assert_int_eq(got.ranks[1].n_cpus, 2);
+    ck_assert(got.ranks[0].mem_limit == 2048e6);
+    ck_assert(got.ranks[0].run_root_seen && !got.ranks[2].run_root_seen);
+    ck_assert(got.has_links);
+    ck_assert_int_eq(got.links.n_hosts, 2);
+    ck_assert(got.links.gbps[0][1] == 0.25 && got.links.gbps[1][0] == 0.024);
+    ck_assert(got.links.latency_us[1][0] == 81.5);
+    ck_assert_int_eq(got.links.probe_bytes, 1 << 20);
+    health_free(&got);
+}
+END_TEST
+
+/* A file from before the checks, the limits and the links: what it has is read. */
+START_TEST(health_reads_an_older_file)
+{
+    static struct health_doc got;
+    struct rz_err e;
+    put("{\"ok\":true,\"world_size\":1,\"ranks\":[{\"rank\":0,\"host\":\"n1\","
+        "\"mem_total_bytes\":1e9}]}\n");
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_OK);
+    ck_assert(got.ok);
+    ck_assert_int_eq(got.n_checks, 0);
+    ck_assert_int_eq(got.n_ranks, 1);
+    ck_assert(got.ranks[0].mem_limit == 0.0);
+    ck_assert(!got.has_links);
+    health_free(&got);
+}
+END_TEST
+
+START_TEST(health_refuses_what_is_not_one)
+{
+    static struct health_doc got;
+    struct rz_err e;
+    put("{\"ok\":true}\n");
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "health.json: 'ranks' array missing"));
+    put("{\"ranks\":[{\"rank\":0,\"host\":\"n1\"}]}\n");
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "ranks[0] needs 'rank', 'host' and 'mem_total_bytes'"));
+    put("{\"ranks\":[],\"links\":{\"hosts\":[\"n1\",\"n2\"],\"gbps\":[[0,1]],"
+        "\"latency_us\":[[0,1],[1,0]]}}\n");
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "links.gbps must be 2 rows, one per host"));
+    put("{\"ranks\":[],\"links\":{\"hosts\":[\"n1\",\"n2\"],\"gbps\":[[0,1],[1,0]],"
+        "\"latency_us\":[[0,1],[1,\"x\"]]}}\n");
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "links.latency_us[1][1] is not a number"));
+    put("{\"ranks\":[\n");
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "health.json:"));
+    unlink(path);
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, path));
+    ck_assert_ptr_null(got.ranks); /* nothing is left to free after a failure */
+}
+END_TEST
+
+START_TEST(health_write_to_a_missing_directory_is_an_io_error)
+{
+    static struct health_doc h;
+    struct rz_err e;
+    char bad[4300];
+    memset(&h, 0, sizeof h);
+    snprintf(bad, sizeof bad, "%s/no/such/dir/health.json", dir);
+    ck_assert_int_eq(health_write(bad, &h, &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "no/such/dir"));
+}
+END_TEST
+
+static Suite *record_suite(void)
+{
+    Suite *s = suite_create("record");
+    TCase *health = rz_test_tcase("health");
+    tcase_add_checked_fixture(health, setup, teardown);
+    tcase_add_test(health, health_round_trip);
+    tcase_add_test(health, health_reads_an_older_file);
+    suite_add_tcase(s, health);
+    TCase *errors = rz_test_tcase("errors");
+    tcase_add_checked_fixture(errors, setup, teardown);
+    tcase_add_test(errors, health_refuses_what_is_not_one);
+    tcase_add_test(errors, health_write_to_a_missing_directory_is_an_io_error);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    return rz_test_main(record_suite());
+}
