@@ -209,11 +209,20 @@ ended() {
 
 # wait_done ID SECONDS: wait until the job has ended for good; prints its state.  A job that ended
 # more than MinJobAge (300 s) ago is gone from slurmctld: accounting answers for it then.
+# A job held for 30 s in a row is given up on: it will not run again by itself (ryzen-step
+# holds a job only on purpose; its exclusion of a node holds it for a moment, then releases it).
 wait_done() {
-  i=0
+  i=0 held=0
   while [ $i -lt $(($2 * 2)) ]; do
     state=$(job_field "$1" JobState)
     [ -n "$state" ] || state=$(acct "$1" State | cut -d' ' -f1)
+    if [ "$state" = PENDING ] &&
+      job_field "$1" Reason | grep -Eq '^(JobHeld|job_requeued_in_held_state)'; then
+      held=$((held + 1))
+      [ $held -lt 60 ] || { echo "HELD($(job_field "$1" Reason))"; return 1; }
+    else
+      held=0
+    fi
     case $state in
       COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|DEADLINE)
         acct_settled "$1" # so that sacct agrees when the caller reads it
@@ -297,5 +306,15 @@ same_params() {
   check "$1: params_sha256 $a" test -n "$a" -a "$a" = "$b"
 }
 
-# show_job ID: the end of its output, for a failed check.
-show_job() { for f in "$sub"/*-"$1".out; do [ -f "$f" ] && grep -v '^step ' "$f" | tail -n 25 | sed 's/^/     | /'; done; }
+# show_job ID: for a failed check, the end of its output, then its events in every run
+# directory under the submit directory (event name and message: the attempts and why each ended).
+show_job() {
+  local f
+  for f in "$sub"/*-"$1".out; do
+    [ -f "$f" ] && grep -v '^step ' "$f" | tail -n 25 | sed 's/^/     | /'
+  done
+  for f in "$sub"/runs/*/*/events.jsonl; do
+    [ -f "$f" ] && grep "\"job\":\"$1\"" "$f" |
+      sed -n 's/.*"event":"\([^"]*\)","message":"\(.\{0,300\}\).*/     | event \1: \2/p' | tail -n 15
+  done
+}

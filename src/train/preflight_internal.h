@@ -75,6 +75,12 @@ void pf_root_token_remove(const char *run_dir, const char *token);
 
 /* ---- preflight_net.c: the links between the job's nodes ---- */
 
+/* Collective: comm_link_probe; when some link is outside the network.* gates, a second probe,
+ * and each link keeps the better of its two figures (*again set).  A persistent slow link stays
+ * slow; one that a busy CPU slowed once does not fail. */
+enum rz_status pf_probe_links(struct comm *c, const struct cfg_network *net, size_t bytes,
+                              int reps, struct comm_links *l, bool *again, struct rz_err *err);
+
 /* Judge the measured links against network.min_link_gbps and network.max_link_latency_us:
  * the slowest and the slowest-to-answer link named; a host in every failed link (of three or
  * more hosts) is blamed; a link under half the median rate is a warning even when it passes. */

@@ -10,7 +10,7 @@
 # pass with each node at a quarter of a core (tools/check --slow).
 # ---------------------------------------------------------------------------------------------
 CPU_CGROUP_ROOT=/sys/fs/cgroup/cpu
-CFS_PERIOD_US=100000
+CFS_PERIOD_US=10000
 
 # quota_us: the CFS quota in microseconds per period for CPU_QUOTA cores; -1 for no limit.
 quota_us() {
