@@ -44,6 +44,7 @@ sets="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2 --
   --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100 --set gates.memory_go=1
   --set gates.memory_no_go=1 --set gates.uptime_go=0 --set gates.uptime_no_go=0
   --set gates.straggler_ratio_go=1e9 --set gates.straggler_ratio_no_go=1e9
+    --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1
   --set gates.min_duration_h=0
   --set phase2a_8proc:training.steps=20 --set baseline_1proc:training.steps=300
   --set phase2a_8proc:gates.throughput_go=1e12 --set phase2a_8proc:gates.throughput_no_go=1e12"

@@ -25,6 +25,7 @@
 #include "core/util.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
+#include "core/json.h"
 #include "core/json_read.h"
 #include "testutil.h"
 
@@ -57,7 +58,7 @@ static void metrics(int rank, int from, int to, int run0, double step_time)
                          "0.0005,\"grad_norm\":1,\"step_time_s\":%.9g,\"comm_time_s\":0.0078125,"
                          "\"samples_per_sec\":128,\"tokens_per_sec\":1,\"mfu\":0.5,\"rss_bytes\":"
                          "1073741824,\"allreduce_s\":0.001953125,\"compute_time_s\":%.9g,"
-                         "\"world_size\":2",
+                         "\"grad_allreduce_s\":0.03125,\"world_size\":2",
                          s, 16 * s, run0 + s - from, 4.0 - 0.001 * s, step_time,
                          rank == 1 ? 0.09375 : 0.0625);
         if (!isnan(val_base) && s % 5 == 0)
@@ -110,7 +111,10 @@ static void fixture(void)
         "{\"time\":\"x\",\"t\":1010,\"job\":\"7\",\"restart\":1,\"phase\":\"phase\",\"event\":"
         "\"train_exit\",\"message\":\"\",\"status\":0}\n");
     put("summary.json", "w", "{\"num_processes\":2,\"aggregated_metrics\":{\"avg_loss\":3.9,"
-        "\"entropy_floor\":3.9,\"restarts\":1},\"rank_results\":[]}\n");
+        "\"entropy_floor\":3.9,\"restarts\":1},\"rank_results\":[{\"rank\":0,\"host\":"
+        "\"n1\",\"steps\":40,\"network\":{\"seconds\":5,\"tcp_segments_sent\":10000,"
+        "\"tcp_retransmitted\":5,\"tx_bytes\":4e6,\"rx_bytes\":4e6,\"drops\":0,"
+        "\"errors\":0}},{\"rank\":1,\"host\":\"n1\",\"steps\":40}]}\n");
     put("health.json", "w", "{\"ok\":true,\"ranks\":[{\"rank\":0,\"host\":\"n1\",\"isa\":"
         "\"avx2\",\"mem_total_bytes\":4294967296},{\"rank\":1,\"host\":\"n1\",\"isa\":\"avx2\","
         "\"mem_total_bytes\":4294967296}]}\n");
@@ -133,6 +137,8 @@ static void config(struct cfg *c)
     c->gates.uptime_no_go = 0.4;
     c->gates.straggler_ratio_go = 1.2;
     c->gates.straggler_ratio_no_go = 1.5;
+    c->gates.packet_loss_go = 0.001; /* the fixture's node retransmitted 5 of 10000 */
+    c->gates.packet_loss_no_go = 0.002;
 }
 
 static void teardown_fixture(void)
@@ -308,14 +314,9 @@ static void thresholds(struct cfg *c, int k, double **go, double **no_go)
 {
     struct cfg_gates *g = &c->gates;
     double *t[][2] = {
-        {&g->throughput_go, &g->throughput_no_go}, {&g->efficiency_go, &g->efficiency_no_go},
-        {&g->comm_go, &g->comm_no_go}, {&g->allreduce_p99_ms_go, &g->allreduce_p99_ms_no_go},
-        {&g->sync_agreement_go, &g->sync_agreement_no_go},
-        {&g->grad_norm_spread_go, &g->grad_norm_spread_no_go},
-        {&g->loss_vs_baseline_pct_go, &g->loss_vs_baseline_pct_no_go},
-        {&g->entropy_gap_go, &g->entropy_gap_no_go}, {&g->failures_go, &g->failures_no_go},
-        {&g->memory_go, &g->memory_no_go}, {&g->uptime_go, &g->uptime_no_go},
-        {&g->straggler_ratio_go, &g->straggler_ratio_no_go},
+#define FIELDS(ID, name, ...) [GATE_##ID] = {&g->name##_go, &g->name##_no_go},
+        RZ_GATES(FIELDS) /* config/gate_list.h */
+#undef FIELDS
     };
     *go = t[k][0];
     *no_go = t[k][1];
@@ -374,6 +375,163 @@ START_TEST(each_criterion_at_its_boundaries)
     c.gates.min_steps = 41;
     ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
     ck_assert_int_eq(res.crit[GATE_DURATION].status, GATE_HOLD);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+/* packet_loss at its defaults (GO at none, NO-GO above 0.1%): the worst node is judged and named,
+ * the others and the wire bytes per step are in the note; without counters it is not judged. */
+static void summary_net(const char *n1, const char *n2)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "{\"num_processes\":2,\"aggregated_metrics\":{\"avg_loss\":3.9,"
+             "\"num_parameters\":250000,\"restarts\":1},\"rank_results\":[{\"rank\":0,"
+             "\"host\":\"n1\",\"steps\":40%s},{\"rank\":1,\"host\":\"n2\",\"steps\":40%s}]}\n",
+             n1, n2);
+    put("summary.json", "w", text);
+}
+
+START_TEST(packet_loss_names_the_worst_node)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    cfg_defaults(&c);
+    const char *clean = ",\"network\":{\"seconds\":4,\"tcp_segments_sent\":10000,"
+                        "\"tcp_retransmitted\":0,\"tx_bytes\":8e6,\"drops\":1,\"errors\":0}";
+    const char *lossy = ",\"network\":{\"seconds\":4,\"tcp_segments_sent\":20000,"
+                        "\"tcp_retransmitted\":400,\"tx_bytes\":12e6,\"drops\":0,\"errors\":2}";
+    const char *one = ",\"network\":{\"seconds\":4,\"tcp_segments_sent\":20000,"
+                      "\"tcp_retransmitted\":1,\"tx_bytes\":12e6,\"drops\":0,\"errors\":0}";
+    summary_net(clean, lossy);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    const struct gate_criterion *k = &res.crit[GATE_PACKET_LOSS];
+    ck_assert_int_eq(k->status, GATE_NO_GO);
+    ck_assert_double_eq_tol(k->measured, 0.02, 1e-12);
+    ck_assert_msg(strstr(k->note, "worst node n2: 400 of 20000 TCP segments retransmitted (2%)")
+                  != NULL, "%s", k->note);
+    ck_assert_msg(strstr(k->note, "n1 0 of 10000") != NULL, "%s", k->note);
+    ck_assert_msg(strstr(k->note, "interfaces: 1 drop(s), 2 error(s)") != NULL, "%s", k->note);
+    /* 20 MB over 40 steps: 0.5 MB a step against 1 MB of fp32 gradient */
+    ck_assert_msg(strstr(k->note, "0.5 MB sent per step by the 2 node(s), 0.5x the gradient's "
+                         "1 MB") != NULL, "%s", k->note);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    summary_net(clean, one); /* 1 in 20000: 0.005%, between GO (0) and NO-GO (0.1%) */
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_PACKET_LOSS].status, GATE_HOLD);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    summary_net(clean, clean);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_PACKET_LOSS].status, GATE_GO);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    summary_net("", "");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_PACKET_LOSS].status, GATE_NOT_JUDGED);
+    ck_assert_str_eq(res.lossy_host, "");
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_PACKET_LOSS].note, "no network counters"));
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+/* Three nodes, n2's link lossy both ways: n1 -> n2, n2 -> n1, n2 -> n3 and n3 -> n2 lose 2%;
+ * n1 -> n3 resends 0.3%, over the NO-GO threshold but as congestion does, under half the worst
+ * link's share.  Every lossy link is n2's, though n1 resent as large a share as n2 did. */
+START_TEST(packet_loss_names_the_node_of_every_lossy_link)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    cfg_defaults(&c);
+    put("summary.json", "w",
+        "{\"num_processes\":3,\"aggregated_metrics\":{\"avg_loss\":3.9},\"rank_results\":["
+        "{\"rank\":0,\"host\":\"n1\",\"steps\":40,\"network\":{\"tcp_segments_sent\":2000,"
+        "\"tcp_retransmitted\":20,\"peers\":[{\"host\":\"n2\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20},{\"host\":\"n3\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":3}]}},"
+        "{\"rank\":1,\"host\":\"n2\",\"steps\":40,\"network\":{\"tcp_segments_sent\":2000,"
+        "\"tcp_retransmitted\":40,\"peers\":[{\"host\":\"n1\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20},{\"host\":\"n3\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20}]}},"
+        "{\"rank\":2,\"host\":\"n3\",\"steps\":40,\"network\":{\"tcp_segments_sent\":2000,"
+        "\"tcp_retransmitted\":20,\"peers\":[{\"host\":\"n1\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":0},{\"host\":\"n2\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20}]}}]}\n");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    const struct gate_criterion *k = &res.crit[GATE_PACKET_LOSS];
+    ck_assert_int_eq(k->status, GATE_NO_GO);
+    ck_assert_str_eq(res.lossy_host, "n2");
+    ck_assert_msg(strstr(k->note, "links over 1%: n1 -> n2 2% (20 of 1000); n2 -> n1 2%") != NULL,
+                  "%s", k->note);
+    ck_assert_msg(strstr(k->note, "every lossy link is n2's") != NULL, "%s", k->note);
+    ck_assert_ptr_null(strstr(k->note, "n1 -> n3"));
+    /* the report's section: JSON, Markdown and HTML name n2 */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    struct rz_json j;
+    rz_json_init(&j, f);
+    rz_json_object_begin(&j);
+    gate_json_network(&j, &in, &res);
+    rz_json_object_end(&j);
+    gate_md_network(f, &in, &res);
+    gate_html_network(f, &in, &res);
+    fclose(f);
+    ck_assert_msg(strstr(text, "{\"network\":{\"lossy_host\":\"n2\",") != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "\"retransmit_share\":0.02,"));
+    ck_assert_ptr_nonnull(strstr(text, "Every lossy link is **n2**'s."));
+    ck_assert_ptr_nonnull(strstr(text, "| n2 | 2000 | 40 | 2% |"));
+    ck_assert_ptr_nonnull(strstr(text, "<strong id=\"lossy-host\">n2</strong>"));
+    free(text);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* two nodes: no end can be named */
+    put("summary.json", "w",
+        "{\"num_processes\":2,\"aggregated_metrics\":{\"avg_loss\":3.9},\"rank_results\":["
+        "{\"rank\":0,\"host\":\"n1\",\"steps\":40,\"network\":{\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20,\"peers\":[{\"host\":\"n2\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20}]}},"
+        "{\"rank\":1,\"host\":\"n2\",\"steps\":40,\"network\":{\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20,\"peers\":[{\"host\":\"n1\",\"tcp_segments_sent\":1000,"
+        "\"tcp_retransmitted\":20}]}}]}\n");
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_str_eq(res.lossy_host, "");
+    ck_assert_ptr_nonnull(strstr(res.crit[GATE_PACKET_LOSS].note, "two nodes: a lossy link "
+                                                                 "cannot tell which end loses"));
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+/* The gradient all-reduce's own time and its exposed part, apart from the small collective. */
+START_TEST(grad_allreduce_quantiles)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    config(&c);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_double_eq_tol(res.grad_p50_ms, 31.25, 1e-9);
+    ck_assert_double_eq_tol(res.grad_p99_ms, 31.25, 1e-9);
+    ck_assert_double_eq_tol(res.exposed_p50_ms, 7.8125, 1e-9);
+    ck_assert_double_eq_tol(res.allreduce_p50_ms, 1.953125, 1e-9);
+    const char *note = res.crit[GATE_ALLREDUCE_P99_MS].note;
+    ck_assert_msg(strstr(note, "the small collective (loss, stop flag, norms): p50 1.953 ms") &&
+                  strstr(note, "the gradient all-reduce: p50 31.25 ms, p99 31.25 ms, of which "
+                               "exposed p50 7.812 ms, p99 7.812 ms"), "%s", note);
     gate_result_free(&res);
     gate_input_free(&in);
     teardown_fixture();
@@ -1263,6 +1421,9 @@ static Suite *gate_suite(void)
     tcase_add_test(core, validation_loss_is_judged_when_present);
     tcase_add_test(core, memory_plan_against_measured);
     tcase_add_test(core, each_criterion_at_its_boundaries);
+    tcase_add_test(core, packet_loss_names_the_worst_node);
+    tcase_add_test(core, grad_allreduce_quantiles);
+    tcase_add_test(core, packet_loss_names_the_node_of_every_lossy_link);
     tcase_add_test(core, verdict_rules);
     tcase_add_test(core, fixture_verdicts_and_planned_actions);
     tcase_add_test(core, missing_and_empty_baselines);

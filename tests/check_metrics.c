@@ -33,6 +33,7 @@ START_TEST(step_line_has_every_field)
                              .lr = 1e-3, .grad_norm = 2, .step_time_s = 0.25,
                              .comm_time_s = 0.125, .samples_per_sec = 64, .tokens_per_sec = 8192,
                              .mfu = 0.5, .rss_bytes = 1000, .allreduce_s = 1e-5, .world_size = 4,
+                             .grad_allreduce_s = 0.375,
                              .has_sync = 1, .sync_ok = 1, .has_val = 1, .val_loss = 0.75};
     ck_assert_int_eq(metrics_write(log, &s, NULL), RZ_OK);
     char path[256];
@@ -47,7 +48,7 @@ START_TEST(step_line_has_every_field)
                            "\"loss_hex\":\"0x1p-1\",\"lr\":0.001,\"grad_norm\":2,"
                            "\"step_time_s\":0.25,\"comm_time_s\":0.125,\"samples_per_sec\":64,"
                            "\"tokens_per_sec\":8192,\"mfu\":0.5,\"rss_bytes\":1000,"
-                           "\"allreduce_s\":1e-05,\"compute_time_s\":0,\"world_size\":4,"
+                           "\"allreduce_s\":1e-05,\"compute_time_s\":0,\"grad_allreduce_s\":0.375,\"world_size\":4,"
                            "\"val_loss\":0.75,\"val_loss_hex\":\"0x1.8p-1\",\"sync_ok\":true,"
                            "\"param_spread\":0,\"gnorm_pre_min\":0,\"gnorm_pre_max\":0,"
                            "\"gnorm_post_spread\":0}\n");
@@ -72,6 +73,21 @@ START_TEST(summary_in_the_seed_format)
     ck_assert_ptr_null(strstr(text, "entropy_floor")); /* unknown: left out */
     ck_assert_ptr_null(strstr(text, "val_loss"));      /* no validation: left out */
     ck_assert_ptr_nonnull(strstr(text, "{\"rank\":1,\"host\":\"n2\",\"steps\":10,"));
+    ck_assert_ptr_null(strstr(text, "\"network\"")); /* no rank read the counters */
+    free(text);
+    ranks[0].has_net = 1; /* the node's lowest rank */
+    ranks[0].net_seconds = 2.5;
+    ranks[0].net = (struct netstat){.tcp_out_segs = 900, .tcp_retrans_segs = 9, .tx_bytes = 1e6,
+                                    .rx_bytes = 2e6, .drops = 1, .errors = 0};
+    ranks[0].n_peers = 1;
+    ranks[0].peers[0] = (struct metrics_peer){.host = "n2", .segs_out = 800, .retrans = 8};
+    ck_assert_int_eq(metrics_write_summary(dir, &s, NULL), RZ_OK);
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    ck_assert_ptr_nonnull(strstr(text, "\"network\":{\"seconds\":2.5,\"tcp_segments_sent\":900,"
+                                       "\"tcp_retransmitted\":9,\"tx_bytes\":1000000,\"rx_bytes\":"
+                                       "2000000,\"drops\":1,\"errors\":0,\"peers\":[{\"host\":"
+                                       "\"n2\",\"tcp_segments_sent\":800,\"tcp_retransmitted\":8}]}}"));
+    ck_assert_int_eq(strstr(strstr(text, "\"network\"") + 1, "\"network\"") == NULL, 1);
     free(text);
     snprintf(path, sizeof path, "%s/summary.json.tmp", dir);
     ck_assert_int_ne(access(path, F_OK), 0); /* renamed into place */
@@ -105,7 +121,7 @@ START_TEST(window_means_and_quantiles)
     static struct metrics_window w;
     memset(&w, 0, sizeof w);
     for (int i = 1; i <= 100; i++) /* only the last 64 remain: 37..100 */
-        metrics_window_add(&w, 0.01 * i, 0.005 * i, 0.001 * i, 1e-4 * i);
+        metrics_window_add(&w, 0.01 * i, 0.005 * i, 0.001 * i, 1e-4 * i, 0.002 * i);
     struct metrics_rank_live l;
     metrics_window_summary(&w, 0.25, 1e6, &l);
     ck_assert_int_eq(w.n, METRICS_WINDOW);
@@ -114,9 +130,13 @@ START_TEST(window_means_and_quantiles)
     ck_assert_double_eq_tol(l.comm_mean_s, 0.001 * 68.5, 1e-12);
     ck_assert_double_eq_tol(l.allreduce_p50_s, 1e-4 * 68.5, 1e-12);
     ck_assert_double_eq_tol(l.allreduce_p99_s, 1e-4 * (99 + 0.37 * 1), 1e-12); /* 37 + 62.37 */
+    ck_assert_double_eq_tol(l.grad_p50_s, 0.002 * 68.5, 1e-12);
+    ck_assert_double_eq_tol(l.grad_p99_s, 0.002 * 99.37, 1e-12);
+    ck_assert_double_eq_tol(l.exposed_p50_s, 0.001 * 68.5, 1e-12);
+    ck_assert_double_eq_tol(l.exposed_p99_s, 0.001 * 99.37, 1e-12);
     ck_assert_double_eq(l.compute_s, 0.25);
     ck_assert_double_eq(l.rss_bytes, 1e6);
-    ck_assert_int_eq(METRICS_LIVE_DOUBLES, 7);
+    ck_assert_int_eq(METRICS_LIVE_DOUBLES, 11);
 }
 END_TEST
 
@@ -231,6 +251,30 @@ START_TEST(node_textfile_series)
     fclose(f);
     ck_assert_ptr_nonnull(strstr(text, "ryzen_train_validation_loss{slurm_job_id=\"77\","
                                        "phase=\"phase1_4proc\",rank=\"1\",node=\"n1\"} 3.25\n"));
+    ck_assert_ptr_null(strstr(text, "ryzen_train_net_")); /* no counters: no network series */
+    free(text);
+    /* with the node's network counters: one sample per family, labelled with the node */
+    f = open_memstream(&text, &len);
+    d.has_net = true;
+    d.net = (struct netstat){.tcp_out_segs = 20000, .tcp_retrans_segs = 40, .tx_bytes = 3e9,
+                             .rx_bytes = 2e6, .drops = 3, .errors = 1};
+    metrics_prom_format(f, &d);
+    fclose(f);
+    const char *want_net[] = {
+        "# TYPE ryzen_train_net_tcp_segments_sent_total counter\n",
+        "ryzen_train_net_tcp_segments_sent_total{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 20000\n",
+        "ryzen_train_net_tcp_retransmitted_segments_total{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 40\n",
+        "ryzen_train_net_tcp_retransmit_ratio{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 0.002\n",
+        "ryzen_train_net_transmit_bytes_total{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 3000000000\n",
+        "ryzen_train_net_drops_total{slurm_job_id=\"77\",phase=\"phase1_4proc\",node=\"n1\"} 3\n",
+        "ryzen_train_net_errors_total{slurm_job_id=\"77\",phase=\"phase1_4proc\",node=\"n1\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof want_net / sizeof want_net[0]; i++)
+        ck_assert_msg(strstr(text, want_net[i]) != NULL, "lacks: %s", want_net[i]);
     free(text);
 }
 END_TEST

@@ -33,7 +33,7 @@ loose="--set gates.throughput_go=0 --set gates.throughput_no_go=0 --set gates.ef
   --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100 --set gates.memory_go=1
   --set gates.memory_no_go=1 --set gates.uptime_go=0 --set gates.uptime_no_go=0
   --set gates.failures_go=0 --set gates.min_duration_h=0 --set gates.straggler_ratio_go=1e9
-  --set gates.straggler_ratio_no_go=1e9"
+  --set gates.straggler_ratio_no_go=1e9 --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1"
 
 t=$(date +%s)
 # ev DIR JOB RESTART PHASE EVENT MESSAGE [,"key":value...]: one event in ryzen-step's format

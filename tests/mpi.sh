@@ -156,6 +156,15 @@ check "2 ranks x batch 8 == 1 rank x batch 8 x accum 2 (1e-5)" close eqa eq2 1e-
 check "metrics from every rank" test -s "$tmp/eq4/metrics/eq4/rank-00003.jsonl"
 check "sync checks agree" grep -q '"sync_ok":true' "$tmp/eq4/metrics/eq4/rank-00000.jsonl"
 check "summary lists 4 ranks" grep -q '"num_processes":4,' "$tmp/eq4/summary.json"
+# the gradient all-reduce's own time: on every step of every rank, more than none, and at least
+# the part the step waited for (comm_time_s is its exposed part); 1 rank reduces nothing
+check "every step's gradient all-reduce took time, at least its exposed part (4 ranks x 30)" \
+  sh -c "cat '$tmp'/eq4/metrics/eq4/rank-*.jsonl |
+    awk '{ g = \$0; sub(/.*\"grad_allreduce_s\":/, \"\", g); sub(/[,}].*/, \"\", g)
+           c = \$0; sub(/.*\"comm_time_s\":/, \"\", c); sub(/[,}].*/, \"\", c)
+           n++; if (!(g + 0 > 0 && g + 0 >= c + 0)) bad++ }
+         END { exit !(n == 120 && bad == 0) }'"
+check "... and 1 rank's is 0" sh -c "! grep -v '\"grad_allreduce_s\":0,' '$tmp/eq1/metrics/eq1/rank-00000.jsonl' | grep -q ."
 
 # exact resume on 1 and 2 ranks, and with ZeRO-2 (stage 2, with dropout and recomputation) on 2
 for run in 1:0 2:0 2:2; do

@@ -13,7 +13,11 @@
 #             (no rate above the one set); with n3 at a tenth of it, it fails (70) and names n3
 #   slow link phase2b with n3 at a tenth of the rate: the preflight names n3, ryzen-step excludes
 #             it and requeues, the phase trains on n1, n2, n4 and ends bit-identical to an
-#             uninterrupted run on healthy links; its report shows the links it trained on
+#             uninterrupted run on healthy links; its report shows the links it trained on;
+#             every checkpoint it committed verifies
+#   lossy     phase2b with 2% of n2's packets dropped: it trains through, the packet-loss gate
+#             (at its defaults) says NO-GO and the report names n2, the node at an end of every
+#             lossy link; bit-identical to the run on healthy links, every checkpoint verifies
 #   rate      'net --rate': a bounded transfer is held to the rate set, a quarter of the unshaped
 #             rate measured in this run or less; 'net reset' restores the default
 #   loss      'net --loss 2': TCP retransmits a share of its segments near the loss; without
@@ -42,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 . "$src/tests/lib.sh"
 skipped=0
-checks=38 # every check below: all skipped in the loopback mode, all run in the ns mode
+checks=45 # every check below: all skipped in the loopback mode, all run in the ns mode
 
 site_setup
 if [ "$(cat "$RYZEN_DEVCLUSTER_DIR/net-mode" 2>/dev/null)" != ns ]; then
@@ -190,6 +194,30 @@ check "... its report shows the links it trained on: n1, n2, n4" \
 ref=$(run slowref rzuser $site "$T/phase2b_12proc.sh" $small --set training.steps=10)
 st=$(wait_done "$ref" 900)
 same_params "... bit-identical to an uninterrupted run on healthy links" "$(R slowref phase2b_12proc)" "$r" 10
+n=$(ckpts_verify "$r")
+check "... every checkpoint it committed verifies ($n)" test -n "$n" -a "${n%%,*}" = "$n"
+
+# ---- loss on one node's link during a phase: the packet-loss gate fires and names the node ---
+# phase2b on n1..n3 with 2% of n2's packets dropped both ways, the packet-loss gate at its
+# defaults (GO at none, NO-GO above 0.1%).  The loss is nobody's crash: training completes, and
+# the report says NO-GO and names n2 (the node at an end of every lossy link).
+"$dc" net n2 --loss 2 >/dev/null
+j=$(run lossy rzuser $site "$T/phase2b_12proc.sh" $small --set training.steps=10 \
+  --set gates.packet_loss_go=0 --set gates.packet_loss_no_go=0.001)
+st=$(wait_done "$j" 900)
+"$dc" net reset >/dev/null
+r=$(R lossy phase2b_12proc)
+ended "phase2b with 2% loss on n2's link trains, and the verdict is NO-GO (1)" "$j" FAILED 1:0
+rep=$r/reports/$j/report.json
+pl=$(sed -n 's/.*{"name":"packet_loss",\([^}]*\)}.*/\1/p' "$rep" 2>/dev/null)
+check "... packet_loss no_go: $(echo "$pl" | sed -n 's/.*"note":"\([^"]*\)".*/\1/p')" \
+  sh -c 'echo "$1" | grep -q "\"status\":\"no_go\""' _ "$pl"
+check "... the report names n2: every lossy link is n2's" \
+  sh -c "grep -q '\"network\":{\"lossy_host\":\"n2\",' '$rep' && grep -q 'every lossy link is n2' '$rep'"
+check "... the job output says so" grep -q "packet_loss .*no_go.*every lossy link is n2's" "ryzen-phase2b_12proc-$j.out"
+same_params "... bit-identical to an uninterrupted run on healthy links" "$(R slowref phase2b_12proc)" "$r" 10
+n=$(ckpts_verify "$r")
+check "... every checkpoint it committed verifies ($n)" test -n "$n" -a "${n%%,*}" = "$n"
 
 # ---- link control --------------------------------------------------------------------------
 # iperf NODE_FROM NODE_TO BYTES PORT: a bounded TCP transfer; prints the receiver's bits/s

@@ -59,7 +59,8 @@ small="--set model.vocab_size=128 --set model.d_model=64
 loose="--set gates.throughput_go=0 --set gates.throughput_no_go=0 --set gates.comm_go=1
   --set gates.comm_no_go=1 --set gates.allreduce_p99_ms_go=1e9 --set gates.allreduce_p99_ms_no_go=1e9
   --set gates.memory_go=1 --set gates.memory_no_go=1 --set gates.min_duration_h=0
-  --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100"
+  --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100
+  --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1"
 
 # field FILE NAME: the value of the criterion NAME's FIELD in report.json
 crit() { sed -n "s/.*{\"name\":\"$2\",\([^}]*\)}.*/\1/p" "$1"; }
@@ -96,6 +97,11 @@ check "... the straggler ratio names rank 2" \
 r2=$(sample "$prom" 'ryzen_train_compute_slowdown_ratio{slurm_job_id="301",phase="phase1_4proc",rank="2"')
 check "... rank 2's compute slowdown is above F/4 = $lim ($r2)" \
   awk -v r="$r2" -v h="$lim" 'BEGIN { exit !(r > h) }'
+check "... the node's network counters since training started, one sample each" \
+  sh -c "test \$(grep -c '^ryzen_train_net_tcp_segments_sent_total{slurm_job_id=\"301\",phase=\"phase1_4proc\",node=\"[^\"]*\"} [0-9]*\$' '$prom') -eq 1 &&
+         grep -q '^ryzen_train_net_tcp_retransmit_ratio{.*} [0-9.e-]*\$' '$prom'"
+check "... and the summary has them for the node's lowest rank alone" \
+  sh -c "test \$(grep -o '\"network\":{\"seconds\":[0-9.e-]*,\"tcp_segments_sent\":' '$run/summary.json' | wc -l) -eq 1"
 check "... every rank's metrics carry compute_time_s" \
   sh -c "for r in 0 1 2; do grep -q '\"compute_time_s\":' '$run/metrics/301/rank-0000'\$r.jsonl || exit 1; done"
 
@@ -171,7 +177,7 @@ check "... rolling back from step 10, the last good checkpoint" \
 
 echo "# monitoring/: alert rules, their unit tests, and the dashboard against real files"
 mon=$src/monitoring
-expect "promtool check rules" 0 "SUCCESS: 8 rules found" -- "$promtool" check rules "$mon/ryzen-alerts.yml"
+expect "promtool check rules" 0 "SUCCESS: 9 rules found" -- "$promtool" check rules "$mon/ryzen-alerts.yml"
 expect "promtool test rules: which alerts fire and which do not" 0 "SUCCESS" -- \
   sh -c "cd '$mon/tests' && '$promtool' test rules ryzen-alerts.test.yml"
 # the dashboard's PromQL, as recording rules, goes through promtool's parser too

@@ -53,6 +53,10 @@ struct comm {
     int *pcounts, *pdispls;       /* (COMM_MAX_BUCKETS, size) */
     int n_preq, p_done;           /* buckets [0, p_done) are complete */
     double param_wait_s;          /* time blocked in comm_params_need since the last finish */
+    /* the gradient reduction's own time: its first bucket's post, the moment every bucket was
+     * seen complete (a progress point's MPI_Testall, or the finish's wait), and the span of the
+     * last finished one */
+    double t_post, t_done, span_s;
     /* the first failure of a call that cannot return one (bucket starts, waits in hooks),
      * reported by the next comm_grads_finish or comm_params_finish */
     bool failed;
@@ -206,13 +210,26 @@ void comm_grads_begin(struct comm *c, float *g, size_t n, size_t bucket_bytes, b
     c->local_sumsq = 0.0;
     c->n_req = 0;
     c->overflow = 0;
+    c->t_post = c->t_done = 0.0;
+}
+
+/* A bucket is posted: the first one starts the reduction's clock, and every one means it is
+ * not done (the buckets before may all have completed already). */
+static void posted(struct comm *c)
+{
+    if (c->t_post == 0.0)
+        c->t_post = rz_now();
+    c->t_done = 0.0;
 }
 
 void comm_progress(struct comm *c)
 {
     int flag = 0;
-    if (c->n_req > 0)
+    if (c->n_req > 0) {
         MPI_Testall(c->n_req, c->req, &flag, MPI_STATUSES_IGNORE);
+        if (flag && c->t_done == 0.0)
+            c->t_done = rz_now();
+    }
     if (c->p_done < c->n_preq)
         MPI_Testall(c->n_preq - c->p_done, c->preq + c->p_done, &flag, MPI_STATUSES_IGNORE);
 }
@@ -227,6 +244,7 @@ static void allreduce_range(struct comm *c, size_t offset, size_t count)
             return;
         }
         /* errors surface in comm_grads_finish through MPI_Waitall */
+        posted(c);
         MPI_Iallreduce(MPI_IN_PLACE, c->g + offset + done, (int)len, MPI_FLOAT, MPI_SUM,
                        MPI_COMM_WORLD, &c->req[c->n_req++]);
         done += len;
@@ -283,6 +301,7 @@ static void reduce_scatter_range(struct comm *c, size_t offset, size_t count, fl
                                                                   : 0);
         c->req_data[k] = data + (a - offset);
         c->req_len[k] = b - a;
+        posted(c);
         MPI_NOTE(c, MPI_Ireduce_scatter(data + (a - offset), recv, counts, MPI_FLOAT, MPI_SUM,
                                         MPI_COMM_WORLD, &c->req[k]));
     }
@@ -379,6 +398,11 @@ void comm_params_need(struct comm *c, size_t offset, size_t count)
         c->param_wait_s += rz_now() - t0;
 }
 
+double comm_grads_span(const struct comm *c)
+{
+    return c->span_s;
+}
+
 double comm_params_waited(const struct comm *c)
 {
     return c->param_wait_s;
@@ -451,6 +475,9 @@ enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *loca
         st = rz_fail(err, RZ_EHANG, "comm: %s", c->failure);
 cleanup:
     *exposed_s = rz_now() - t0 + c->param_wait_s;
+    if (c->t_post > 0.0 && c->t_done == 0.0)
+        c->t_done = rz_now(); /* not seen before the wait: it completed in it */
+    c->span_s = c->t_post > 0.0 ? c->t_done - c->t_post : 0.0;
     c->param_wait_s = 0.0;
     *local_sumsq = c->local_sumsq;
     c->n_req = 0;

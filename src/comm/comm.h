@@ -114,6 +114,11 @@ enum rz_status comm_gather_range(struct comm *c, const float *shard, size_t n, s
  * range never reported is reduced here (not sharded: there every float must be reported). */
 enum rz_status comm_grads_finish(struct comm *c, double *exposed_s, double *local_sumsq,
                                  struct rz_err *err);
+/* The last finished reduction's own time: from its first bucket's post until every bucket was
+ * seen complete, at a progress point or in the finish's wait (so at most the gap between two
+ * progress points late).  Exposed is the part of it the finish waited; the rest ran hidden by
+ * backward.  0 when nothing was posted (one rank, or a model that reported no range). */
+double comm_grads_span(const struct comm *c);
 
 /* ---- agreement and reductions ----------------------------------------------------------------- */
 

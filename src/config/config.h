@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "config/gate_list.h"
 #include "core/status.h"
 
 #define CFG_STR_MAX 256
@@ -136,18 +137,10 @@ struct cfg_phase {
  * NO-GO trips at value < no_go; for "lower is better" ones GO needs value <= go and NO-GO trips
  * at value > no_go.  Between the two: HOLD. */
 struct cfg_gates {
-    double throughput_go, throughput_no_go;            /* samples/s, median over windows */
-    double efficiency_go, efficiency_no_go;            /* weak scaling vs the baseline */
-    double comm_go, comm_no_go;                        /* exposed comm / step time */
-    double allreduce_p99_ms_go, allreduce_p99_ms_no_go;
-    double sync_agreement_go, sync_agreement_no_go;    /* share of agreeing sync checks */
-    double grad_norm_spread_go, grad_norm_spread_no_go;
-    double loss_vs_baseline_pct_go, loss_vs_baseline_pct_no_go;
-    double entropy_gap_go, entropy_gap_no_go;          /* nats above the markov floor */
-    double failures_go, failures_no_go;                /* failure restarts */
-    double memory_go, memory_no_go;                    /* peak RSS per node / node memory */
-    double uptime_go, uptime_no_go;                    /* training time / wall time */
-    double straggler_ratio_go, straggler_ratio_no_go;  /* slowest rank's compute / median's */
+#define RZ_GATE_FIELDS(ID, name, unit, higher, go, no_go, doc, family, help, scale)                \
+    double name##_go, name##_no_go;
+    RZ_GATES(RZ_GATE_FIELDS) /* config/gate_list.h */
+#undef RZ_GATE_FIELDS
     double min_duration_h;                             /* shorter runs are HOLD, never GO */
     int64_t min_steps;
     char prom_dir[CFG_PATH_MAX];                       /* node_exporter textfile dir ("" = off) */

@@ -39,10 +39,12 @@ enum gate_status { GATE_GO = 0, GATE_NO_GO = 1, GATE_HOLD = 2, GATE_NOT_JUDGED =
 /* Verdict; the values are ryzen-gate's exit codes and ryzen_gate_verdict in gate.prom. */
 enum gate_verdict { GATE_VERDICT_GO = 0, GATE_VERDICT_NO_GO = 1, GATE_VERDICT_HOLD = 2 };
 
+/* The criteria of config/gate_list.h in its order, then the duration (gates.min_duration_h). */
 enum gate_crit {
-    GATE_THROUGHPUT, GATE_EFFICIENCY, GATE_COMM, GATE_ALLREDUCE_P99_MS, GATE_SYNC_AGREEMENT,
-    GATE_GRAD_NORM_SPREAD, GATE_LOSS_VS_BASELINE_PCT, GATE_ENTROPY_GAP, GATE_FAILURES,
-    GATE_MEMORY, GATE_UPTIME, GATE_STRAGGLER_RATIO, GATE_DURATION, GATE_N_CRIT
+#define RZ_GATE_ENUM(ID, name, unit, higher, go, no_go, doc, family, help, scale) GATE_##ID,
+    RZ_GATES(RZ_GATE_ENUM)
+#undef RZ_GATE_ENUM
+    GATE_DURATION, GATE_N_CRIT
 };
 
 #define GATE_NOTE_MAX 512
@@ -106,6 +108,7 @@ struct gate_row {
     int64_t step, run_step, samples_seen;
     double loss, step_time_s, comm_time_s, allreduce_s;
     double compute_time_s;      /* NaN in metrics written before it existed */
+    double grad_allreduce_s;    /* the gradient all-reduce's own time; NaN before it existed */
     uint64_t rss_bytes;
     bool has_sync, sync_ok;
     bool skipped;               /* the loss guard skipped the step (loss may be NaN) */
@@ -121,6 +124,21 @@ struct gate_rank {
     double mem_limit_bytes;     /* health.json: the job\'s own limit on the node; 0 = none */
     struct gate_row *rows;      /* ascending step */
     size_t n_rows;
+};
+
+/* One node's network counters while its last run trained (summary.json: its lowest rank's
+ * rank_results entry, net/netstat.h): the whole host's, ryzen-train's traffic and any other. */
+#define GATE_MAX_NET_NODES 64
+#define GATE_MAX_NET_PEERS 16
+struct gate_node_net {
+    char host[GATE_NAME_MAX];
+    int64_t steps;              /* the steps that run trained */
+    double seconds, segs, retrans, tx_bytes, rx_bytes, drops, errors;
+    int n_peers;                /* its connections to each other node: this run's alone */
+    struct {
+        char host[GATE_NAME_MAX];
+        double segs, retrans;
+    } peers[GATE_MAX_NET_PEERS];
 };
 
 /* One optimizer step present on every rank. */
@@ -196,6 +214,8 @@ struct gate_input {
     double num_parameters;      /* summary.json's; NaN when unknown (the ladder's message size) */
     double entropy_floor;       /* NaN when unknown */
     int64_t summary_restarts;
+    struct gate_node_net net[GATE_MAX_NET_NODES]; /* summary.json's nodes, in rank order */
+    int n_net;
     bool has_health;
     bool health_ok;
     struct gate_check *checks;  /* health.json's checks */
@@ -239,6 +259,12 @@ struct gate_result {
     struct gate_criterion crit[GATE_N_CRIT];
     enum gate_verdict verdict;
     double throughput_p10, allreduce_p50_ms;
+    /* the gradient all-reduce over steady steps of all ranks, in ms: its own time (from the
+     * first bucket's post to the last's completion) and the exposed part (waited for after
+     * backward); NaN when the metrics lack grad_allreduce_s */
+    double grad_p50_ms, grad_p99_ms, exposed_p50_ms, exposed_p99_ms;
+    char lossy_host[GATE_NAME_MAX]; /* packet_loss: the node at an end of every lossy link
+                                     * ("" when none, or none can be told) */
     int straggler_rank;         /* the slowest rank by mean compute time (-1: none) */
     double straggler_median_s;  /* the median rank's mean compute time */
     struct gate_window *windows;

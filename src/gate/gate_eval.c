@@ -74,9 +74,7 @@ const char *gate_verdict_name(enum gate_verdict v)
     return (unsigned)v < RZ_ARRAY_LEN(names) ? names[v] : "?";
 }
 
-static void gate_note(struct gate_criterion *k, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void gate_note(struct gate_criterion *k, const char *fmt, ...)
+void gate_note(struct gate_criterion *k, const char *fmt, ...)
 {
     size_t used = strlen(k->note);
     if (used + 3 >= sizeof k->note)
@@ -91,14 +89,14 @@ static void gate_note(struct gate_criterion *k, const char *fmt, ...)
     va_end(ap);
 }
 
-static void gate_measure(struct gate_criterion *k, double value, int64_t samples)
+void gate_measure(struct gate_criterion *k, double value, int64_t samples)
 {
     k->measured = value;
     k->samples = samples;
     k->status = gate_judge(value, k->go, k->no_go, k->higher_is_better);
 }
 
-static void gate_set(struct gate_criterion *k, enum gate_status s)
+void gate_set(struct gate_criterion *k, enum gate_status s)
 {
     k->status = s;
     k->measured = NAN;
@@ -112,20 +110,11 @@ static void gate_crit_init(struct gate_result *res, const struct cfg *c)
         bool hi;
         double go, no_go;
     } t[GATE_N_CRIT] = {
-        {"throughput", "samples/s", true, g->throughput_go, g->throughput_no_go},
-        {"efficiency", "ratio", true, g->efficiency_go, g->efficiency_no_go},
-        {"comm", "share", false, g->comm_go, g->comm_no_go},
-        {"allreduce_p99_ms", "ms", false, g->allreduce_p99_ms_go, g->allreduce_p99_ms_no_go},
-        {"sync_agreement", "share", true, g->sync_agreement_go, g->sync_agreement_no_go},
-        {"grad_norm_spread", "relative", false, g->grad_norm_spread_go, g->grad_norm_spread_no_go},
-        {"loss_vs_baseline_pct", "%", false, g->loss_vs_baseline_pct_go,
-         g->loss_vs_baseline_pct_no_go},
-        {"entropy_gap", "nats", false, g->entropy_gap_go, g->entropy_gap_no_go},
-        {"failures", "count", false, g->failures_go, g->failures_no_go},
-        {"memory", "share", false, g->memory_go, g->memory_no_go},
-        {"uptime", "share", true, g->uptime_go, g->uptime_no_go},
-        {"straggler_ratio", "ratio", false, g->straggler_ratio_go, g->straggler_ratio_no_go},
-        {"duration", "h", true, g->min_duration_h, NAN},
+#define RZ_GATE_ROW(ID, name, unit, higher, go, no_go, doc, family, help, scale)                  \
+    [GATE_##ID] = {#name, unit, higher, g->name##_go, g->name##_no_go},
+        RZ_GATES(RZ_GATE_ROW) /* config/gate_list.h */
+#undef RZ_GATE_ROW
+        [GATE_DURATION] = {"duration", "h", true, g->min_duration_h, NAN},
     };
     for (int i = 0; i < GATE_N_CRIT; i++) {
         struct gate_criterion *k = &res->crit[i];
@@ -291,9 +280,27 @@ static enum rz_status gate_allreduce(struct gate_result *res, const struct gate_
     } else {
         res->allreduce_p50_ms = gate_quantile(v, m, 0.5);
         gate_measure(k, gate_quantile(v, m, 0.99), (int64_t)m);
-        gate_note(k, "p50 %.4g ms, p99 %.4g ms over steady steps of all ranks",
-                  res->allreduce_p50_ms, k->measured);
+        gate_note(k, "the small collective (loss, stop flag, norms): p50 %.4g ms, p99 %.4g ms "
+                  "over steady steps of all ranks", res->allreduce_p50_ms, k->measured);
     }
+    /* the gradient all-reduce: its own time and the exposed part, where the metrics have it */
+    for (int part = 0; part < 2; part++) {
+        m = 0;
+        for (int r = 0; r < in->world_size; r++)
+            for (size_t i = 0; i < in->ranks[r].n_rows; i++) {
+                const struct gate_row *row = &in->ranks[r].rows[i];
+                if (gate_steady(c, row->run_step) && !isnan(row->grad_allreduce_s))
+                    v[m++] = 1000.0 * (part == 0 ? row->grad_allreduce_s : row->comm_time_s);
+            }
+        double *p50 = part == 0 ? &res->grad_p50_ms : &res->exposed_p50_ms;
+        double *p99 = part == 0 ? &res->grad_p99_ms : &res->exposed_p99_ms;
+        *p50 = m > 0 ? gate_quantile(v, m, 0.5) : (double)NAN;
+        *p99 = m > 0 ? gate_quantile(v, m, 0.99) : (double)NAN;
+    }
+    if (!isnan(res->grad_p50_ms))
+        gate_note(k, "the gradient all-reduce: p50 %.4g ms, p99 %.4g ms, of which exposed p50 "
+                  "%.4g ms, p99 %.4g ms", res->grad_p50_ms, res->grad_p99_ms,
+                  res->exposed_p50_ms, res->exposed_p99_ms);
     free(v);
     return RZ_OK;
 }
@@ -781,6 +788,7 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
 {
     memset(res, 0, sizeof *res);
     res->throughput_p10 = res->allreduce_p50_ms = res->straggler_median_s = NAN;
+    res->grad_p50_ms = res->grad_p99_ms = res->exposed_p50_ms = res->exposed_p99_ms = NAN;
     gate_crit_init(res, c);
     enum rz_status st = gate_throughput(res, in, c, err);
     if (st == RZ_OK)
@@ -804,6 +812,7 @@ enum rz_status gate_evaluate(struct gate_result *res, const struct gate_input *i
     gate_failures_uptime(res, in);
     gate_memory(res, in);
     gate_duration(res, in, c);
+    gate_packet_loss(res, in);
     gate_prediction(res, in, c);
     res->verdict = gate_ended_verdict(in, gate_verdict_of(res->crit, GATE_N_CRIT));
     gate_last_good(res, in);

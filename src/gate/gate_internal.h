@@ -93,4 +93,25 @@ void gate_svg_empty(FILE *f, const char *why);
 void gate_hline(FILE *f, const struct gate_axes *a, double y, const char *cls,
                 const char *label);
 
+/* ---- gate_eval.c: a criterion's figures, for the files that judge one ---- */
+
+/* Append "; " and a formatted text to the criterion's note. */
+void gate_note(struct gate_criterion *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Measured `value` over `samples`, judged against the criterion's thresholds. */
+void gate_measure(struct gate_criterion *k, double value, int64_t samples);
+/* A status without a figure (not judged, not applicable). */
+void gate_set(struct gate_criterion *k, enum gate_status s);
+
+/* ---- gate_net.c: the network during training ---- */
+
+/* packet_loss: TCP retransmitted over sent segments of each node while it trained, the worst
+ * node's judged and named, with the wire bytes per step against the gradient's bytes. */
+void gate_packet_loss(struct gate_result *res, const struct gate_input *in);
+/* The nodes' network while training, as report.json's "network", a Markdown table, an HTML
+ * table (nothing, or null, without counters). */
+void gate_json_network(struct rz_json *j, const struct gate_input *in,
+                       const struct gate_result *res);
+void gate_md_network(FILE *f, const struct gate_input *in, const struct gate_result *res);
+void gate_html_network(FILE *f, const struct gate_input *in, const struct gate_result *res);
+
 #endif

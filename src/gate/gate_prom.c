@@ -22,31 +22,10 @@ static const struct {
     const char *name, *help;
     double scale;
 } gate_prom_measured[GATE_N_CRIT] = {
-    [GATE_THROUGHPUT] = {"ryzen_gate_throughput_samples_per_second",
-                         "Steady-state global throughput, median over windows.", 1},
-    [GATE_EFFICIENCY] = {"ryzen_gate_efficiency_ratio",
-                         "Weak-scaling efficiency against the baseline.", 1},
-    [GATE_COMM] = {"ryzen_gate_comm_exposed_ratio",
-                   "Exposed communication / step time, worst rank.", 1},
-    [GATE_ALLREDUCE_P99_MS] = {"ryzen_gate_allreduce_p99_seconds",
-                               "Small-collective latency, 99th percentile over steady steps.",
-                               1e-3},
-    [GATE_SYNC_AGREEMENT] = {"ryzen_gate_sync_agreement_ratio",
-                             "Share of sync checks where every rank agreed.", 1},
-    [GATE_GRAD_NORM_SPREAD] = {"ryzen_gate_grad_norm_spread_ratio",
-                               "Max relative spread of post-allreduce gradient norms.", 1},
-    [GATE_LOSS_VS_BASELINE_PCT] = {"ryzen_gate_loss_vs_baseline_ratio",
-                                   "(loss - baseline loss) / baseline loss at matched samples.",
-                                   1e-2},
-    [GATE_ENTROPY_GAP] = {"ryzen_gate_entropy_gap_nats",
-                          "Final loss minus the markov entropy floor.", 1},
-    [GATE_FAILURES] = {"ryzen_gate_failure_requeues",
-                       "Requeues after a failure, plus give-ups, of the judged job.", 1},
-    [GATE_MEMORY] = {"ryzen_gate_memory_peak_ratio", "Peak RSS / node memory, worst node.", 1},
-    [GATE_UPTIME] = {"ryzen_gate_uptime_ratio",
-                     "Training time / wall time including restarts.", 1},
-    [GATE_STRAGGLER_RATIO] = {"ryzen_gate_straggler_ratio",
-                              "Slowest rank's mean compute time / the median rank's.", 1},
+#define RZ_GATE_FAMILY(ID, name, unit, higher, go, no_go, doc, family, help, scale)               \
+    [GATE_##ID] = {family, help, scale},
+    RZ_GATES(RZ_GATE_FAMILY) /* config/gate_list.h */
+#undef RZ_GATE_FAMILY
     [GATE_DURATION] = {"ryzen_gate_training_seconds",
                        "Training time (sum of global step times).", 3600},
 };
@@ -109,6 +88,22 @@ void gate_write_prom(FILE *f, const struct gate_doc *d)
     gate_prom_one(f, in, "ryzen_gate_allreduce_p50_seconds",
                   "Small-collective latency, median over steady steps.",
                   res->allreduce_p50_ms / 1000.0);
+    const struct {
+        const char *name, *help;
+        double ms;
+    } grad[] = {
+        {"ryzen_gate_grad_allreduce_p50_seconds", "The gradient all-reduce's own time per step, "
+         "median over steady steps.", res->grad_p50_ms},
+        {"ryzen_gate_grad_allreduce_p99_seconds", "The gradient all-reduce's own time per step, "
+         "99th percentile over steady steps.", res->grad_p99_ms},
+        {"ryzen_gate_grad_allreduce_exposed_p50_seconds", "The part of the gradient all-reduce a "
+         "step waited for after backward, median over steady steps.", res->exposed_p50_ms},
+        {"ryzen_gate_grad_allreduce_exposed_p99_seconds", "The part of the gradient all-reduce a "
+         "step waited for after backward, 99th percentile over steady steps.",
+         res->exposed_p99_ms},
+    };
+    for (size_t i = 0; i < sizeof grad / sizeof grad[0]; i++)
+        gate_prom_one(f, in, grad[i].name, grad[i].help, grad[i].ms / 1000.0);
     metrics_prom_head(f, "ryzen_gate_requeues", "gauge", "Requeues of the judged job by reason.");
     for (int r = 0; r < GATE_N_RQ; r++)
         gate_prom_sample(f, "ryzen_gate_requeues", in, "reason",

@@ -122,6 +122,9 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
     r->compute_time_s = NAN; /* optional: metrics written before it have none */
     if (st == RZ_OK && gj_get(o, "compute_time_s") != NULL)
         st = gate_field_num(o, "compute_time_s", &r->compute_time_s, path, line, err);
+    r->grad_allreduce_s = NAN; /* the same */
+    if (st == RZ_OK && gj_get(o, "grad_allreduce_s") != NULL)
+        st = gate_field_num(o, "grad_allreduce_s", &r->grad_allreduce_s, path, line, err);
     r->has_sync = gj_get_bool(o, "sync_ok", &r->sync_ok);
     if (st == RZ_OK && gj_get(o, "sync_ok") != NULL && !r->has_sync)
         st = rz_fail(err, RZ_EDATA, "%s:%ld: field 'sync_ok' is not true/false", path, line);
@@ -499,6 +502,35 @@ static enum rz_status gate_read_events(struct gate_input *in, struct rz_err *err
     return st == RZ_OK ? gate_classify_events(in, err) : st;
 }
 
+/* A rank_results entry's "network" object (the node's lowest rank only). */
+static void read_node_net(struct gate_input *in, const struct gj_value *rr, const char *host)
+{
+    const struct gj_value *n = gj_get(rr, "network");
+    if (n == NULL || n->type != GJ_OBJ || in->n_net == GATE_MAX_NET_NODES)
+        return;
+    struct gate_node_net *g = &in->net[in->n_net++];
+    memset(g, 0, sizeof *g);
+    rz_fmt(g->host, sizeof g->host, "%s", host != NULL ? host : "unknown");
+    (void)gj_get_int(rr, "steps", &g->steps);
+    (void)gj_get_num(n, "seconds", &g->seconds);
+    (void)gj_get_num(n, "tcp_segments_sent", &g->segs);
+    (void)gj_get_num(n, "tcp_retransmitted", &g->retrans);
+    (void)gj_get_num(n, "tx_bytes", &g->tx_bytes);
+    (void)gj_get_num(n, "rx_bytes", &g->rx_bytes);
+    (void)gj_get_num(n, "drops", &g->drops);
+    (void)gj_get_num(n, "errors", &g->errors);
+    const struct gj_value *p = gj_get(n, "peers");
+    for (size_t i = 0; p != NULL && p->type == GJ_ARR && i < p->n; i++) {
+        const char *peer = gj_get_str(&p->items[i], "host");
+        if (peer == NULL || g->n_peers == GATE_MAX_NET_PEERS)
+            continue;
+        rz_fmt(g->peers[g->n_peers].host, sizeof g->peers[0].host, "%s", peer);
+        (void)gj_get_num(&p->items[i], "tcp_segments_sent", &g->peers[g->n_peers].segs);
+        (void)gj_get_num(&p->items[i], "tcp_retransmitted", &g->peers[g->n_peers].retrans);
+        g->n_peers++;
+    }
+}
+
 static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *err)
 {
     char path[4200];
@@ -523,6 +555,7 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     for (size_t i = 0; rr != NULL && rr->type == GJ_ARR && i < rr->n; i++) {
         int64_t rank;
         const char *host = gj_get_str(&rr->items[i], "host");
+        read_node_net(in, &rr->items[i], host); /* also without metrics (an ended report) */
         if (!gj_get_int(&rr->items[i], "rank", &rank) || rank < 0 || rank >= in->world_size)
             continue;
         if (host != NULL)

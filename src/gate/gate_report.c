@@ -339,6 +339,13 @@ void gate_write_json(FILE *f, const struct gate_doc *d)
     rz_json_kv_double(&j, "throughput", res->crit[GATE_THROUGHPUT].measured);
     rz_json_kv_double(&j, "throughput_p10", res->throughput_p10);
     rz_json_kv_double(&j, "allreduce_p50_ms", res->allreduce_p50_ms);
+    rz_json_key(&j, "grad_allreduce_ms");
+    rz_json_object_begin(&j);
+    rz_json_kv_double(&j, "p50", res->grad_p50_ms);
+    rz_json_kv_double(&j, "p99", res->grad_p99_ms);
+    rz_json_kv_double(&j, "exposed_p50", res->exposed_p50_ms);
+    rz_json_kv_double(&j, "exposed_p99", res->exposed_p99_ms);
+    rz_json_object_end(&j);
     gate_json_prediction(&j, in, res);
     rz_json_kv_int(&j, "world_size", in->world_size);
     rz_json_kv_int(&j, "steps", (int64_t)in->n_steps);
@@ -355,6 +362,7 @@ void gate_write_json(FILE *f, const struct gate_doc *d)
     gate_json_baseline(&j, in);
     gate_json_ranks(&j, in, res);
     gate_json_links(&j, in);
+    gate_json_network(&j, in, res);
     gate_json_events(&j, in);
     gate_json_series(&j, res);
     rz_json_object_end(&j);
@@ -543,6 +551,7 @@ void gate_write_md(FILE *f, const struct gate_doc *d)
     fputc('\n', f);
     gate_md_env(f, d);
     gate_md_links(f, in);
+    gate_md_network(f, in, d->res);
     gate_md_verdicts(f, in);
     gate_md_events(f, "Promotion and rollback chain", in, in->chain_events, in->n_chain_events);
     gate_md_events(f, "Timeline of this job", in, in->job_events, in->n_job_events);

@@ -18,8 +18,9 @@
 /* ---- windows and the straggler --------------------------------------------------------------- */
 
 void metrics_window_add(struct metrics_window *w, double step_s, double compute_s, double comm_s,
-                        double allreduce_s)
+                        double allreduce_s, double grad_s)
 {
+    w->grad_s[w->next] = grad_s;
     w->step_s[w->next] = step_s;
     w->compute_s[w->next] = compute_s;
     w->comm_s[w->next] = comm_s;
@@ -65,6 +66,12 @@ void metrics_window_summary(const struct metrics_window *w, double compute_s, do
     out->comm_mean_s = mean(w->comm_s, w->n);
     out->allreduce_p50_s = quantile(a, w->n, 0.5);
     out->allreduce_p99_s = quantile(a, w->n, 0.99);
+    memcpy(a, w->grad_s, sizeof a);
+    out->grad_p50_s = quantile(a, w->n, 0.5);
+    out->grad_p99_s = quantile(a, w->n, 0.99);
+    memcpy(a, w->comm_s, sizeof a);
+    out->exposed_p50_s = quantile(a, w->n, 0.5);
+    out->exposed_p99_s = quantile(a, w->n, 0.99);
     out->rss_bytes = rss_bytes;
 }
 
@@ -120,6 +127,10 @@ static double g_compute_s(const struct prom_ctx *x) { return me(x)->compute_mean
 static double g_comm_s(const struct prom_ctx *x) { return me(x)->comm_mean_s; }
 static double g_p50(const struct prom_ctx *x) { return me(x)->allreduce_p50_s; }
 static double g_p99(const struct prom_ctx *x) { return me(x)->allreduce_p99_s; }
+static double g_grad_p50(const struct prom_ctx *x) { return me(x)->grad_p50_s; }
+static double g_grad_p99(const struct prom_ctx *x) { return me(x)->grad_p99_s; }
+static double g_exp_p50(const struct prom_ctx *x) { return me(x)->exposed_p50_s; }
+static double g_exp_p99(const struct prom_ctx *x) { return me(x)->exposed_p99_s; }
 static double g_exposed(const struct prom_ctx *x)
 {
     return me(x)->comm_mean_s / me(x)->step_mean_s;
@@ -155,6 +166,16 @@ static const struct prom_row rank_rows[] = {
      "median over the window.", g_p50},
     {"ryzen_train_allreduce_p99_seconds", "gauge", "Latency of the step's small collective, "
      "99th percentile over the window.", g_p99},
+    {"ryzen_train_grad_allreduce_p50_seconds", "gauge", "The gradient all-reduce's own time per "
+     "step, from its first bucket's post until every bucket completed, median over the "
+     "window.", g_grad_p50},
+    {"ryzen_train_grad_allreduce_p99_seconds", "gauge", "The gradient all-reduce's own time per "
+     "step, 99th percentile over the window.", g_grad_p99},
+    {"ryzen_train_grad_allreduce_exposed_p50_seconds", "gauge", "The part of the gradient "
+     "all-reduce a step waited for after backward (not hidden), median over the window.",
+     g_exp_p50},
+    {"ryzen_train_grad_allreduce_exposed_p99_seconds", "gauge", "The part of the gradient "
+     "all-reduce a step waited for after backward, 99th percentile over the window.", g_exp_p99},
     {"ryzen_train_comm_exposed_ratio", "gauge", "Exposed communication time / step time "
      "(window).", g_exposed},
     {"ryzen_train_compute_slowdown_ratio", "gauge", "This rank's compute time / the median "
@@ -215,6 +236,7 @@ static double g_throughput(const struct prom_ctx *x)
 }
 static double g_tp_no_go(const struct prom_ctx *x) { return x->d->throughput_no_go; }
 static double g_strag_no_go(const struct prom_ctx *x) { return x->d->straggler_no_go; }
+static double g_loss_no_go(const struct prom_ctx *x) { return x->d->packet_loss_no_go; }
 
 static const struct prom_row job_rows[] = {
     {"ryzen_train_world_size", "gauge", "Ranks of the run.", g_world},
@@ -226,6 +248,34 @@ static const struct prom_row job_rows[] = {
      "throughput (gates.throughput_no_go).", g_tp_no_go},
     {"ryzen_train_gate_straggler_no_go_ratio", "gauge", "The phase's NO-GO straggler ratio "
      "(gates.straggler_ratio_no_go).", g_strag_no_go},
+    {"ryzen_train_gate_packet_loss_no_go_ratio", "gauge", "The phase's NO-GO share of TCP "
+     "segments retransmitted (gates.packet_loss_no_go).", g_loss_no_go},
+};
+
+static double g_segs(const struct prom_ctx *x) { return x->d->net.tcp_out_segs; }
+static double g_retrans(const struct prom_ctx *x) { return x->d->net.tcp_retrans_segs; }
+static double g_retrans_share(const struct prom_ctx *x) { return netstat_retrans_share(&x->d->net); }
+static double g_tx(const struct prom_ctx *x) { return x->d->net.tx_bytes; }
+static double g_rx(const struct prom_ctx *x) { return x->d->net.rx_bytes; }
+static double g_drops(const struct prom_ctx *x) { return x->d->net.drops; }
+static double g_errors(const struct prom_ctx *x) { return x->d->net.errors; }
+
+/* The node's kernel counters (the whole host's) since this run's training started. */
+static const struct prom_row net_rows[] = {
+    {"ryzen_train_net_tcp_segments_sent_total", "counter", "TCP segments the node sent since "
+     "this run's training started (the host's, all traffic).", g_segs},
+    {"ryzen_train_net_tcp_retransmitted_segments_total", "counter", "TCP segments the node "
+     "retransmitted since this run's training started.", g_retrans},
+    {"ryzen_train_net_tcp_retransmit_ratio", "gauge", "Retransmitted / sent TCP segments since "
+     "this run's training started (the report's packet_loss, live).", g_retrans_share},
+    {"ryzen_train_net_transmit_bytes_total", "counter", "Bytes the node's interfaces (all but "
+     "lo) sent since this run's training started.", g_tx},
+    {"ryzen_train_net_receive_bytes_total", "counter", "Bytes the node's interfaces (all but "
+     "lo) received since this run's training started.", g_rx},
+    {"ryzen_train_net_drops_total", "counter", "Packets the node's interfaces dropped (receive "
+     "and transmit) since this run's training started.", g_drops},
+    {"ryzen_train_net_errors_total", "counter", "Receive and transmit errors of the node's "
+     "interfaces since this run's training started.", g_errors},
 };
 
 void metrics_prom_label(FILE *f, const char *key, const char *v, bool first)
@@ -298,6 +348,10 @@ void metrics_prom_format(FILE *f, const struct metrics_prom_doc *d)
         prom_head(f, &file_rows[i]);
         if (prom_keep(&file_rows[i], v))
             prom_sample(f, &file_rows[i], &x, -1, d->node, v);
+    }
+    for (size_t i = 0; d->has_net && i < RZ_ARRAY_LEN(net_rows); i++) {
+        prom_head(f, &net_rows[i]);
+        prom_sample(f, &net_rows[i], &x, -1, d->node, net_rows[i].get(&x));
     }
     for (size_t i = 0; i < RZ_ARRAY_LEN(rank_rows); i++) {
         prom_head(f, &rank_rows[i]);

@@ -18,27 +18,31 @@
 #include <stdio.h>
 
 #include "core/status.h"
+#include "net/netstat.h"
 
 #define METRICS_WINDOW 64 /* steps the live figures summarize */
 
 /* One rank's last METRICS_WINDOW steps (a ring).  Zero it to start. */
 struct metrics_window {
     double step_s[METRICS_WINDOW], compute_s[METRICS_WINDOW], comm_s[METRICS_WINDOW];
-    double allreduce_s[METRICS_WINDOW];
+    double allreduce_s[METRICS_WINDOW], grad_s[METRICS_WINDOW];
     int n, next;
 };
 
 /* One step: wall time, compute (forward and backward, not blocked in communication), exposed
- * communication wait and the small collective's latency. */
+ * communication wait, the small collective's latency and the gradient all-reduce's own time
+ * (comm_grads_span: comm_s is the part of it the step waited for). */
 void metrics_window_add(struct metrics_window *w, double step_s, double compute_s, double comm_s,
-                        double allreduce_s);
+                        double allreduce_s, double grad_s);
 
 /* What one rank reports to the writers: all doubles, so one collective carries an array of
  * them.  Means and quantiles are over the rank's window. */
 struct metrics_rank_live {
     double compute_s;           /* this step's compute time */
     double step_mean_s, compute_mean_s, comm_mean_s;
-    double allreduce_p50_s, allreduce_p99_s;
+    double allreduce_p50_s, allreduce_p99_s;   /* the small collective */
+    double grad_p50_s, grad_p99_s;             /* the gradient all-reduce's own time */
+    double exposed_p50_s, exposed_p99_s;       /* ... the part the step waited for */
     double rss_bytes;
 };
 #define METRICS_LIVE_DOUBLES ((int)(sizeof(struct metrics_rank_live) / sizeof(double)))
@@ -73,7 +77,11 @@ struct metrics_prom_doc {
     double last_ckpt_unix;              /* 0: none committed yet */
     int64_t ckpt_interval_steps, update_interval_steps;
     double memory_limit_bytes;
-    double throughput_no_go, straggler_no_go; /* the phase's gates */
+    double throughput_no_go, straggler_no_go, packet_loss_no_go; /* the phase's gates */
+    /* The node's network counters since this run's training started (net/netstat.h); none
+     * when has_net is false (unreadable /proc/net). */
+    bool has_net;
+    struct netstat net;
 };
 
 /* The textfile of doc->node's ranks (and, on rank 0's node, the job-wide series). */

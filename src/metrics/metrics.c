@@ -72,6 +72,7 @@ enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step 
     rz_json_kv_uint(&j, "rss_bytes", s->rss_bytes);
     rz_json_kv_double(&j, "allreduce_s", s->allreduce_s);
     rz_json_kv_double(&j, "compute_time_s", s->compute_time_s);
+    rz_json_kv_double(&j, "grad_allreduce_s", s->grad_allreduce_s);
     if (s->skipped) {
         rz_json_kv_bool(&j, "skipped", true);
         rz_json_kv_string(&j, "skip_reason", s->skip_reason != NULL ? s->skip_reason : "");
@@ -163,6 +164,28 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
         rz_json_kv_uint(&j, "peak_rss_bytes", rr->peak_rss_bytes);
         rz_json_kv_uint(&j, "optimizer_rss_bytes", rr->optimizer_rss_bytes);
         rz_json_kv_uint(&j, "predicted_peak_rss_bytes", rr->predicted_peak_rss_bytes);
+        if (rr->has_net) {
+            rz_json_key(&j, "network");
+            rz_json_object_begin(&j);
+            rz_json_kv_double(&j, "seconds", rr->net_seconds);
+            rz_json_kv_double(&j, "tcp_segments_sent", rr->net.tcp_out_segs);
+            rz_json_kv_double(&j, "tcp_retransmitted", rr->net.tcp_retrans_segs);
+            rz_json_kv_double(&j, "tx_bytes", rr->net.tx_bytes);
+            rz_json_kv_double(&j, "rx_bytes", rr->net.rx_bytes);
+            rz_json_kv_double(&j, "drops", rr->net.drops);
+            rz_json_kv_double(&j, "errors", rr->net.errors);
+            rz_json_key(&j, "peers");
+            rz_json_array_begin(&j);
+            for (int p = 0; p < rr->n_peers; p++) {
+                rz_json_object_begin(&j);
+                rz_json_kv_string(&j, "host", rr->peers[p].host);
+                rz_json_kv_double(&j, "tcp_segments_sent", rr->peers[p].segs_out);
+                rz_json_kv_double(&j, "tcp_retransmitted", rr->peers[p].retrans);
+                rz_json_object_end(&j);
+            }
+            rz_json_array_end(&j);
+            rz_json_object_end(&j);
+        }
         rz_json_object_end(&j);
     }
     rz_json_array_end(&j);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "core/status.h"
+#include "net/netstat.h"
 
 struct metrics_step {
     int64_t step;            /* 1-based optimizer step just completed */
@@ -30,6 +31,8 @@ struct metrics_step {
     double allreduce_s;      /* latency of this step's small collective (loss, stop flag,
                               * gradient norm and live figures of every rank) */
     double compute_time_s;   /* forward + backward, not blocked in communication */
+    double grad_allreduce_s; /* the gradient all-reduce's own time (comm_grads_span), of which
+                              * comm_time_s is the exposed part */
     int skipped;             /* the loss guard skipped this step (no update) */
     const char *skip_reason; /* why (skipped steps only) */
     int64_t skipped_total;   /* steps skipped so far in the run, this one included */
@@ -54,6 +57,14 @@ enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step 
 void metrics_close(struct metrics_log *log);
 const char *metrics_path(const struct metrics_log *log);
 
+/* The TCP connections of a node to one other node of the job (net/netsock.h): segments sent and
+ * retransmitted, this run's connections alone. */
+#define METRICS_MAX_PEERS 16
+struct metrics_peer {
+    char host[64];
+    double segs_out, retrans;
+};
+
 struct metrics_rank_result {
     int rank;
     char host[64];
@@ -65,6 +76,13 @@ struct metrics_rank_result {
     uint64_t peak_rss_bytes;
     uint64_t optimizer_rss_bytes; /* RSS grown by the Adam moments (+ ZeRO's gradient shard) */
     uint64_t predicted_peak_rss_bytes; /* the memory planner's figure (plan.h) */
+    /* The node's network counters (net/netstat.h), read by its lowest rank alone (has_net) at
+     * the first step and at the end: their change while this run trained, whole host. */
+    int has_net;
+    struct netstat net;
+    double net_seconds;
+    int n_peers;             /* has_net only: the other nodes its connections reached */
+    struct metrics_peer peers[METRICS_MAX_PEERS];
 };
 
 struct metrics_summary {

@@ -29,6 +29,7 @@
 #include "optim/optim.h"
 #include "plan/plan.h"
 #include "train/guard.h"
+#include "train/train_net.h"
 
 /* The step's one small collective (step_collective): per rank, these doubles, then the rank's
  * live figures (struct metrics_rank_live). */
@@ -44,7 +45,9 @@ struct train_live {
     struct metrics_rank_live *ranks; /* world: unpacked from gathered for the writer */
     char (*hosts)[64];         /* world: each rank's node */
     const char **host_names;   /* world: pointers into hosts */
-    bool writer;               /* the lowest rank of its node */
+    bool writer;               /* the lowest rank of its node, with metrics.prom_interval > 0 */
+    bool node_first;           /* the lowest rank of its node */
+    struct train_net net;      /* the node's network while training (node_first reads) */
     bool gathered_once;        /* a step has run: the figures exist */
     char dir[4096], phase[256];
     double memory_limit_bytes, last_ckpt_unix;
@@ -612,6 +615,8 @@ static void load_batch(struct trainer *t, uint64_t first)
 
 struct step_out {
     double loss, grad_norm, local_gnorm, comm_s, allreduce_s;
+    double grad_allreduce_s;   /* the gradient reduction's own time (comm_grads_span), summed
+                                * over the micro-steps that reduce; comm_s is its exposed part */
     double compute_s;          /* forward + backward, until the wait for the allreduce */
     double optim_s;            /* the gradient norm, clipping and the update (--profile) */
     int stop;                  /* some rank got a stop signal */
@@ -740,7 +745,7 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     int64_t every = t->cfg->health.sync_check_interval;
     bool local_norm = every > 0 && (t->step + 1) % every == 0;
     enum rz_status st = RZ_OK;
-    o->comm_s = 0.0;
+    o->comm_s = o->grad_allreduce_s = 0.0;
     model_zero_grads(t->model);
     if (t->zero < 2)
         st = grads_begin(t, 0, local_norm, err);
@@ -761,6 +766,7 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
         if (st == RZ_OK && t->zero == 2) {
             st = comm_grads_finish(t->comm, &part_s, &part_sq, err);
             o->comm_s += part_s;
+            o->grad_allreduce_s += comm_grads_span(t->comm);
             sumsq += part_sq;
         }
     }
@@ -771,6 +777,7 @@ static enum rz_status train_step(struct trainer *t, double lr, struct step_out *
     if (st == RZ_OK && t->zero < 2) {
         st = comm_grads_finish(t->comm, &part_s, &sumsq, err);
         o->comm_s += part_s;
+        o->grad_allreduce_s += comm_grads_span(t->comm);
     }
     if (st != RZ_OK)
         return st;
@@ -1120,9 +1127,11 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         .mfu = r->peak_gflops > 0 ? flops * (double)t->global_batch / (double)t->world / dt /
                                         (r->peak_gflops * 1e9) : 0.0,
         .rss_bytes = rz_rss_bytes(), .allreduce_s = o->allreduce_s, .world_size = t->world,
-        .compute_time_s = o->compute_s, .skipped = o->guard != GUARD_ACCEPT,
+        .compute_time_s = o->compute_s, .grad_allreduce_s = o->grad_allreduce_s,
+        .skipped = o->guard != GUARD_ACCEPT,
         .skip_reason = o->guard_why, .skipped_total = t->guard.skipped};
-    metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s);
+    metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s,
+                       o->grad_allreduce_s);
     enum rz_status st = sync_check(t, o, &s, err);
     st = agree(t, st, err);
     if (st == RZ_OK && validation_due(t)) {
@@ -1186,6 +1195,9 @@ static enum rz_status live_init(struct trainer *t, struct rz_err *err)
         if (r < t->rank && strcmp(l->hosts[r], mine) == 0)
             l->writer = false; /* a lower rank on this node writes its file */
     }
+    l->node_first = true;
+    for (int r = 0; r < t->rank; r++)
+        l->node_first &= strcmp(l->hosts[r], mine) != 0;
     if (c->metrics.prom_dir[0] != '\0')
         snprintf(l->dir, sizeof l->dir, "%s", c->metrics.prom_dir);
     else
@@ -1220,7 +1232,9 @@ static void live_write(struct trainer *t, bool running)
         .update_interval_steps = c->metrics.prom_interval,
         .memory_limit_bytes = l->memory_limit_bytes,
         .throughput_no_go = c->gates.throughput_no_go,
-        .straggler_no_go = c->gates.straggler_ratio_no_go};
+        .straggler_no_go = c->gates.straggler_ratio_no_go,
+        .packet_loss_no_go = c->gates.packet_loss_no_go};
+    d.has_net = train_net_since(&l->net, &d.net, NULL);
     struct rz_err err;
     char path[4400];
     if (metrics_prom_write(l->dir, &d, path, sizeof path, &err) != RZ_OK && !l->warned) {
@@ -1295,6 +1309,7 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     struct loop_stats ls = {.t_start = rz_now()};
     ls.t_steady = ls.t_start;
     double held = test_hold(t, r, stop_at); /* RYZEN_TEST_HOLD=0:FILE */
+    train_net_start(&t->live.net, t->live.node_first, t->rank, comm_host(t->comm));
     ls.t_start += held;
     ls.t_steady += held;
     int stop = 0;
@@ -1397,7 +1412,10 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
     struct metrics_rank_result *all = calloc((size_t)t->world, sizeof *all);
     if (all == NULL)
         return rz_fail(err, RZ_ENOMEM, "summary: out of memory");
-    enum rz_status st = comm_allgather_bytes(t->comm, &mine, sizeof mine, all, err);
+    enum rz_status st = train_net_summary(&t->live.net, t->comm,
+                                          (const char(*)[64])t->live.hosts, &mine, err);
+    if (st == RZ_OK)
+        st = comm_allgather_bytes(t->comm, &mine, sizeof mine, all, err);
     if (st == RZ_OK && t->rank == 0) {
         struct metrics_summary s = {
             .num_processes = t->world, .avg_loss = r->avg_loss, .final_loss = r->final_loss,
