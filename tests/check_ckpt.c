@@ -959,7 +959,7 @@ START_TEST(newest_committed_reads_names_only)
 END_TEST
 
 /* A fetch that fails mid-write: the save fails naming the tensor, leaves no file, and the
- * caller can tell how many fetches were made (train.c makes the rest, so no rank waits). */
+ * caller can tell how many fetches were made (train_ckpt.c makes the rest, so no rank waits). */
 START_TEST(failed_fetch_fails_the_save)
 {
     struct tiny a, b;

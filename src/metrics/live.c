@@ -2,7 +2,7 @@
  * figures and one node's Prometheus textfile.  The series are listed in three tables (per rank,
  * per file, per job), each row a name, a type, a help text and how its value is computed, so
  * the file, docs/monitoring.md and the alert rules name the same things.
- * Deliberately not here: when a file is written and by which rank (train.c). */
+ * Deliberately not here: when a file is written and by which rank (train/train_live.c). */
 #include "config.h"
 
 #include "metrics/live.h"

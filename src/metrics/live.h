@@ -8,7 +8,7 @@
  * labels are slurm_job_id, phase, rank and node (docs/monitoring.md lists every series).
  * The trainer gathers one struct metrics_rank_live per rank in the step's one small collective,
  * so the node's writer (its lowest rank) has its ranks' figures without another message.
- * Deliberately not here: when to write (train.c) and any MPI (comm/).
+ * Deliberately not here: when to write (train/train_live.c) and any MPI (comm/).
  * Ownership: plain values; the writer borrows every pointer in struct metrics_prom_doc. */
 #ifndef RZ_METRICS_LIVE_H
 #define RZ_METRICS_LIVE_H

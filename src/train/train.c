@@ -1,22 +1,21 @@
 /* train.c: one rank's training run (see train.h).  Set-up translates the config into each
  * module's typed options once; the step is a handful of calls; everything that needs all ranks
  * (stop signals, checkpoint commits, sync checks) happens at a step boundary, where every rank
- * takes the same branch because the decision itself came out of a collective. */
+ * takes the same branch because the decision itself came out of a collective.  The checkpoints
+ * (train_ckpt.c), what the trainer prints (train_log.c) and the live metrics (train_live.c) are
+ * files of their own; train_internal.h holds what they share. */
 #include "config.h"
 
 #include "train/train.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/ckpt.h"
 #include "core/hooks.h"
 #include "core/sha256.h"
 #include "core/util.h"
@@ -29,85 +28,12 @@
 #include "optim/optim.h"
 #include "plan/plan.h"
 #include "train/guard.h"
+#include "train/train_internal.h"
 #include "train/train_net.h"
-
-/* The step's one small collective (step_collective): per rank, these doubles, then the rank's
- * live figures (struct metrics_rank_live). */
-enum { STEP_LOSS, STEP_STOP, STEP_GNORM, STEP_FIXED };
-#define STEP_DOUBLES (STEP_FIXED + METRICS_LIVE_DOUBLES)
-
-/* Live metrics (metrics/live.h): the rank's window, what the last collective gathered, and the
- * node's textfile, written by the node's lowest rank. */
-struct train_live {
-    struct metrics_window window;
-    double mine[STEP_DOUBLES];
-    double *gathered;          /* world * STEP_DOUBLES: the last step's collective */
-    struct metrics_rank_live *ranks; /* world: unpacked from gathered for the writer */
-    char (*hosts)[64];         /* world: each rank's node */
-    const char **host_names;   /* world: pointers into hosts */
-    bool writer;               /* the lowest rank of its node, with metrics.prom_interval > 0 */
-    bool node_first;           /* the lowest rank of its node */
-    struct train_net net;      /* the node's network while training (node_first reads) */
-    bool gathered_once;        /* a step has run: the figures exist */
-    char dir[4096], phase[256];
-    double memory_limit_bytes, last_ckpt_unix;
-    int64_t written_step;      /* the step of the last textfile (-1: none) */
-    bool warned;               /* a failed write was reported once */
-};
-
-/* --profile: wall time per op class over the steady steps.  The kernels time their own ops
- * (matmul, attention, norm, loss; GELU counts as other); the trainer times the optimizer and the
- * communication it waits for; "other" is the rest of the step (GELU, embeddings, residual adds,
- * bias gradients, bf16 rounding, data). */
-struct profile {
-    struct kern_profile k;
-    double optimizer_s, comm_s, step_s;
-    int64_t steps;
-};
-
-struct trainer {
-    const struct cfg *cfg;
-    const struct train_opts *opts;
-    struct comm *comm, *own_comm;
-    int rank, world;
-    struct model_dims dims;
-    int64_t accum, global_batch;
-    struct kern_ctx *kern;
-    struct model *model;
-    struct data *data;
-    struct optim *optim;
-    struct metrics_log *metrics;
-    struct health_watchdog *watchdog;
-    int32_t *sample;           /* (T + 1) */
-    int32_t *inputs, *targets; /* (B, T) */
-    char ckpt_dir[4096];
-    struct ckpt_known ckpt_known; /* checkpoints retention need not read again */
-    char *config_yaml;
-    char config_sha256[65];
-    /* progress, carried across restarts through the checkpoint */
-    int64_t step;              /* optimizer steps completed */
-    double loss_sum, train_time;
-    int64_t restarts;
-    int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
-    double last_lr, last_loss;
-    struct train_live live;
-    /* ZeRO (training.zero_stage 1 or 2: zero_* functions) */
-    int zero;                  /* the stage; 0: every rank holds everything */
-    size_t shard_lo, shard_hi; /* this rank's part of the flat layout (rz_shard) */
-    float *gshard;             /* (hi - lo) reduced gradient of the part */
-    double *norm_blocks;       /* (optim_norm_blocks(n)) block sums of squares (optim.h) */
-    uint64_t optim_rss;        /* RSS grown by the moments (and ZeRO's gradient shard) */
-    /* validation (validate) */
-    double *val_losses;        /* (eval_samples) per-sample losses, gathered by sample index */
-    int64_t val_step;          /* step of the last validation in this process (-1: none) */
-    double val_loss;
-    struct ckpt_guard guard;   /* the loss guard's state, carried through checkpoints */
-    struct profile prof;
-};
 
 /* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
  * pointing at the one that did. */
-static enum rz_status agree(struct trainer *t, enum rz_status st, struct rz_err *err)
+enum rz_status tr_agree(struct trainer *t, enum rz_status st, struct rz_err *err)
 {
     int worst = 0;
     struct rz_err ignored;
@@ -117,37 +43,6 @@ static enum rz_status agree(struct trainer *t, enum rz_status st, struct rz_err 
         return rz_fail(err, (enum rz_status)worst, "rank %d: another rank failed (%s); see its "
                        "message", t->rank, rz_status_name((enum rz_status)worst));
     return st;
-}
-
-static void vsay(const struct trainer *t, FILE *f, const char *fmt, va_list ap)
-{
-    if (t->rank != 0 || f == NULL)
-        return;
-    fputs("ryzen-train: ", f);
-    vfprintf(f, fmt, ap);
-    fputc('\n', f);
-    fflush(f);
-}
-
-/* A decision (resume, quarantine, checkpoint, stop): printed even with --quiet. */
-static void say(const struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct trainer *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsay(t, t->opts->events, fmt, ap);
-    va_end(ap);
-}
-
-/* Banner information: quiet with --quiet. */
-static void inform(const struct trainer *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void inform(const struct trainer *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsay(t, t->opts->log, fmt, ap);
-    va_end(ap);
 }
 
 static void trainer_free(struct trainer *t)
@@ -222,7 +117,7 @@ static enum rz_status snapshot_config(struct trainer *t, struct rz_err *err)
  * gradients (stage 2: every micro-step, from segment buffers that live one micro-step), clips
  * by the global norm, updates the owned part, and all-gathers the parameters, overlapped with
  * the next forward (comm.h).  Whatever reads all parameters between steps (sync check,
- * validation, checkpoint) first waits for the gather (params_complete). */
+ * validation, checkpoint) first waits for the gather (tr_params_complete). */
 
 static enum rz_status zero_init(struct trainer *t, struct rz_err *err)
 {
@@ -243,7 +138,7 @@ static enum rz_status zero_init(struct trainer *t, struct rz_err *err)
 }
 
 /* Every parameter is present on this rank (waits for the gather of the last update). */
-static enum rz_status params_complete(struct trainer *t, struct rz_err *err)
+enum rz_status tr_params_complete(struct trainer *t, struct rz_err *err)
 {
     return t->zero > 0 ? comm_params_finish(t->comm, err) : RZ_OK;
 }
@@ -285,59 +180,6 @@ static enum rz_status grads_begin(struct trainer *t, int64_t micro, bool local_n
                                     t->zero == 2 && micro > 0, err);
 }
 
-/* ZeRO: rank 0's checkpoint writer asks for each tensor's moments in turn (ckpt.h: m of every
- * tensor in table order, then v); every rank takes part in each gather. */
-static enum rz_status gather_moment(struct trainer *t, size_t k, float *out, struct rz_err *err)
-{
-    size_t count;
-    const struct model_tensor *table = model_tensors(t->model, &count);
-    const struct model_tensor *e = &table[k % count];
-    const float *shard = k < count ? t->optim->m : t->optim->v;
-    return comm_gather_range(t->comm, shard, model_num_params(t->model), OPTIM_NORM_BLOCK,
-                             e->offset, e->offset + (size_t)(e->rows * e->cols), out, err);
-}
-
-struct moment_fetch {
-    struct trainer *t;
-    size_t calls;              /* gathers made so far */
-};
-
-static enum rz_status fetch_moment(void *user, int which, size_t index, float *out,
-                                   struct rz_err *err)
-{
-    struct moment_fetch *f = user;
-    size_t count;
-    model_tensors(f->t->model, &count);
-    f->calls++;
-    return gather_moment(f->t, (size_t)which * count + index, out, err);
-}
-
-/* The gathers of a checkpoint from number `from` on: what ranks other than 0 do while rank 0
- * writes, and what rank 0 does after a write that stopped early, so no rank is left waiting. */
-static enum rz_status gather_moments_from(struct trainer *t, size_t from, struct rz_err *err)
-{
-    size_t count;
-    const struct model_tensor *table = model_tensors(t->model, &count);
-    float *out = NULL;
-    if (t->rank == 0 && from < 2 * count) {
-        size_t largest = 0;
-        for (size_t i = 0; i < count; i++)
-            largest = (size_t)(table[i].rows * table[i].cols) > largest
-                          ? (size_t)(table[i].rows * table[i].cols) : largest;
-        if ((out = malloc(largest * sizeof *out)) == NULL)
-            return rz_fail(err, RZ_ENOMEM, "checkpoint: out of memory for a moment gather");
-    }
-    enum rz_status st = RZ_OK;
-    for (size_t k = from; k < 2 * count; k++) {
-        struct rz_err e;
-        enum rz_status s2 = gather_moment(t, k, out, &e);
-        if (s2 != RZ_OK && st == RZ_OK)
-            st = rz_fail(err, s2, "%s", e.msg);
-    }
-    free(out);
-    return st;
-}
-
 static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
 {
     const struct cfg *c = t->cfg;
@@ -371,202 +213,6 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     if (t->sample == NULL || t->inputs == NULL || t->targets == NULL || t->val_losses == NULL)
         return rz_fail(err, RZ_ENOMEM, "trainer: out of memory for token buffers");
     model_init_params(t->model, (uint64_t)c->training.seed);
-    return RZ_OK;
-}
-
-/* ---- resume ------------------------------------------------------------------------------------ */
-
-static void report_skip(void *user, const char *path, const char *reason)
-{
-    const struct trainer *t = user;
-    say(t, "resume: skipped damaged checkpoint %s (%s); moved to quarantine/", path, reason);
-}
-
-/* Which checkpoint to resume from ("" for a fresh start); rank 0 decides, everyone learns it. */
-static enum rz_status choose_checkpoint(struct trainer *t, char *path, size_t len,
-                                        struct rz_err *err)
-{
-    const char *mode = t->opts->resume != NULL ? t->opts->resume : "auto";
-    path[0] = '\0';
-    if (strcmp(mode, "never") == 0)
-        return RZ_OK;
-    if (strcmp(mode, "auto") != 0) {
-        snprintf(path, len, "%s", mode);
-        return RZ_OK;
-    }
-    enum rz_status st = RZ_OK;
-    if (t->rank == 0)
-        st = ckpt_find_latest(t->ckpt_dir, path, len, report_skip, t, err);
-    st = agree(t, st, err);
-    if (st == RZ_OK)
-        st = comm_bcast_bytes(t->comm, path, len, err);
-    return st;
-}
-
-/* Keep the global batch of the checkpoint at this world size (elastic resume): first by
- * gradient accumulation at the configured per-rank batch, else by a smaller per-rank batch. */
-static enum rz_status fit_global_batch(struct trainer *t, int64_t G, struct rz_err *err)
-{
-    int64_t B = t->cfg->training.batch_size, W = t->world;
-    if (G == B * W * t->accum)
-        return RZ_OK;
-    if (G % (B * W) == 0) {
-        t->accum = G / (B * W);
-    } else if (G % W == 0 && G / W <= B * t->accum) {
-        int64_t per_rank = G / W;
-        t->accum = 1;
-        while (per_rank / t->accum > B || per_rank % t->accum != 0)
-            t->accum++;
-        t->dims.batch = per_rank / t->accum;
-    } else {
-        return rz_fail(err, RZ_ECONFIG, "resume: the checkpoint's global batch %lld cannot be "
-                       "kept on %lld ranks with training.batch_size %lld (it must be a multiple "
-                       "of the rank count); resume on another number of ranks or set "
-                       "training.batch_size", (long long)G, (long long)W, (long long)B);
-    }
-    say(t, "resume: elastic: keeping the global batch %lld on %lld ranks as batch %lld x accum "
-        "%lld per rank", (long long)G, (long long)W, (long long)t->dims.batch,
-        (long long)t->accum);
-    t->global_batch = G;
-    return RZ_OK;
-}
-
-static struct ckpt_tensors tensors_of(struct trainer *t)
-{
-    struct ckpt_tensors x = {.n_floats = model_num_params(t->model),
-                             .params = model_params(t->model), .adam_m = t->optim->m,
-                             .adam_v = t->optim->v, .moments_sharded = t->zero > 0,
-                             .moment_lo = t->shard_lo, .moment_hi = t->shard_hi};
-    x.table = model_tensors(t->model, &x.count);
-    return x;
-}
-
-static enum rz_status load_checkpoint(struct trainer *t, const char *path, struct train_result *r,
-                                      struct rz_err *err)
-{
-    struct ckpt_meta meta;
-    memset(&meta, 0, sizeof meta);
-    struct ckpt_tensors x = tensors_of(t);
-    enum rz_status st = ckpt_load(path, &meta, &x, err);
-    if (st == RZ_EIO)
-        st = RZ_ENOCKPT; /* an unreadable checkpoint is no valid checkpoint */
-    st = agree(t, st, err);
-    if (st == RZ_OK) {
-        t->step = meta.step;
-        t->optim->t = meta.adam_t;
-        t->loss_sum = meta.loss_sum;
-        t->train_time = meta.train_time_s;
-        t->restarts = meta.restarts + 1;
-        t->guard = meta.guard;
-        t->saved_step = meta.step;
-        r->start_step = meta.step;
-        snprintf(r->resumed_from, sizeof r->resumed_from, "%s", path);
-        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
-        say(t, "resume: loaded %s: step %lld, %lld samples seen, written by %lld rank(s)%s", path,
-            (long long)meta.step, (long long)meta.samples_seen, (long long)meta.world_size,
-            strcmp(meta.config_sha256, t->config_sha256) != 0 ? "; the config differs from the "
-            "checkpoint's (its text is stored in the file)" : "");
-    }
-    ckpt_meta_free(&meta);
-    return st;
-}
-
-/* Read the chosen checkpoint's metadata before building the model: the global batch decides
- * the per-rank batch (elastic resume) and the shapes must match the config. */
-static enum rz_status plan_resume(struct trainer *t, const char *path, struct rz_err *err)
-{
-    if (path[0] == '\0')
-        return RZ_OK;
-    struct ckpt_meta meta;
-    memset(&meta, 0, sizeof meta);
-    enum rz_status st = ckpt_read_meta(path, &meta, err);
-    if (st == RZ_EIO) {
-        char cause[RZ_ERR_MSG_MAX]; /* err->msg cannot be its own argument */
-        rz_fmt(cause, sizeof cause, "%s", err->msg);
-        st = rz_fail(err, RZ_ENOCKPT, "resume from %s: %s", path, cause);
-    }
-    st = agree(t, st, err);
-    if (st == RZ_OK)
-        st = fit_global_batch(t, meta.global_batch, err);
-    ckpt_meta_free(&meta);
-    return agree(t, st, err);
-}
-
-/* ---- checkpoints -------------------------------------------------------------------------------- */
-
-/* Test-hook build only (RYZEN_TEST_SAVE_DELAY_S, core/hooks.h): hold the checkpoint write, N s or
- * until a stop signal arrives, so a test that signals once it has read the line below signals
- * during the write, however long its reaction takes. */
-static void test_save_delay(const struct trainer *t)
-{
-    double n = RZ_HOOK(save_delay_s, 0.0), t0 = rz_now();
-    if (n <= 0.0)
-        return;
-    fprintf(stderr, "ryzen-train: test hook: delaying the checkpoint of step %lld by %.0f s or "
-            "until a stop signal\n", (long long)t->step, n);
-    fflush(stderr);
-    const struct timespec nap = {0, 10 * 1000 * 1000};
-    while (rz_now() - t0 < n && !health_stop_signal())
-        nanosleep(&nap, NULL);
-}
-
-static enum rz_status save_checkpoint(struct trainer *t, struct train_result *r,
-                                      struct rz_err *err)
-{
-    if (t->saved_step == t->step)
-        return RZ_OK; /* this state is on disk already */
-    enum rz_status st = params_complete(t, err);
-    double commit_ms = 0.0, prune_ms = 0.0;
-    char path[4096] = "";
-    struct moment_fetch fetch = {.t = t};
-    health_watchdog_pause(t->watchdog, 1);
-    if (st == RZ_OK && t->rank != 0 && t->zero > 0)
-        st = gather_moments_from(t, 0, err); /* rank 0 writes what they gather */
-    if (st == RZ_OK && t->rank == 0) {
-        test_save_delay(t);
-        struct ckpt_meta meta = {
-            .step = t->step, .samples_seen = t->step * t->global_batch,
-            .global_batch = t->global_batch, .world_size = t->world, .adam_t = t->optim->t,
-            .lr = t->last_lr, .init_seed = (uint64_t)t->cfg->training.seed,
-            .data_seed = (uint64_t)t->cfg->data.seed, .loss_sum = t->loss_sum,
-            .train_time_s = t->train_time, .restarts = t->restarts, .guard = t->guard,
-            .dims = t->dims, .config_yaml = t->config_yaml};
-        snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
-        struct ckpt_tensors x = tensors_of(t);
-        if (t->zero > 0) {
-            x.fetch = fetch_moment;
-            x.fetch_user = &fetch;
-        }
-        double t0 = rz_now();
-        st = ckpt_save(t->ckpt_dir, &meta, &x, path, sizeof path, err);
-        if (t->zero > 0) {
-            struct rz_err ignored; /* the write's own failure is the one to report */
-            enum rz_status s2 = gather_moments_from(t, fetch.calls, &ignored);
-            if (st == RZ_OK && s2 != RZ_OK)
-                st = rz_fail(err, s2, "%s", ignored.msg);
-        }
-        commit_ms = (rz_now() - t0) * 1e3;
-        if (st == RZ_OK) {
-            struct rz_err perr;
-            t0 = rz_now();
-            /* Our own fresh commit (its checksums were computed from these buffers) counts as
-             * valid without a read-back; the older kept files are verified once each. */
-            ckpt_known_add(&t->ckpt_known, path);
-            if (ckpt_prune(t->ckpt_dir, t->cfg->checkpoint.keep, &t->ckpt_known, &perr) != RZ_OK)
-                say(t, "checkpoint: retention: %s (continuing)", perr.msg);
-            prune_ms = (rz_now() - t0) * 1e3;
-        }
-    }
-    st = agree(t, st, err);
-    health_watchdog_pause(t->watchdog, 0);
-    if (st != RZ_OK)
-        return st;
-    t->saved_step = t->step;
-    t->live.last_ckpt_unix = metrics_unix_now();
-    if (t->rank == 0)
-        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
-    say(t, "checkpoint: step %lld committed to %s in %.0f ms (retention %.0f ms)",
-        (long long)t->step, path, commit_ms, prune_ms);
     return RZ_OK;
 }
 
@@ -612,17 +258,6 @@ static void load_batch(struct trainer *t, uint64_t first)
 {
     load_rows(t, false, first, t->dims.batch);
 }
-
-struct step_out {
-    double loss, grad_norm, local_gnorm, comm_s, allreduce_s;
-    double grad_allreduce_s;   /* the gradient reduction's own time (comm_grads_span), summed
-                                * over the micro-steps that reduce; comm_s is its exposed part */
-    double compute_s;          /* forward + backward, until the wait for the allreduce */
-    double optim_s;            /* the gradient norm, clipping and the update (--profile) */
-    int stop;                  /* some rank got a stop signal */
-    enum guard_verdict guard;  /* the loss guard's decision: accept, skip or stop */
-    char guard_why[256];       /* why a step was skipped */
-};
 
 /* The model's hooks for micro-step `micro`: gradients go to comm when this micro-step reduces
  * (the last one; every one with ZeRO-2); ZeRO's forward waits for each range of the gather. */
@@ -705,8 +340,6 @@ static void test_slow_rank(const struct trainer *t, double compute_s)
     }
 }
 
-static void live_pack(struct trainer *t, double *out, double compute_s);
-
 /* The step's one small collective: every rank's loss, stop flag, gradient norm and live figures,
  * gathered on every rank.  The loss is summed in rank order on each rank, so every rank holds the
  * same bits.  Its time is the step's latency sample (allreduce_s). */
@@ -717,7 +350,7 @@ static enum rz_status step_collective(struct trainer *t, double local_loss, stru
     mine[STEP_LOSS] = local_loss;
     mine[STEP_STOP] = (double)health_stop_signal();
     mine[STEP_GNORM] = o->grad_norm;
-    live_pack(t, mine + STEP_FIXED, o->compute_s);
+    tr_live_pack(t, mine + STEP_FIXED, o->compute_s);
     double t0 = rz_now();
     enum rz_status st = comm_allgather_doubles(t->comm, mine, STEP_DOUBLES, all, err);
     o->allreduce_s = rz_now() - t0;
@@ -814,7 +447,7 @@ static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
     int64_t every = t->cfg->health.sync_check_interval;
     if (every <= 0 || t->step % every != 0)
         return RZ_OK;
-    enum rz_status st0 = params_complete(t, err);
+    enum rz_status st0 = tr_params_complete(t, err);
     if (st0 != RZ_OK)
         return st0;
     test_desync(t);
@@ -864,7 +497,7 @@ static void validate_chunk(struct trainer *t, int64_t first)
 static enum rz_status validate(struct trainer *t, struct rz_err *err)
 {
     int64_t B = t->dims.batch, E = t->cfg->training.eval_samples, chunks = (E + B - 1) / B;
-    enum rz_status st0 = params_complete(t, err);
+    enum rz_status st0 = tr_params_complete(t, err);
     if (st0 != RZ_OK)
         return st0;
     memset(t->val_losses, 0, (size_t)E * sizeof *t->val_losses);
@@ -892,196 +525,6 @@ static bool validation_due(const struct trainer *t)
 
 /* ---- the loop ----------------------------------------------------------------------------------- */
 
-/* "2 node(s): n1, n2" from every rank's host name. */
-static enum rz_status describe_hosts(struct trainer *t, char *out, size_t len, struct rz_err *err)
-{
-    enum { HOST = 64 };
-    char mine[HOST];
-    snprintf(mine, sizeof mine, "%s", comm_host(t->comm));
-    char *all = calloc((size_t)t->world, HOST);
-    if (all == NULL)
-        return rz_fail(err, RZ_ENOMEM, "trainer: out of memory");
-    enum rz_status st = comm_allgather_bytes(t->comm, mine, HOST, all, err);
-    int distinct = 0;
-    size_t used = 0;
-    out[0] = '\0';
-    for (int r = 0; st == RZ_OK && r < t->world; r++) {
-        const char *h = all + (size_t)r * HOST;
-        bool seen = false;
-        for (int q = 0; q < r && !seen; q++)
-            seen = strcmp(h, all + (size_t)q * HOST) == 0;
-        if (seen)
-            continue;
-        distinct++;
-        if (used < len)
-            used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ", " : "", h);
-    }
-    char list[512];
-    snprintf(list, sizeof list, "%s", out);
-    if (snprintf(out, len, "%d node(s): %s", distinct, list) >= (int)len)
-        out[len - 1] = '\0'; /* a long host list is cut; the summary has every rank's host */
-    free(all);
-    return st;
-}
-
-static void print_banner(const struct trainer *t, double peak, double latency, const char *hosts)
-{
-    const struct model_dims *d = &t->dims;
-    inform(t, "model %zu parameters (V=%lld C=%lld H=%lld L=%lld F=%lld T=%lld)",
-        model_num_params(t->model), (long long)d->vocab, (long long)d->d_model,
-        (long long)d->n_heads, (long long)d->n_layers, (long long)d->d_ff, (long long)d->seq_len);
-    inform(t, "batch %lld x accum %lld x %d rank(s) = %lld samples/step, %lld steps; kernels %s "
-        "(%s), row kernels %s, optimizer %s; %s; matmul peak %.1f GFLOP/s (measured)",
-        (long long)d->batch, (long long)t->accum, t->world, (long long)t->global_batch,
-        (long long)t->cfg->training.steps, t->cfg->kernels.backend, kern_ctx_isa(t->kern),
-        kern_rows_isa(), optim_isa(), t->cfg->training.precision, peak);
-    if (t->world > 1)
-        inform(t, "ranks: %d on %s; allreduce latency %.1f us (median, 8 bytes)", t->world,
-               hosts, latency * 1e6);
-    if (t->zero > 0)
-        inform(t, "ZeRO-%d: rank 0 holds floats [%zu, %zu) of %zu: Adam moments and gradient shard "
-               "%.1f MB (RSS measured)%s", t->zero, t->shard_lo, t->shard_hi,
-               model_num_params(t->model), (double)t->optim_rss / 1e6,
-               t->zero == 2 ? "; gradients live per segment" : "");
-    inform(t, "data %s", data_describe(t->data));
-    inform(t, "run dir %s (metrics/%s/, checkpoints/)", t->opts->run_dir, t->opts->run_id);
-}
-
-static void print_progress(const struct trainer *t, const struct metrics_step *s, double eta_s,
-                           double comm_share)
-{
-    if (t->rank != 0 || t->opts->log == NULL)
-        return;
-    char eta[32], comm[32] = "", val[32] = "";
-    metrics_format_eta(eta, sizeof eta, eta_s);
-    if (t->world > 1)
-        snprintf(comm, sizeof comm, " | comm %.1f%%", 100.0 * comm_share);
-    if (s->has_val)
-        snprintf(val, sizeof val, " | val %.4f", s->val_loss);
-    fprintf(t->opts->log, "step %6lld/%lld | loss %.4f%s | lr %.3e | gnorm %.3f | %.1f samples/s%s"
-            " | mfu %.2f | ETA %s\n", (long long)s->step, (long long)t->cfg->training.steps,
-            s->loss, val, s->lr, s->grad_norm, s->samples_per_sec, comm, s->mfu, eta);
-    fflush(t->opts->log);
-}
-
-static double measure_peak(struct trainer *t, double seconds)
-{
-    double gflops = 0.0;
-    struct rz_err ignored;
-    if (seconds <= 0.0)
-        return 0.0;
-    /* The model's most common matmul shape: (B*T, C) x (C, 3C). */
-    int64_t m = t->dims.batch * t->dims.seq_len, k = t->dims.d_model, n = 3 * t->dims.d_model;
-    if (kern_measure_peak(t->kern, m, n, k, t->dims.bf16, seconds, &gflops, &ignored) != RZ_OK)
-        return 0.0;
-    return gflops;
-}
-
-static void profile_start(struct trainer *t)
-{
-    memset(&t->prof, 0, sizeof t->prof);
-    if (t->opts->profile)
-        kern_ctx_profile(t->kern, &t->prof.k);
-}
-
-static void profile_add(struct trainer *t, const struct step_out *o, double dt)
-{
-    t->prof.optimizer_s += o->optim_s;
-    t->prof.comm_s += o->comm_s + o->allreduce_s;
-    t->prof.step_s += dt;
-    t->prof.steps++;
-}
-
-static int shape_slower_first(const void *a, const void *b)
-{
-    double sa = (*(const struct kern_profile_shape *const *)a)->seconds;
-    double sb = (*(const struct kern_profile_shape *const *)b)->seconds;
-    return (sa < sb) - (sa > sb);
-}
-
-/* --profile's matmuls per shape and form, the most time first, each with its own in-context
- * rate: the numbers to hold against tools/bench-gemm's standalone rates at the same shapes. */
-static void print_profile_shapes(const struct trainer *t, const struct profile *p)
-{
-    const struct kern_profile_shape *rows[KERN_PROFILE_SHAPES];
-    int n = p->k.nshapes;
-    for (int i = 0; i < n; i++)
-        rows[i] = &p->k.shapes[i];
-    qsort(rows, (size_t)n, sizeof rows[0], shape_slower_first);
-    double per = 1e3 / (double)p->steps;
-    say(t, "profile: matmuls by shape (form NT: x w^T, a forward; NN: dy w, an input gradient; "
-        "TN: dy^T x, a weight gradient):");
-    say(t, "  %-22s %-9s %9s %9s %10s", "m x n x k", "form", "ms/step", "GFLOP/s", "calls/step");
-    for (int i = 0; i < n; i++) {
-        const struct kern_profile_shape *r = rows[i];
-        char shape[96], form[16];
-        int at = r->batch > 1 ? snprintf(shape, sizeof shape, "%" PRId64 " x ", r->batch) : 0;
-        snprintf(shape + at, sizeof shape - (size_t)at, "%" PRId64 " x %" PRId64 " x %" PRId64,
-                 r->m, r->n, r->k);
-        snprintf(form, sizeof form, "%c%c%s", r->trans_a ? 'T' : 'N', r->trans_b ? 'T' : 'N',
-                 r->bf16 ? " bf16" : "");
-        say(t, "  %-22s %-9s %9.2f %9.1f %10.1f", shape, form, r->seconds * per,
-            r->seconds > 0.0 ? r->flops / r->seconds * 1e-9 : 0.0,
-            (double)r->calls / (double)p->steps);
-    }
-    if (p->k.unlisted_calls > 0)
-        say(t, "  and %.1f calls/step of further shapes (the first %d shapes are listed)",
-            (double)p->k.unlisted_calls / (double)p->steps, KERN_PROFILE_SHAPES);
-}
-
-/* The table of --profile, and how close the step came to the GEMM-only bound: the samples/s
- * of a step that did nothing but its matmul flops (model_flops_per_sample) at the matmul peak
- * measured at start. */
-static void print_profile(const struct trainer *t, const struct train_result *r)
-{
-    const struct profile *p = &t->prof;
-    if (p->steps == 0 || p->step_s <= 0.0) {
-        say(t, "profile: no steady steps to report (training.warmup_bench >= the steps run)");
-        return;
-    }
-    static const char *const names[] = {"matmul", "attention", "norm", "loss"};
-    double per = 1e3 / (double)p->steps, known = 0.0;
-    say(t, "profile: %lld steady steps, rank %d of %d, %s, ms per step; ISA: matmuls %s, row "
-        "kernels %s, optimizer %s:", (long long)p->steps, t->rank, t->world,
-        t->cfg->training.precision, kern_ctx_isa(t->kern), kern_rows_isa(), optim_isa());
-    say(t, "  %-14s %9s %7s %10s", "class", "ms/step", "share", "calls/step");
-    for (int c = 0; c < KERN_OTHER; c++) {
-        say(t, "  %-14s %9.2f %6.1f%% %10.1f", names[c], p->k.seconds[c] * per,
-            100.0 * p->k.seconds[c] / p->step_s, (double)p->k.calls[c] / (double)p->steps);
-        known += p->k.seconds[c];
-    }
-    say(t, "  %-14s %9.2f %6.1f%%", "optimizer", p->optimizer_s * per,
-        100.0 * p->optimizer_s / p->step_s);
-    say(t, "  %-14s %9.2f %6.1f%%", "communication", p->comm_s * per,
-        100.0 * p->comm_s / p->step_s);
-    double other = p->step_s - known - p->optimizer_s - p->comm_s;
-    say(t, "  %-14s %9.2f %6.1f%%   (GELU %.2f ms: the rest is embeddings, residual adds, bias "
-        "gradients, bf16 rounding, data)", "other", other * per, 100.0 * other / p->step_s,
-        p->k.seconds[KERN_OTHER] * per);
-    say(t, "  %-14s %9.2f %6.1f%%", "step", p->step_s * per, 100.0);
-    print_profile_shapes(t, p);
-    double in_context = p->k.seconds[KERN_MATMUL] > 0 ? p->k.matmul_flops /
-                                                            p->k.seconds[KERN_MATMUL] * 1e-9 : 0;
-    if (r->peak_gflops <= 0.0) {
-        say(t, "profile: matmuls at %.1f GFLOP/s in context; no measured peak, no bound",
-            in_context);
-        return;
-    }
-    /* The start-up peak is one shape on oneDNN; where BLIS takes the weight gradients (oneDNN
-     * at AVX2) the matmuls can run faster in context than that, and a "bound" below what ran is
-     * none: the bound then uses the in-context rate, and says so. */
-    double peak = r->peak_gflops > in_context ? r->peak_gflops : in_context;
-    double bound = peak * 1e9 / model_flops_per_sample(&t->dims);
-    double reached = r->samples_per_sec / (double)t->world;
-    say(t, "profile: matmuls at %.1f GFLOP/s in context (peak measured at start %.1f); "
-        "GEMM-only bound %.1f samples/s per rank (%.3f GFLOP/sample); reached %.1f = %.1f%%",
-        in_context, r->peak_gflops, bound, model_flops_per_sample(&t->dims) * 1e-9, reached,
-        100.0 * reached / bound);
-    if (peak > r->peak_gflops)
-        say(t, "profile: the matmuls ran faster in context than the peak measured at start: the "
-            "bound uses their in-context rate, %.1f GFLOP/s", peak);
-}
-
 struct loop_stats {
     double t_start, t_steady, comm_total, step_total;
     int64_t steady_steps;
@@ -1100,7 +543,7 @@ static enum rz_status guard_after_step(struct trainer *t, const struct step_out 
     const struct guard_opts g = {.max_skipped = c->max_skipped_steps, .window = c->skip_window};
     char steps[256];
     int n = guard_recent_list(&t->guard, &g, t->step, steps, sizeof steps);
-    say(t, "loss guard: skipped step %lld: %s (%d skipped in the last %lld steps, %lld stop the "
+    tr_say(t, "loss guard: skipped step %lld: %s (%d skipped in the last %lld steps, %lld stop the "
         "run)", (long long)t->step, o->guard_why, n, (long long)c->skip_window,
         (long long)c->max_skipped_steps);
     if (o->guard != GUARD_STOP)
@@ -1133,7 +576,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
     metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s,
                        o->grad_allreduce_s);
     enum rz_status st = sync_check(t, o, &s, err);
-    st = agree(t, st, err);
+    st = tr_agree(t, st, err);
     if (st == RZ_OK && validation_due(t)) {
         st = validate(t, err);
         s.has_val = 1;
@@ -1156,103 +599,9 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
     int64_t steps = t->cfg->training.steps, done = t->step - r->start_step;
     if (t->step == r->start_step + 1 || t->step % t->cfg->training.log_interval == 0 ||
         t->step == steps || s.has_val)
-        print_progress(t, &s, (rz_now() - ls->t_start) / (double)done *
-                       (double)(steps - t->step), ls->comm_total / ls->step_total);
+        tr_print_progress(t, &s, (rz_now() - ls->t_start) / (double)done *
+                          (double)(steps - t->step), ls->comm_total / ls->step_total);
     return guard_after_step(t, o, r, err);
-}
-
-/* ---- live metrics (metrics/live.h, docs/monitoring.md) ---------------------------------------- */
-
-/* The figures this rank sends in the step's collective: its window and this step's compute. */
-static void live_pack(struct trainer *t, double *out, double compute_s)
-{
-    struct metrics_rank_live l;
-    metrics_window_summary(&t->live.window, compute_s, (double)rz_rss_bytes(), &l);
-    memcpy(out, &l, sizeof l);
-}
-
-/* Every rank's node (one gather at start-up), which rank writes each node's file, and where. */
-static enum rz_status live_init(struct trainer *t, struct rz_err *err)
-{
-    struct train_live *l = &t->live;
-    const struct cfg *c = t->cfg;
-    size_t w = (size_t)t->world;
-    l->written_step = -1;
-    l->gathered = calloc(w * STEP_DOUBLES, sizeof *l->gathered);
-    l->ranks = calloc(w, sizeof *l->ranks);
-    l->hosts = calloc(w, sizeof *l->hosts);
-    l->host_names = calloc(w, sizeof *l->host_names);
-    if (l->gathered == NULL || l->ranks == NULL || l->hosts == NULL || l->host_names == NULL)
-        return rz_fail(err, RZ_ENOMEM, "trainer: out of memory for the live metrics");
-    char mine[64];
-    snprintf(mine, sizeof mine, "%s", comm_host(t->comm));
-    enum rz_status st = comm_allgather_bytes(t->comm, mine, sizeof mine, l->hosts, err);
-    if (st != RZ_OK)
-        return st;
-    l->writer = c->metrics.prom_interval > 0;
-    for (int r = 0; r < t->world; r++) {
-        l->host_names[r] = l->hosts[r];
-        if (r < t->rank && strcmp(l->hosts[r], mine) == 0)
-            l->writer = false; /* a lower rank on this node writes its file */
-    }
-    l->node_first = true;
-    for (int r = 0; r < t->rank; r++)
-        l->node_first &= strcmp(l->hosts[r], mine) != 0;
-    if (c->metrics.prom_dir[0] != '\0')
-        snprintf(l->dir, sizeof l->dir, "%s", c->metrics.prom_dir);
-    else
-        snprintf(l->dir, sizeof l->dir, "%s/prom", t->opts->run_dir);
-    if (!cfg_phase_name(c->source[0] ? c->source : t->opts->run_dir, l->phase, sizeof l->phase))
-        snprintf(l->phase, sizeof l->phase, "unknown");
-    if (l->writer)
-        l->memory_limit_bytes = metrics_memory_limit_bytes();
-    return RZ_OK;
-}
-
-/* The node's textfile from the last collective's figures.  A failed write is reported once and
- * never stops training: monitoring must not take the run down. */
-static void live_write(struct trainer *t, bool running)
-{
-    struct train_live *l = &t->live;
-    if (!l->writer || !l->gathered_once || (running && l->written_step == t->step))
-        return;
-    for (int r = 0; r < t->world; r++)
-        memcpy(&l->ranks[r], l->gathered + (size_t)r * STEP_DOUBLES + STEP_FIXED,
-               sizeof l->ranks[r]);
-    const struct cfg *c = t->cfg;
-    struct metrics_prom_doc d = {
-        .job = t->opts->run_id, .phase = l->phase, .node = l->hosts[t->rank],
-        .now_unix = metrics_unix_now(), .running = running, .world = t->world,
-        .ranks = l->ranks, .hosts = l->host_names, .step = t->step,
-        .samples_seen = t->step * t->global_batch, .loss = t->last_loss, .lr = t->last_lr,
-        .has_val = t->val_step >= 0, .val_loss = t->val_loss,
-        .rank_samples_per_step = (double)(t->dims.batch * t->accum),
-        .restarts = t->restarts, .skipped_steps = t->guard.skipped,
-        .last_ckpt_unix = l->last_ckpt_unix, .ckpt_interval_steps = c->checkpoint.interval,
-        .update_interval_steps = c->metrics.prom_interval,
-        .memory_limit_bytes = l->memory_limit_bytes,
-        .throughput_no_go = c->gates.throughput_no_go,
-        .straggler_no_go = c->gates.straggler_ratio_no_go,
-        .packet_loss_no_go = c->gates.packet_loss_no_go};
-    d.has_net = train_net_since(&l->net, &d.net, NULL);
-    struct rz_err err;
-    char path[4400];
-    if (metrics_prom_write(l->dir, &d, path, sizeof path, &err) != RZ_OK && !l->warned) {
-        fprintf(stderr, "ryzen-train: rank %d: live metrics: %s (training goes on; further "
-                "failures are not reported)\n", t->rank, err.msg);
-        l->warned = true;
-    }
-    l->written_step = t->step;
-}
-
-/* Every metrics.prom_interval steps and at each checkpoint. */
-static void live_step_done(struct trainer *t)
-{
-    int64_t every = t->cfg->metrics.prom_interval;
-    if (t->live.last_ckpt_unix > 0 && t->saved_step == t->step)
-        live_write(t, true);
-    else if (every > 0 && t->step % every == 0)
-        live_write(t, true);
 }
 
 /* Test-hook build only (RYZEN_TEST_HOLD=STEP[,STEP...]:FILE, core/hooks.h): once this run has
@@ -1315,13 +664,13 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     int stop = 0;
     enum rz_status st = comm_max_int(t->comm, health_stop_signal(), &stop, err);
     if (st == RZ_OK && stop) {
-        say(t, "stop signal before the first step: exiting without a new checkpoint");
+        tr_say(t, "stop signal before the first step: exiting without a new checkpoint");
         return RZ_ESIGNAL;
     }
     while (st == RZ_OK && t->step < stop_at) {
         if (t->step == warm) {
             ls.t_steady = rz_now();
-            profile_start(t);
+            tr_profile_start(t);
         }
         struct step_out o;
         double t0 = rz_now();
@@ -1336,16 +685,16 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         t->train_time += dt;
         if (t->step > warm) {
             ls.steady_steps++;
-            profile_add(t, &o, dt);
+            tr_profile_add(t, &o, dt);
         }
         st = after_step(t, &o, dt, &ls, r, err);
         int64_t every = c->checkpoint.interval;
         if (st == RZ_OK && (o.stop || (every > 0 && t->step % every == 0)))
-            st = save_checkpoint(t, r, err);
+            st = tr_save_checkpoint(t, r, err);
         if (st == RZ_OK)
-            live_step_done(t);
+            tr_live_step_done(t);
         if (st == RZ_OK && o.stop) {
-            say(t, "stop signal: checkpointed at step %lld; exiting %d so the job is requeued",
+            tr_say(t, "stop signal: checkpointed at step %lld; exiting %d so the job is requeued",
                 (long long)t->step, RZ_EXIT_REQUEUE);
             st = RZ_ESIGNAL;
         }
@@ -1357,20 +706,20 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
     }
     kern_ctx_profile(t->kern, NULL);
     if (st == RZ_OK)
-        st = save_checkpoint(t, r, err); /* the end of the run or of the segment */
+        st = tr_save_checkpoint(t, r, err); /* the end of the run or of the segment */
     if (st == RZ_OK || st == RZ_ESIGNAL) {
-        enum rz_status s2 = params_complete(t, err); /* no gather left in flight */
+        enum rz_status s2 = tr_params_complete(t, err); /* no gather left in flight */
         st = st == RZ_OK ? s2 : st;
     }
     if (st == RZ_OK && data_has_val(t->data) && t->val_step != t->step) {
         st = validate(t, err); /* the parameters the run ends with */
         if (st == RZ_OK)
-            say(t, "validation at step %lld: loss %.4f over %lld held-out samples",
+            tr_say(t, "validation at step %lld: loss %.4f over %lld held-out samples",
                 (long long)t->step, t->val_loss, (long long)c->training.eval_samples);
     }
     r->val_step = t->val_step;
     r->val_loss = t->val_loss;
-    live_write(t, false); /* the last file says the run no longer trains, whatever ended it */
+    tr_live_write(t, false); /* the last file says the run no longer trains, whatever ended it */
     double t_end = rz_now();
     double span = ls.steady_steps > 0 ? t_end - ls.t_steady : t_end - ls.t_start;
     int64_t measured = ls.steady_steps > 0 ? ls.steady_steps : t->step - r->start_step;
@@ -1438,7 +787,7 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
         st = metrics_write_summary(t->opts->run_dir, &s, err);
     }
     free(all);
-    return agree(t, st, err);
+    return tr_agree(t, st, err);
 }
 
 /* ---- entry -------------------------------------------------------------------------------------- */
@@ -1481,14 +830,14 @@ static enum rz_status prepare(struct trainer *t, const struct train_opts *opts,
         .floor_s = c->health.watchdog_floor_s, .factor = c->health.watchdog_factor,
         .checkpoint_s = c->health.watchdog_checkpoint_s};
     char path[4096];
-    enum rz_status st = agree(t, health_watchdog_start(&t->watchdog, &wopts, err), err);
+    enum rz_status st = tr_agree(t, health_watchdog_start(&t->watchdog, &wopts, err), err);
     if (st == RZ_OK) test_stop_at_start(t);
-    if (st == RZ_OK) st = choose_checkpoint(t, path, sizeof path, err);
-    if (st == RZ_OK) st = plan_resume(t, path, err);
-    if (st == RZ_OK) st = agree(t, trainer_init(t, err), err);
-    if (st == RZ_OK) st = agree(t, live_init(t, err), err);
+    if (st == RZ_OK) st = tr_choose_checkpoint(t, path, sizeof path, err);
+    if (st == RZ_OK) st = tr_plan_resume(t, path, err);
+    if (st == RZ_OK) st = tr_agree(t, trainer_init(t, err), err);
+    if (st == RZ_OK) st = tr_agree(t, tr_live_init(t, err), err);
     if (st == RZ_OK && path[0] != '\0')
-        st = load_checkpoint(t, path, r, err);
+        st = tr_load_checkpoint(t, path, r, err);
     return st;
 }
 
@@ -1503,17 +852,17 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
         r->predicted_peak_rss_bytes = predict_peak(&t);
         r->num_parameters = (int64_t)model_num_params(t.model);
         r->entropy_floor = data_entropy_floor(t.data);
-        r->peak_gflops = measure_peak(&t, opts->peak_seconds);
+        r->peak_gflops = tr_measure_peak(&t, opts->peak_seconds);
         st = comm_allreduce_latency(t.comm, 20, &r->allreduce_latency_s, err);
     }
     char hosts[512] = "";
     if (st == RZ_OK)
-        st = describe_hosts(&t, hosts, sizeof hosts, err);
+        st = tr_describe_hosts(&t, hosts, sizeof hosts, err);
     if (st == RZ_OK) {
-        print_banner(&t, r->peak_gflops, r->allreduce_latency_s, hosts);
+        tr_print_banner(&t, r->peak_gflops, r->allreduce_latency_s, hosts);
         st = run_loop(&t, r, err);
         if (st == RZ_OK && opts->profile)
-            print_profile(&t, r);
+            tr_print_profile(&t, r);
     }
     r->peak_rss_bytes = rz_peak_rss_bytes();
     if (st == RZ_OK || st == RZ_ESIGNAL) {

@@ -1,0 +1,270 @@
+/* train_ckpt.c: the trainer's checkpoints (see train_internal.h): which one to resume from
+ * (rank 0 decides, quarantining damaged ones), the resume planned from its metadata before the
+ * model is built (elastic resume keeps the global batch), loading it into the built trainer, and
+ * committing the state at a step boundary with retention, the ZeRO moments gathered tensor by
+ * tensor for rank 0's writer.  The tr_* entry points are collective: all ranks agree on the
+ * outcome. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ckpt/ckpt.h"
+#include "core/hooks.h"
+#include "core/util.h"
+#include "health/health.h"
+#include "metrics/live.h"
+#include "model/model.h"
+#include "optim/optim.h"
+#include "train/train_internal.h"
+
+/* ZeRO: rank 0's checkpoint writer asks for each tensor's moments in turn (ckpt.h: m of every
+ * tensor in table order, then v); every rank takes part in each gather. */
+static enum rz_status gather_moment(struct trainer *t, size_t k, float *out, struct rz_err *err)
+{
+    size_t count;
+    const struct model_tensor *table = model_tensors(t->model, &count);
+    const struct model_tensor *e = &table[k % count];
+    const float *shard = k < count ? t->optim->m : t->optim->v;
+    return comm_gather_range(t->comm, shard, model_num_params(t->model), OPTIM_NORM_BLOCK,
+                             e->offset, e->offset + (size_t)(e->rows * e->cols), out, err);
+}
+
+struct moment_fetch {
+    struct trainer *t;
+    size_t calls;              /* gathers made so far */
+};
+
+static enum rz_status fetch_moment(void *user, int which, size_t index, float *out,
+                                   struct rz_err *err)
+{
+    struct moment_fetch *f = user;
+    size_t count;
+    model_tensors(f->t->model, &count);
+    f->calls++;
+    return gather_moment(f->t, (size_t)which * count + index, out, err);
+}
+
+/* The gathers of a checkpoint from number `from` on: what ranks other than 0 do while rank 0
+ * writes, and what rank 0 does after a write that stopped early, so no rank is left waiting. */
+static enum rz_status gather_moments_from(struct trainer *t, size_t from, struct rz_err *err)
+{
+    size_t count;
+    const struct model_tensor *table = model_tensors(t->model, &count);
+    float *out = NULL;
+    if (t->rank == 0 && from < 2 * count) {
+        size_t largest = 0;
+        for (size_t i = 0; i < count; i++)
+            largest = (size_t)(table[i].rows * table[i].cols) > largest
+                          ? (size_t)(table[i].rows * table[i].cols) : largest;
+        if ((out = malloc(largest * sizeof *out)) == NULL)
+            return rz_fail(err, RZ_ENOMEM, "checkpoint: out of memory for a moment gather");
+    }
+    enum rz_status st = RZ_OK;
+    for (size_t k = from; k < 2 * count; k++) {
+        struct rz_err e;
+        enum rz_status s2 = gather_moment(t, k, out, &e);
+        if (s2 != RZ_OK && st == RZ_OK)
+            st = rz_fail(err, s2, "%s", e.msg);
+    }
+    free(out);
+    return st;
+}
+
+/* ---- resume ------------------------------------------------------------------------------------ */
+
+static void report_skip(void *user, const char *path, const char *reason)
+{
+    const struct trainer *t = user;
+    tr_say(t, "resume: skipped damaged checkpoint %s (%s); moved to quarantine/", path, reason);
+}
+
+/* Which checkpoint to resume from ("" for a fresh start); rank 0 decides, everyone learns it. */
+enum rz_status tr_choose_checkpoint(struct trainer *t, char *path, size_t len,
+                                    struct rz_err *err)
+{
+    const char *mode = t->opts->resume != NULL ? t->opts->resume : "auto";
+    path[0] = '\0';
+    if (strcmp(mode, "never") == 0)
+        return RZ_OK;
+    if (strcmp(mode, "auto") != 0) {
+        snprintf(path, len, "%s", mode);
+        return RZ_OK;
+    }
+    enum rz_status st = RZ_OK;
+    if (t->rank == 0)
+        st = ckpt_find_latest(t->ckpt_dir, path, len, report_skip, t, err);
+    st = tr_agree(t, st, err);
+    if (st == RZ_OK)
+        st = comm_bcast_bytes(t->comm, path, len, err);
+    return st;
+}
+
+/* Keep the global batch of the checkpoint at this world size (elastic resume): first by
+ * gradient accumulation at the configured per-rank batch, else by a smaller per-rank batch. */
+static enum rz_status fit_global_batch(struct trainer *t, int64_t G, struct rz_err *err)
+{
+    int64_t B = t->cfg->training.batch_size, W = t->world;
+    if (G == B * W * t->accum)
+        return RZ_OK;
+    if (G % (B * W) == 0) {
+        t->accum = G / (B * W);
+    } else if (G % W == 0 && G / W <= B * t->accum) {
+        int64_t per_rank = G / W;
+        t->accum = 1;
+        while (per_rank / t->accum > B || per_rank % t->accum != 0)
+            t->accum++;
+        t->dims.batch = per_rank / t->accum;
+    } else {
+        return rz_fail(err, RZ_ECONFIG, "resume: the checkpoint's global batch %lld cannot be "
+                       "kept on %lld ranks with training.batch_size %lld (it must be a multiple "
+                       "of the rank count); resume on another number of ranks or set "
+                       "training.batch_size", (long long)G, (long long)W, (long long)B);
+    }
+    tr_say(t, "resume: elastic: keeping the global batch %lld on %lld ranks as batch %lld x accum "
+        "%lld per rank", (long long)G, (long long)W, (long long)t->dims.batch,
+        (long long)t->accum);
+    t->global_batch = G;
+    return RZ_OK;
+}
+
+static struct ckpt_tensors tensors_of(struct trainer *t)
+{
+    struct ckpt_tensors x = {.n_floats = model_num_params(t->model),
+                             .params = model_params(t->model), .adam_m = t->optim->m,
+                             .adam_v = t->optim->v, .moments_sharded = t->zero > 0,
+                             .moment_lo = t->shard_lo, .moment_hi = t->shard_hi};
+    x.table = model_tensors(t->model, &x.count);
+    return x;
+}
+
+enum rz_status tr_load_checkpoint(struct trainer *t, const char *path, struct train_result *r,
+                                  struct rz_err *err)
+{
+    struct ckpt_meta meta;
+    memset(&meta, 0, sizeof meta);
+    struct ckpt_tensors x = tensors_of(t);
+    enum rz_status st = ckpt_load(path, &meta, &x, err);
+    if (st == RZ_EIO)
+        st = RZ_ENOCKPT; /* an unreadable checkpoint is no valid checkpoint */
+    st = tr_agree(t, st, err);
+    if (st == RZ_OK) {
+        t->step = meta.step;
+        t->optim->t = meta.adam_t;
+        t->loss_sum = meta.loss_sum;
+        t->train_time = meta.train_time_s;
+        t->restarts = meta.restarts + 1;
+        t->guard = meta.guard;
+        t->saved_step = meta.step;
+        r->start_step = meta.step;
+        snprintf(r->resumed_from, sizeof r->resumed_from, "%s", path);
+        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
+        tr_say(t, "resume: loaded %s: step %lld, %lld samples seen, written by %lld rank(s)%s",
+            path, (long long)meta.step, (long long)meta.samples_seen, (long long)meta.world_size,
+            strcmp(meta.config_sha256, t->config_sha256) != 0 ? "; the config differs from the "
+            "checkpoint's (its text is stored in the file)" : "");
+    }
+    ckpt_meta_free(&meta);
+    return st;
+}
+
+/* Read the chosen checkpoint's metadata before building the model: the global batch decides
+ * the per-rank batch (elastic resume) and the shapes must match the config. */
+enum rz_status tr_plan_resume(struct trainer *t, const char *path, struct rz_err *err)
+{
+    if (path[0] == '\0')
+        return RZ_OK;
+    struct ckpt_meta meta;
+    memset(&meta, 0, sizeof meta);
+    enum rz_status st = ckpt_read_meta(path, &meta, err);
+    if (st == RZ_EIO) {
+        char cause[RZ_ERR_MSG_MAX]; /* err->msg cannot be its own argument */
+        rz_fmt(cause, sizeof cause, "%s", err->msg);
+        st = rz_fail(err, RZ_ENOCKPT, "resume from %s: %s", path, cause);
+    }
+    st = tr_agree(t, st, err);
+    if (st == RZ_OK)
+        st = fit_global_batch(t, meta.global_batch, err);
+    ckpt_meta_free(&meta);
+    return tr_agree(t, st, err);
+}
+
+/* ---- checkpoints -------------------------------------------------------------------------------- */
+
+/* Test-hook build only (RYZEN_TEST_SAVE_DELAY_S, core/hooks.h): hold the checkpoint write, N s or
+ * until a stop signal arrives, so a test that signals once it has read the line below signals
+ * during the write, however long its reaction takes. */
+static void test_save_delay(const struct trainer *t)
+{
+    double n = RZ_HOOK(save_delay_s, 0.0), t0 = rz_now();
+    if (n <= 0.0)
+        return;
+    fprintf(stderr, "ryzen-train: test hook: delaying the checkpoint of step %lld by %.0f s or "
+            "until a stop signal\n", (long long)t->step, n);
+    fflush(stderr);
+    const struct timespec nap = {0, 10 * 1000 * 1000};
+    while (rz_now() - t0 < n && !health_stop_signal())
+        nanosleep(&nap, NULL);
+}
+
+enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
+                                  struct rz_err *err)
+{
+    if (t->saved_step == t->step)
+        return RZ_OK; /* this state is on disk already */
+    enum rz_status st = tr_params_complete(t, err);
+    double commit_ms = 0.0, prune_ms = 0.0;
+    char path[4096] = "";
+    struct moment_fetch fetch = {.t = t};
+    health_watchdog_pause(t->watchdog, 1);
+    if (st == RZ_OK && t->rank != 0 && t->zero > 0)
+        st = gather_moments_from(t, 0, err); /* rank 0 writes what they gather */
+    if (st == RZ_OK && t->rank == 0) {
+        test_save_delay(t);
+        struct ckpt_meta meta = {
+            .step = t->step, .samples_seen = t->step * t->global_batch,
+            .global_batch = t->global_batch, .world_size = t->world, .adam_t = t->optim->t,
+            .lr = t->last_lr, .init_seed = (uint64_t)t->cfg->training.seed,
+            .data_seed = (uint64_t)t->cfg->data.seed, .loss_sum = t->loss_sum,
+            .train_time_s = t->train_time, .restarts = t->restarts, .guard = t->guard,
+            .dims = t->dims, .config_yaml = t->config_yaml};
+        snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
+        struct ckpt_tensors x = tensors_of(t);
+        if (t->zero > 0) {
+            x.fetch = fetch_moment;
+            x.fetch_user = &fetch;
+        }
+        double t0 = rz_now();
+        st = ckpt_save(t->ckpt_dir, &meta, &x, path, sizeof path, err);
+        if (t->zero > 0) {
+            struct rz_err ignored; /* the write's own failure is the one to report */
+            enum rz_status s2 = gather_moments_from(t, fetch.calls, &ignored);
+            if (st == RZ_OK && s2 != RZ_OK)
+                st = rz_fail(err, s2, "%s", ignored.msg);
+        }
+        commit_ms = (rz_now() - t0) * 1e3;
+        if (st == RZ_OK) {
+            struct rz_err perr;
+            t0 = rz_now();
+            /* Our own fresh commit (its checksums were computed from these buffers) counts as
+             * valid without a read-back; the older kept files are verified once each. */
+            ckpt_known_add(&t->ckpt_known, path);
+            if (ckpt_prune(t->ckpt_dir, t->cfg->checkpoint.keep, &t->ckpt_known, &perr) != RZ_OK)
+                tr_say(t, "checkpoint: retention: %s (continuing)", perr.msg);
+            prune_ms = (rz_now() - t0) * 1e3;
+        }
+    }
+    st = tr_agree(t, st, err);
+    health_watchdog_pause(t->watchdog, 0);
+    if (st != RZ_OK)
+        return st;
+    t->saved_step = t->step;
+    t->live.last_ckpt_unix = metrics_unix_now();
+    if (t->rank == 0)
+        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
+    tr_say(t, "checkpoint: step %lld committed to %s in %.0f ms (retention %.0f ms)",
+        (long long)t->step, path, commit_ms, prune_ms);
+    return RZ_OK;
+}
