@@ -148,6 +148,17 @@ static void teardown_fixture(void)
 
 static const struct gate_opts job7 = {.job = "7", .status = -1};
 
+/* A stream on *text for a report section, with a JSON object begun on j; the caller ends the
+ * object, closes the stream and frees the text. */
+static FILE *section_open(char **text, size_t *len, struct rz_json *j)
+{
+    FILE *f = open_memstream(text, len);
+    ck_assert_ptr_nonnull(f);
+    rz_json_init(j, f);
+    rz_json_object_begin(j);
+    return f;
+}
+
 static enum rz_status judge(struct gate_input *in, struct gate_result *res, const struct cfg *c,
                             struct rz_err *err)
 {
@@ -478,10 +489,8 @@ START_TEST(packet_loss_names_the_node_of_every_lossy_link)
     /* the report's section: JSON, Markdown and HTML name n2 */
     char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
     struct rz_json j;
-    rz_json_init(&j, f);
-    rz_json_object_begin(&j);
+    FILE *f = section_open(&text, &len, &j);
     gate_json_network(&j, &in, &res);
     rz_json_object_end(&j);
     gate_md_network(f, &in, &res);
@@ -535,6 +544,71 @@ START_TEST(grad_allreduce_quantiles)
     gate_result_free(&res);
     gate_input_free(&in);
     teardown_fixture();
+}
+END_TEST
+
+/* Rank 0's rows as written: steps 1-17 at 1 s each, a stop, steps 16-20 again 40 s later: one
+ * recovery of 40 s with 2 steps redone, its cause from the events between the two runs. */
+START_TEST(recoveries_from_the_runs_and_events)
+{
+    static struct gate_input in;
+    struct gate_row rows[22];
+    memset(&in, 0, sizeof in);
+    size_t n = 0;
+    for (int s = 1; s <= 17; s++)
+        rows[n++] = (struct gate_row){.step = s, .run_step = s, .time = 1000.0 + s};
+    for (int s = 16; s <= 20; s++)
+        rows[n++] = (struct gate_row){.step = s, .run_step = s - 15, .time = 1057.0 + s - 16};
+    gate_recoveries_scan(&in, rows, n);
+    ck_assert_int_eq(in.n_recov, 1);
+    ck_assert_int_eq(in.recov[0].last_step, 17);
+    ck_assert_int_eq(in.recov[0].first_step, 16);
+    ck_assert_int_eq(in.recov[0].redone, 2);
+    ck_assert_double_eq_tol(in.recov[0].seconds, 40.0, 1e-9);
+    struct gate_event ev[4] = {
+        {.job = "7", .event = "attempt_end", .t = 1020, .summary = "status 0: crash (requeued); "
+                                                                  "a new checkpoint"},
+        {.job = "7", .event = "requeue", .reason = "slurm", .t = 1021},
+        {.job = "7", .event = "nodes_lost", .nodes = "n2", .t = 1050},
+        {.job = "7", .event = "start", .t = 1100}, /* after the second run began: not its cause */
+    };
+    size_t idx[4] = {0, 1, 2, 3};
+    in.events = ev;
+    in.n_events = 4;
+    in.job_events = idx;
+    in.n_job_events = 4;
+    gate_recoveries_causes(&in);
+    ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); requeued (slurm); "
+                                        "network fault: n2 unreachable");
+    ck_assert_str_eq(in.recov[0].lost, "n2");
+    /* the report: JSON, Markdown and HTML */
+    char *text = NULL;
+    size_t len = 0;
+    struct rz_json j;
+    FILE *f = section_open(&text, &len, &j);
+    gate_json_recoveries(&j, &in);
+    rz_json_object_end(&j);
+    gate_md_recoveries(f, &in);
+    gate_html_recoveries(f, &in);
+    fclose(f);
+    ck_assert_msg(strstr(text, "{\"recoveries\":[{\"last_step\":17,\"first_step\":16,"
+                               "\"steps_redone\":2,\"seconds\":40,\"lost_nodes\":\"n2\",") != NULL,
+                  "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "| 17 | 16 | 40.0 | 2 | attempt ended"));
+    ck_assert_ptr_nonnull(strstr(text, "<table id=\"recoveries\">"));
+    free(text);
+    /* metrics without times: the recovery is there, its time unknown */
+    for (size_t i = 0; i < n; i++)
+        rows[i].time = NAN;
+    gate_recoveries_scan(&in, rows, n);
+    in.n_job_events = 0;
+    gate_recoveries_causes(&in);
+    ck_assert_int_eq(in.n_recov, 1);
+    ck_assert(isnan(in.recov[0].seconds));
+    ck_assert_str_eq(in.recov[0].cause, "unknown (no times in the metrics)");
+    /* one run: none */
+    gate_recoveries_scan(&in, rows, 17);
+    ck_assert_int_eq(in.n_recov, 0);
 }
 END_TEST
 
@@ -1423,6 +1497,7 @@ static Suite *gate_suite(void)
     tcase_add_test(core, each_criterion_at_its_boundaries);
     tcase_add_test(core, packet_loss_names_the_worst_node);
     tcase_add_test(core, grad_allreduce_quantiles);
+    tcase_add_test(core, recoveries_from_the_runs_and_events);
     tcase_add_test(core, packet_loss_names_the_node_of_every_lossy_link);
     tcase_add_test(core, verdict_rules);
     tcase_add_test(core, fixture_verdicts_and_planned_actions);

@@ -108,6 +108,7 @@ struct gate_row {
     int64_t step, run_step, samples_seen;
     double loss, step_time_s, comm_time_s, allreduce_s;
     double compute_time_s;      /* NaN in metrics written before it existed */
+    double time;                /* wall clock when the step ended (Unix s); NaN before it existed */
     double grad_allreduce_s;    /* the gradient all-reduce's own time; NaN before it existed */
     uint64_t rss_bytes;
     bool has_sync, sync_ok;
@@ -141,6 +142,19 @@ struct gate_node_net {
     } peers[GATE_MAX_NET_PEERS];
 };
 
+/* A stop and the run after it, from rank 0's metrics in the order they were written: the last
+ * step the stopped run completed, the first the next run completed, the wall time between (the
+ * detection, teardown, queue wait, start-up, restore and the first step again: the time from
+ * the fault to training again, less at most one step), the steps trained twice, and what the
+ * job's events say stopped it. */
+#define GATE_MAX_RECOVERIES 64
+struct gate_recovery {
+    int64_t last_step, first_step, redone;
+    double last_t, first_t, seconds;  /* NaN when the metrics have no time */
+    char cause[GATE_NOTE_MAX];
+    char lost[128];             /* nodes an attempt found unreachable (nodes_lost), "" none */
+};
+
 /* One optimizer step present on every rank. */
 struct gate_step {
     int64_t step, run_step, samples_seen;
@@ -155,6 +169,7 @@ struct gate_step {
 
 struct gate_event {
     char job[64], event[64], phase[GATE_NAME_MAX], reason[64];
+    char nodes[128];            /* its "nodes" field (nodes_lost), "" if none */
     char summary[GATE_NOTE_MAX]; /* message and the event's key fields, for the timelines */
     char when[32];              /* t as "YYYY-MM-DD HH:MM:SSZ" */
     double t;                   /* seconds since the epoch */
@@ -216,6 +231,8 @@ struct gate_input {
     int64_t summary_restarts;
     struct gate_node_net net[GATE_MAX_NET_NODES]; /* summary.json's nodes, in rank order */
     int n_net;
+    struct gate_recovery recov[GATE_MAX_RECOVERIES]; /* rank 0's runs, in order */
+    int n_recov;
     bool has_health;
     bool health_ok;
     struct gate_check *checks;  /* health.json's checks */

@@ -356,6 +356,7 @@ void gate_write_html(FILE *f, const struct gate_doc *d)
     gate_html_ranks(f, in, res);
     gate_html_links(f, in);
     gate_html_network(f, in, res);
+    gate_html_recoveries(f, in);
     gate_html_env(f, d);
     gate_html_verdicts(f, in);
     gate_html_events(f, "Promotion and rollback chain", in, in->chain_events, in->n_chain_events);

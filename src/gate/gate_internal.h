@@ -102,6 +102,16 @@ void gate_measure(struct gate_criterion *k, double value, int64_t samples);
 /* A status without a figure (not judged, not applicable). */
 void gate_set(struct gate_criterion *k, enum gate_status s);
 
+/* ---- gate_recover.c: the stops and the runs after them ---- */
+
+/* Rank 0's rows in the order written: each run after the first is a recovery (in->recov). */
+void gate_recoveries_scan(struct gate_input *in, const struct gate_row *rows, size_t n);
+/* What stopped each: the job's events between the two runs (after the events are read). */
+void gate_recoveries_causes(struct gate_input *in);
+void gate_json_recoveries(struct rz_json *j, const struct gate_input *in);
+void gate_md_recoveries(FILE *f, const struct gate_input *in);
+void gate_html_recoveries(FILE *f, const struct gate_input *in);
+
 /* ---- gate_net.c: the network during training ---- */
 
 /* packet_loss: TCP retransmitted over sent segments of each node while it trained, the worst

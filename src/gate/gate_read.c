@@ -122,6 +122,9 @@ static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const s
     r->compute_time_s = NAN; /* optional: metrics written before it have none */
     if (st == RZ_OK && gj_get(o, "compute_time_s") != NULL)
         st = gate_field_num(o, "compute_time_s", &r->compute_time_s, path, line, err);
+    r->time = NAN; /* the same */
+    if (st == RZ_OK && gj_get(o, "t") != NULL)
+        st = gate_field_num(o, "t", &r->time, path, line, err);
     r->grad_allreduce_s = NAN; /* the same */
     if (st == RZ_OK && gj_get(o, "grad_allreduce_s") != NULL)
         st = gate_field_num(o, "grad_allreduce_s", &r->grad_allreduce_s, path, line, err);
@@ -233,6 +236,8 @@ static enum rz_status gate_read_rank(struct gate_input *in, struct gate_rank *rk
     if (st == RZ_OK && *world != 0 && rows.n > 0 && rows.world_size != *world)
         st = gate_tolerate(in, rz_fail(err, RZ_EDATA, "%s: world_size %d differs from rank "
                                        "0's %d", path, rows.world_size, *world), err);
+    if (st == RZ_OK && rank == 0)
+        gate_recoveries_scan(in, rows.v, rows.n); /* in file order, before the redone steps go */
     if (st == RZ_OK)
         st = gate_rows_dedupe(&rows, err);
     if (st != RZ_OK) {
@@ -392,6 +397,8 @@ static enum rz_status gate_event_line(struct gate_event **events, size_t *n_even
     (*n_events)++;
     e->t = t;
     const char *phase = gj_get_str(v, "phase"), *reason = gj_get_str(v, "reason");
+    const char *nodes = gj_get_str(v, "nodes");
+    rz_fmt(e->nodes, sizeof e->nodes, "%s", nodes != NULL ? nodes : "");
     rz_fmt(e->job, sizeof e->job, "%s", job);
     rz_fmt(e->event, sizeof e->event, "%s", event);
     rz_fmt(e->phase, sizeof e->phase, "%s", phase != NULL ? phase : "");
@@ -734,6 +741,8 @@ enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char 
         st = gate_tolerate(in, gate_read_health(in, err), err);
     if (st == RZ_OK)
         st = gate_read_events(in, err);
+    if (st == RZ_OK)
+        gate_recoveries_causes(in);
     if (st == RZ_OK)
         st = gate_tolerate(in, gate_read_ckpts(in, err), err);
     if (st == RZ_OK)

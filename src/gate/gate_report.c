@@ -363,6 +363,7 @@ void gate_write_json(FILE *f, const struct gate_doc *d)
     gate_json_ranks(&j, in, res);
     gate_json_links(&j, in);
     gate_json_network(&j, in, res);
+    gate_json_recoveries(&j, in);
     gate_json_events(&j, in);
     gate_json_series(&j, res);
     rz_json_object_end(&j);
@@ -552,6 +553,7 @@ void gate_write_md(FILE *f, const struct gate_doc *d)
     gate_md_env(f, d);
     gate_md_links(f, in);
     gate_md_network(f, in, d->res);
+    gate_md_recoveries(f, in);
     gate_md_verdicts(f, in);
     gate_md_events(f, "Promotion and rollback chain", in, in->chain_events, in->n_chain_events);
     gate_md_events(f, "Timeline of this job", in, in->job_events, in->n_job_events);

@@ -73,6 +73,8 @@ enum rz_status metrics_write(struct metrics_log *log, const struct metrics_step 
     rz_json_kv_double(&j, "allreduce_s", s->allreduce_s);
     rz_json_kv_double(&j, "compute_time_s", s->compute_time_s);
     rz_json_kv_double(&j, "grad_allreduce_s", s->grad_allreduce_s);
+    if (s->time > 0)
+        rz_json_kv_fixed(&j, "t", s->time, 3); /* as events.jsonl's t */
     if (s->skipped) {
         rz_json_kv_bool(&j, "skipped", true);
         rz_json_kv_string(&j, "skip_reason", s->skip_reason != NULL ? s->skip_reason : "");

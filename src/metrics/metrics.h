@@ -33,6 +33,7 @@ struct metrics_step {
     double compute_time_s;   /* forward + backward, not blocked in communication */
     double grad_allreduce_s; /* the gradient all-reduce's own time (comm_grads_span), of which
                               * comm_time_s is the exposed part */
+    double time;             /* wall clock when the step ended, Unix seconds (0: not written) */
     int skipped;             /* the loss guard skipped this step (no update) */
     const char *skip_reason; /* why (skipped steps only) */
     int64_t skipped_total;   /* steps skipped so far in the run, this one included */

@@ -137,6 +137,8 @@ static void add_names(char *out, size_t len, const char *list)
 struct history_scan {
     const char *job;
     struct step_history *h;
+    char last_nodes[512];       /* the newest start's node_list so far */
+    long last_restart;
 };
 
 static void history_line(const struct gj_value *o, void *user)
@@ -155,7 +157,16 @@ static void history_line(const struct gj_value *o, void *user)
         gj_get_num(o, "progress", &progress);
         s->h->attempts++;
         s->h->no_progress_run = progress != 0.0 ? 0 : s->h->no_progress_run + 1;
-    } else if (is_event(o, "preflight_failed")) {
+    } else if (is_event(o, "start")) {
+        /* the newest start is this attempt's: keep the one before it */
+        const char *nodes = gj_get_str(o, "node_list");
+        double restart = -1;
+        gj_get_num(o, "restart", &restart);
+        rz_fmt(s->h->prev_nodes, sizeof s->h->prev_nodes, "%s", s->last_nodes);
+        s->h->prev_restart = s->last_restart;
+        rz_fmt(s->last_nodes, sizeof s->last_nodes, "%s", nodes != NULL ? nodes : "");
+        s->last_restart = (long)restart;
+    } else if (is_event(o, "preflight_failed") || is_event(o, "nodes_lost")) {
         const char *nodes = gj_get_str(o, "excluded_nodes");
         if (nodes != NULL)
             add_names(s->h->excluded, sizeof s->h->excluded, nodes);
@@ -165,7 +176,8 @@ static void history_line(const struct gj_value *o, void *user)
 void step_history_read(const char *events_path, const char *job, struct step_history *h)
 {
     memset(h, 0, sizeof *h);
-    struct history_scan s = {job, h};
+    struct history_scan s = {.job = job, .h = h, .last_restart = -1};
+    h->prev_restart = -1;
     each_event(events_path, history_line, &s);
 }
 

@@ -120,9 +120,15 @@ enum step_class step_classify(int status, const struct step_exit_record *rec, in
     who[0] = '\0';
     if (n_rec == 0) { /* no records (a trainer that never started): the status is all we have */
         enum step_class c = status_class(status);
-        if (c != CLASS_DONE)
-            rz_fmt(who, len, "no rank left an exit record; the job step's status was %d",
-                   status);
+        if (c == CLASS_DONE) {
+            /* A trainer always leaves one when it ends: a step that returned 0 without any was
+             * stopped from outside.  Measured: Slurm's requeue after a node stopped answering
+             * (a partition) ended the step so, and calling that "done" finished the phase. */
+            rz_fmt(who, len, "no rank left an exit record, though the job step's status was 0: "
+                   "it was stopped from outside (a requeue, a lost node)");
+            return CLASS_CRASH;
+        }
+        rz_fmt(who, len, "no rank left an exit record; the job step's status was %d", status);
         return c;
     }
     /* The most severe record speaks for the attempt; among hang records, one that names the

@@ -121,6 +121,69 @@ enum rz_status slurm_job_query(const struct step_runner *r, const char *job, str
     return RZ_OK;
 }
 
+/* ---- scontrol show node -o ----------------------------------------------------------------------- */
+
+/* One line: NodeName, State and Reason (the last field, with spaces: every token after "Reason="
+ * that is not a field of its own). */
+static void node_parse_line(char *line, struct slurm_node *n)
+{
+    char key[64] = "", *save = NULL;
+    memset(n, 0, sizeof *n);
+    for (char *tok = strtok_r(line, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+        size_t klen = key_length(tok);
+        if (klen == 0) {
+            if (strcmp(key, "Reason") == 0) {
+                size_t used = strlen(n->reason);
+                rz_fmt(n->reason + used, sizeof n->reason - used, " %s", tok);
+            }
+            continue;
+        }
+        rz_fmt(key, sizeof key, "%.*s", (int)klen, tok);
+        const char *v = tok + klen + 1;
+        if (strcmp(key, "NodeName") == 0)
+            rz_fmt(n->name, sizeof n->name, "%s", v);
+        else if (strcmp(key, "State") == 0)
+            rz_fmt(n->state, sizeof n->state, "%s", v);
+        else if (strcmp(key, "Reason") == 0)
+            rz_fmt(n->reason, sizeof n->reason, "%s", empty_value(v) ? "" : v);
+    }
+}
+
+int slurm_node_parse(const char *text, struct slurm_node *out, int max)
+{
+    char *copy = strdup(text), *save = NULL;
+    int n = 0;
+    if (copy == NULL)
+        return 0;
+    for (char *line = strtok_r(copy, "\n", &save); line != NULL && n < max;
+         line = strtok_r(NULL, "\n", &save)) {
+        node_parse_line(line, &out[n]);
+        if (out[n].name[0] != '\0')
+            n++;
+    }
+    free(copy);
+    return n;
+}
+
+bool slurm_node_unreachable(const struct slurm_node *n)
+{
+    return strstr(n->state, "NOT_RESPONDING") != NULL || strncmp(n->state, "DOWN", 4) == 0;
+}
+
+enum rz_status slurm_nodes_query(const struct step_runner *r, const char *names,
+                                 struct slurm_node *out, int max, int *n, struct rz_err *err)
+{
+    static char text[65536];
+    const char *argv[] = {"scontrol", "show", "node", "-o", names, NULL};
+    *n = 0;
+    int rc = r->run(r, argv, text, sizeof text, err);
+    if (rc != 0)
+        return rc < 0 ? RZ_EHEALTH
+                      : rz_fail(err, RZ_EHEALTH, "scontrol show node %s: status %d", names, rc);
+    *n = slurm_node_parse(text, out, max);
+    return RZ_OK;
+}
+
 long slurm_parse_duration(const char *s)
 {
     long d = 0, h = 0, m = 0, sec = 0;

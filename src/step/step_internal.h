@@ -80,6 +80,8 @@ struct step_history {
     long attempts;              /* attempt_end events of this job */
     int no_progress_run;        /* attempts in a row, newest last, that committed no checkpoint */
     char excluded[512];         /* nodes excluded after preflight failures ("" none) */
+    char prev_nodes[512];       /* node_list of the attempt before this one ("" none) */
+    long prev_restart;          /* ... and its restart count */
 };
 void step_history_read(const char *events_path, const char *job, struct step_history *h);
 
@@ -108,6 +110,18 @@ struct slurm_job {
 void slurm_job_parse(const char *text, struct slurm_job *j);
 enum rz_status slurm_job_query(const struct step_runner *r, const char *job, struct slurm_job *j,
                                struct rz_err *err);
+/* `scontrol show node -o NAMES`: each node's name, state ("DOWN+NOT_RESPONDING", "IDLE", ...)
+ * and reason ("Not responding [slurm@...]"). */
+struct slurm_node {
+    char name[64], state[96], reason[192];
+};
+/* The nodes of that output (one per line), at most max. */
+int slurm_node_parse(const char *text, struct slurm_node *out, int max);
+enum rz_status slurm_nodes_query(const struct step_runner *r, const char *names,
+                                 struct slurm_node *out, int max, int *n, struct rz_err *err);
+/* Slurm has lost contact with it: NOT_RESPONDING, or DOWN. */
+bool slurm_node_unreachable(const struct slurm_node *n);
+
 /* "1-02:03:04", "02:03:04", "03:04", "UNLIMITED" -> seconds (-1 unlimited or bad). */
 long slurm_parse_duration(const char *s);
 
@@ -244,6 +258,10 @@ struct wrapper {
     struct step_history hist;
     char owner_id[160];                  /* RUN_DIR/owner as we claimed it ("" not ours) */
 };
+
+/* lost.c: on a restarted attempt, the nodes of the attempt before that Slurm cannot reach now,
+ * named in a nodes_lost event (a network fault: a cut link or a dead host). */
+void step_lost_nodes(struct wrapper *w);
 
 /* Path of a sibling program: the override, else NAME next to ryzen-step, else NAME (PATH). */
 void step_find_program(char *out, size_t len, const char *override, const char *self_dir,

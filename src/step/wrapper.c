@@ -666,6 +666,16 @@ static int train(struct wrapper *w)
 {
     char resume[STEP_PATH_MAX], who[1024];
     int64_t start = choose_resume(w, resume, sizeof resume);
+    if (start == w->cfg.training.steps && w->env->restart_count > 0) {
+        /* An earlier attempt of this job trained to the last step and was stopped before it
+         * could say so (measured: a partitioned node that came back took the new attempt's
+         * step down, Slurm reusing the step's id after the requeue): the phase is done. */
+        char msg[STEP_PATH_MAX + 200];
+        rz_fmt(msg, sizeof msg, "training finished in an earlier attempt of this job: %s is "
+               "at step %lld, the last, and verifies", resume, (long long)start);
+        step_event(&w->ev, "finished", msg, NULL, 0);
+        return chain_finish_phase(w);
+    }
     if (start >= w->cfg.training.steps) {
         struct step_decision d = {.action = ACT_END, .ended = "nothing_to_train", .exit_status = 2};
         rz_fmt(d.why, sizeof d.why, "the checkpoint to resume from is at step %lld and "
@@ -763,6 +773,8 @@ static int prepare(struct wrapper *w)
     if (rc != 0)
         return rc;
     step_history_read(w->ev.path, w->env->job_id, &w->hist);
+    if (in_slurm(w))
+        step_lost_nodes(w);
     if (in_slurm(w))
         slurm_job_signal(w->r, w->env->display_id, &w->job, w->env->sbatch_signal, &w->signal);
     rc = check_signal(w);

@@ -571,6 +571,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
                                         (r->peak_gflops * 1e9) : 0.0,
         .rss_bytes = rz_rss_bytes(), .allreduce_s = o->allreduce_s, .world_size = t->world,
         .compute_time_s = o->compute_s, .grad_allreduce_s = o->grad_allreduce_s,
+        .time = metrics_unix_now(),
         .skipped = o->guard != GUARD_ACCEPT,
         .skip_reason = o->guard_why, .skipped_total = t->guard.skipped};
     metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s,

@@ -1,0 +1,124 @@
+/* gate_recover.c: the stops of a phase and the runs after them: how long from the last step
+ * before a stop to the first step after it, how many steps were trained twice, and what the
+ * job's events say stopped it (a lost node, a requeue and why, how the attempt ended).  Read from
+ * rank 0's metrics in the order they were written, where each run counts its steps from 1
+ * again (run_step), and from events.jsonl. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/json.h"
+#include "core/util.h"
+#include "gate/gate.h"
+#include "gate/gate_internal.h"
+
+void gate_recoveries_scan(struct gate_input *in, const struct gate_row *rows, size_t n)
+{
+    in->n_recov = 0;
+    for (size_t i = 1; i < n && in->n_recov < GATE_MAX_RECOVERIES; i++) {
+        const struct gate_row *a = &rows[i - 1], *b = &rows[i];
+        if (b->run_step > a->run_step)
+            continue; /* the same run goes on */
+        struct gate_recovery *r = &in->recov[in->n_recov++];
+        memset(r, 0, sizeof *r);
+        r->last_step = a->step;
+        r->first_step = b->step;
+        r->redone = a->step - (b->step - 1) > 0 ? a->step - (b->step - 1) : 0;
+        r->last_t = a->time;
+        r->first_t = b->time;
+        r->seconds = b->time - a->time; /* NaN when either has no time */
+    }
+}
+
+static void append(char *out, size_t len, const char *text)
+{
+    size_t used = strlen(out);
+    rz_fmt(out + used, len - used, "%s%s", used ? "; " : "", text);
+}
+
+void gate_recoveries_causes(struct gate_input *in)
+{
+    for (int k = 0; k < in->n_recov; k++) {
+        struct gate_recovery *r = &in->recov[k];
+        char text[GATE_NOTE_MAX];
+        for (size_t i = 0; i < in->n_job_events; i++) {
+            const struct gate_event *e = &in->events[in->job_events[i]];
+            if (isnan(r->last_t) || e->t < r->last_t || e->t > r->first_t)
+                continue;
+            if (strcmp(e->event, "nodes_lost") == 0) {
+                rz_fmt(r->lost, sizeof r->lost, "%s", e->nodes);
+                rz_fmt(text, sizeof text, "network fault: %s unreachable", e->nodes);
+            } else if (strcmp(e->event, "requeue") == 0) {
+                rz_fmt(text, sizeof text, "requeued (%s)", e->reason[0] ? e->reason : "?");
+            } else if (strcmp(e->event, "attempt_end") == 0) {
+                const char *m = e->summary; /* "status S: CLASS (CAUSE); ...": up to the ";" */
+                int len = (int)strcspn(m, ";");
+                while (len > 0 && m[len - 1] == ' ')
+                    len--;
+                rz_fmt(text, sizeof text, "attempt ended: %.*s", len, m);
+            } else {
+                continue;
+            }
+            append(r->cause, sizeof r->cause, text);
+        }
+        if (r->cause[0] == '\0')
+            rz_fmt(r->cause, sizeof r->cause, "%s", isnan(r->last_t) ? "unknown (no times in the "
+                   "metrics)" : "no event between the two runs");
+    }
+}
+
+void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
+{
+    rz_json_key(j, "recoveries");
+    rz_json_array_begin(j);
+    for (int k = 0; k < in->n_recov; k++) {
+        const struct gate_recovery *r = &in->recov[k];
+        rz_json_object_begin(j);
+        rz_json_kv_int(j, "last_step", r->last_step);
+        rz_json_kv_int(j, "first_step", r->first_step);
+        rz_json_kv_int(j, "steps_redone", r->redone);
+        rz_json_kv_double(j, "seconds", r->seconds);
+        rz_json_kv_string(j, "lost_nodes", r->lost);
+        rz_json_kv_string(j, "cause", r->cause);
+        rz_json_object_end(j);
+    }
+    rz_json_array_end(j);
+}
+
+void gate_md_recoveries(FILE *f, const struct gate_input *in)
+{
+    if (in->n_recov == 0)
+        return;
+    fputs("## Recoveries\n\nEach stop and the run after it: from the last step completed before "
+          "the stop to the first step completed after it (the fault's detection, teardown, queue "
+          "wait, start-up and restore, and one step), and what the events say stopped it.\n\n"
+          "| last step | first step after | seconds | steps redone | cause |\n"
+          "|---|---|---|---|---|\n", f);
+    for (int k = 0; k < in->n_recov; k++) {
+        const struct gate_recovery *r = &in->recov[k];
+        fprintf(f, "| %lld | %lld | %.1f | %lld | %s |\n", (long long)r->last_step,
+                (long long)r->first_step, r->seconds, (long long)r->redone, r->cause);
+    }
+    fputc('\n', f);
+}
+
+void gate_html_recoveries(FILE *f, const struct gate_input *in)
+{
+    if (in->n_recov == 0)
+        return;
+    fputs("<h2>Recoveries</h2>\n<p>Each stop and the run after it: from the last step completed "
+          "before the stop to the first step completed after it.</p>\n<table id=\"recoveries\">"
+          "<tr><th>last step</th><th>first step after</th><th>seconds</th><th>steps redone</th>"
+          "<th>cause</th></tr>\n", f);
+    for (int k = 0; k < in->n_recov; k++) {
+        const struct gate_recovery *r = &in->recov[k];
+        fprintf(f, "<tr><td>%lld</td><td>%lld</td><td>%.1f</td><td>%lld</td><td>",
+                (long long)r->last_step, (long long)r->first_step, r->seconds,
+                (long long)r->redone);
+        gate_html_text(f, r->cause);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
