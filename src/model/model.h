@@ -119,7 +119,7 @@ const float *model_token_losses(const struct model *m);
  * (loss_scale = 1/grad_accum averages micro-steps). */
 void model_backward(struct model *m, float loss_scale);
 
-/* What communication needs from the passes (comm/ through train.c).  Any member may be NULL.
+/* What communication needs from the passes (comm/ through train_step.c).  Any member may be NULL.
  *
  * Gradient segments are the parameter ranges whose gradients become final together: the
  * embeddings (wte, wpe), each block, and the head (ln_f, head.*); backward finishes them from the

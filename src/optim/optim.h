@@ -50,7 +50,7 @@ double optim_lr_at(const struct optim_opts *opts, int64_t step);
 
 /* Global L2 norm, also with sharded gradients (ZeRO): the sums of squares of fixed blocks of
  * OPTIM_NORM_BLOCK floats of the flat buffer, each in double (optim_rows.h), added in block order.
- * Shard boundaries are multiples of the block (train.c), so a rank that holds some blocks and a
+ * Shard boundaries are multiples of the block (train_step.c), so a rank that holds some blocks and a
  * rank that holds all of them add the same block sums in the same order: the norm, and so the
  * clipping, is the same bits at every world size and ZeRO stage for the same gradients. */
 #define OPTIM_NORM_BLOCK 4096

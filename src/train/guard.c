@@ -1,5 +1,5 @@
 /* guard.c: the loss-spike and NaN guard (see guard.h).  Pure arithmetic on a small state:
- * no I/O, no MPI; train.c feeds it the step's gathered loss and gradient norm. */
+ * no I/O, no MPI; train_step.c feeds it the step's gathered loss and gradient norm. */
 #include "config.h"
 
 #include "train/guard.h"

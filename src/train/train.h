@@ -9,7 +9,7 @@
  *
  * Validation: with a held-out split (data.val_fraction or data.val_path), the loss over a fixed
  * set of held-out samples every training.eval_interval steps and at the end of the run; the same
- * figure at any world size (validate, train.c).
+ * figure at any world size (tr_validate, train_step.c).
  *
  * Stops: a stop signal (health/) is agreed on by all ranks at the next step boundary; they
  * checkpoint together and train_run returns RZ_ESIGNAL (exit 75).  The loss guard (guard.h)

@@ -1,7 +1,8 @@
-/* train_internal.h: what the trainer's files share: train.c (set-up, init, the step with its
- * collectives and ZeRO, validation, the run loop, the summary, train_run), train_ckpt.c (choosing,
- * loading and saving checkpoints, planning the resume), train_log.c (what the trainer prints: its
- * decisions, the banner, progress, --profile) and train_live.c (the live Prometheus metrics).
+/* train_internal.h: what the trainer's files share: train.c (set-up, init, the run loop, the
+ * summary, train_run), train_step.c (the optimizer step with its collectives and ZeRO, the sync
+ * check, validation), train_ckpt.c (choosing, loading and saving checkpoints, planning the
+ * resume), train_log.c (what the trainer prints: its decisions, the banner, progress, --profile)
+ * and train_live.c (the live Prometheus metrics).
  * Private to src/train/: the trainer's state and the functions that cross these files (tr_*). */
 #ifndef RZ_TRAIN_TRAIN_INTERNAL_H
 #define RZ_TRAIN_TRAIN_INTERNAL_H
@@ -88,7 +89,7 @@ struct trainer {
     float *gshard;             /* (hi - lo) reduced gradient of the part */
     double *norm_blocks;       /* (optim_norm_blocks(n)) block sums of squares (optim.h) */
     uint64_t optim_rss;        /* RSS grown by the moments (and ZeRO's gradient shard) */
-    /* validation (validate) */
+    /* validation (tr_validate) */
     double *val_losses;        /* (eval_samples) per-sample losses, gathered by sample index */
     int64_t val_step;          /* step of the last validation in this process (-1: none) */
     double val_loss;
@@ -111,8 +112,25 @@ struct step_out {
 
 /* All ranks learn whether any rank failed (a collective). */
 enum rz_status tr_agree(struct trainer *t, enum rz_status st, struct rz_err *err);
+
+/* ---- train_step.c: the optimizer step, the sync check, validation ---- */
+
+/* ZeRO (training.zero_stage): this rank's shard of the flat layout and its gradient buffer. */
+enum rz_status tr_zero_init(struct trainer *t, struct rz_err *err);
 /* Every parameter is present on this rank (ZeRO: waits for the gather of the last update). */
 enum rz_status tr_params_complete(struct trainer *t, struct rz_err *err);
+/* One optimizer step at learning rate lr: micro-steps, reduction, the step's collective, the loss
+ * guard's verdict, the update (none when the guard skips the step). */
+enum rz_status tr_train_step(struct trainer *t, double lr, struct step_out *o,
+                             struct rz_err *err);
+/* Collective, every health.sync_check_interval steps: the ranks still hold the same parameters;
+ * fills s's sync figures. */
+enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o, struct metrics_step *s,
+                             struct rz_err *err);
+/* Collective: the loss over the fixed held-out set (t->val_loss, t->val_step). */
+enum rz_status tr_validate(struct trainer *t, struct rz_err *err);
+/* Validation is due after this step (training.eval_interval, a held-out split). */
+bool tr_validation_due(const struct trainer *t);
 
 /* ---- train_ckpt.c: checkpoints and the resume ---- */
 
