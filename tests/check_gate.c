@@ -708,33 +708,6 @@ START_TEST(missing_and_empty_baselines)
 }
 END_TEST
 
-/* The run root of each run-directory layout ryzen-step writes (step_run_dir): RUNROOT/<phase>,
- * .../rollback-<job>, .../task-<N> (a job array's task) and .../rollback-<job>/task-<N>. */
-START_TEST(run_root_of_every_layout)
-{
-    static const char *const cases[][2] = {
-        {"R/p1", "R"},
-        {"/runs/p1", "/runs"},
-        {"/runs/p1/rollback-42", "/runs"},
-        {"/runs/p1/task-3", "/runs"},
-        {"/runs/p1/rollback-42/task-0", "/runs"},
-        {"runs/p1/task-17", "runs"},
-        {"p1/task-3", "."},
-        {"p1", "."},
-        {"/p1", "/"},
-        {"/runs/task-force", "/runs"},          /* a phase named like a task, no digits */
-        {"/runs/p1/task-3x", "/runs/p1"},       /* not a task directory: a phase of its own */
-        {"/runs/p1/task-3/", "/runs"},
-        {"/runs/p1/", "/runs"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char out[256];
-        gate_run_root(cases[i][0], out, sizeof out);
-        ck_assert_msg(strcmp(out, cases[i][1]) == 0, "run root of '%s' is '%s', expected '%s'",
-                      cases[i][0], out, cases[i][1]);
-    }
-}
-END_TEST
 
 /* The phase's baseline (RUNROOT/<previous>/reports/<job>/report.json) is found from every
  * run-directory layout, an array task's included. */
@@ -1502,7 +1475,6 @@ static Suite *gate_suite(void)
     tcase_add_test(core, verdict_rules);
     tcase_add_test(core, fixture_verdicts_and_planned_actions);
     tcase_add_test(core, missing_and_empty_baselines);
-    tcase_add_test(core, run_root_of_every_layout);
     tcase_add_test(core, baseline_found_from_task_and_rollback_dirs);
     tcase_add_test(core, suspect_efficiency_is_flagged);
     tcase_add_test(core, requeue_duplicates_keep_last_and_warmup_after_restart);

@@ -1,6 +1,6 @@
 /* check_record.c: the files the programs pass each other (src/record/): each format's writer and
  * reader agree, older files still read, and a damaged file is refused naming the file and the
- * field. */
+ * field; the run-directory layout is parsed back as it is built. */
 #include "config.h"
 
 #include <check.h>
@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "record/health.h"
+#include "record/layout.h"
 #include "testutil.h"
 
 static char dir[4096], path[4200];
@@ -163,6 +164,47 @@ START_TEST(health_write_to_a_missing_directory_is_an_io_error)
 }
 END_TEST
 
+/* The run root of each run-directory layout ryzen-step writes (layout_run_dir): RUNROOT/<phase>,
+ * .../rollback-<job>, .../task-<N> (a job array's task) and .../rollback-<job>/task-<N>. */
+START_TEST(run_root_of_every_layout)
+{
+    static const char *const cases[][2] = {
+        {"R/p1", "R"},
+        {"/runs/p1", "/runs"},
+        {"/runs/p1/rollback-42", "/runs"},
+        {"/runs/p1/task-3", "/runs"},
+        {"/runs/p1/rollback-42/task-0", "/runs"},
+        {"runs/p1/task-17", "runs"},
+        {"p1/task-3", "."},
+        {"p1", "."},
+        {"/p1", "/"},
+        {"/runs/task-force", "/runs"},          /* a phase named like a task, no digits */
+        {"/runs/p1/task-3x", "/runs/p1"},       /* not a task directory: a phase of its own */
+        {"/runs/p1/task-3/", "/runs"},
+        {"/runs/p1/", "/runs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[256];
+        layout_run_root(cases[i][0], out, sizeof out);
+        ck_assert_msg(strcmp(out, cases[i][1]) == 0, "run root of '%s' is '%s', expected '%s'",
+                      cases[i][0], out, cases[i][1]);
+    }
+    /* built, then parsed back */
+    char rd[512], root[512];
+    ck_assert(layout_run_dir(rd, sizeof rd, "/r", "p1", NULL, NULL));
+    ck_assert_str_eq(rd, "/r/p1");
+    ck_assert(layout_run_dir(rd, sizeof rd, "/r,x", "p1", "42", "3"));
+    ck_assert_str_eq(rd, "/r,x/p1/rollback-42/task-3");
+    layout_run_root(rd, root, sizeof root);
+    ck_assert_str_eq(root, "/r,x");
+    ck_assert(layout_run_dir(rd, sizeof rd, "/r", "p1", "", "7"));
+    ck_assert_str_eq(rd, "/r/p1/task-7");
+    ck_assert(!layout_run_dir(rd, 8, "/r", "phase1", NULL, NULL)); /* does not fit */
+    ck_assert(layout_is_rollback("rollback-9") && !layout_is_rollback("rollback-"));
+    ck_assert(layout_is_task("task-12") && !layout_is_task("task-1a") && !layout_is_task("task-"));
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -176,6 +218,9 @@ static Suite *record_suite(void)
     tcase_add_test(errors, health_refuses_what_is_not_one);
     tcase_add_test(errors, health_write_to_a_missing_directory_is_an_io_error);
     suite_add_tcase(s, errors);
+    TCase *layout = rz_test_tcase("layout");
+    tcase_add_test(layout, run_root_of_every_layout);
+    suite_add_tcase(s, layout);
     return s;
 }
 

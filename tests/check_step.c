@@ -644,12 +644,6 @@ START_TEST(names_and_places)
     ck_assert_int_eq(step_select_sets(sets, 4, "p1", out), 3);
     ck_assert_str_eq(out[1], "model.d_model=64");
     ck_assert_str_eq(out[2], "data.path=/a:b=c"); /* a ':' after the '=' is the value's */
-    char rd[512];
-    ck_assert(step_run_dir(rd, sizeof rd, "/r", "p1", NULL, NULL));
-    ck_assert_str_eq(rd, "/r/p1");
-    ck_assert(step_run_dir(rd, sizeof rd, "/r,x", "p1", "42", "3"));
-    ck_assert_str_eq(rd, "/r,x/p1/rollback-42/task-3");
-    ck_assert(!step_run_dir(rd, 8, "/r", "phase1", NULL, NULL));
     /* configs: the template's ../configs before the submit directory's */
     struct step_env e;
     memset(&e, 0, sizeof e);

@@ -17,6 +17,7 @@
 
 #include "core/util.h"
 #include "gate/gate_internal.h"
+#include "record/layout.h"
 
 /* The curve KEY ([[samples_seen, loss], ...]) into *curve (allocated) and *n. */
 static enum rz_status gate_baseline_curve(double **curve, size_t *n, const struct gj_value *lc,
@@ -102,51 +103,6 @@ static void gate_newest_report(char *out, size_t len, const char *dir)
     closedir(d);
 }
 
-/* The last component of a path without trailing slashes. */
-static const char *gate_last_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash != NULL ? slash + 1 : path;
-}
-
-/* task-<N>: the run directory of one task of a job array (ryzen-step's step_run_dir). */
-static bool gate_is_task_dir(const char *name)
-{
-    return strncmp(name, "task-", 5) == 0 && name[5] != '\0' &&
-           strspn(name + 5, "0123456789") == strlen(name + 5);
-}
-
-/* rollback-<job>: a rollback lineage of a phase. */
-static bool gate_is_rollback_dir(const char *name)
-{
-    return strncmp(name, "rollback-", 9) == 0 && name[9] != '\0';
-}
-
-/* Drop the last component: "/p" becomes "/", a bare name ".". */
-static void gate_parent(char *path, size_t len)
-{
-    char *slash = strrchr(path, '/');
-    if (slash == path)
-        slash[1] = '\0';
-    else if (slash != NULL)
-        *slash = '\0';
-    else
-        rz_fmt(path, len, ".");
-}
-
-void gate_run_root(const char *run_dir, char *root, size_t len)
-{
-    /* RUNROOT/<phase>[/rollback-<job>][/task-<N>], as ryzen-step lays them out (step_run_dir) */
-    rz_fmt(root, len, "%s", run_dir);
-    for (size_t n = strlen(root); n > 1 && root[n - 1] == '/'; n--)
-        root[n - 1] = '\0';
-    if (gate_is_task_dir(gate_last_name(root)))
-        gate_parent(root, len);
-    if (gate_is_rollback_dir(gate_last_name(root)))
-        gate_parent(root, len);
-    gate_parent(root, len);
-}
-
 enum rz_status gate_find_baseline(struct gate_input *in, const struct cfg *c, const char *path,
                                   struct rz_err *err)
 {
@@ -159,7 +115,7 @@ enum rz_status gate_find_baseline(struct gate_input *in, const struct cfg *c, co
     if (path != NULL)
         return gate_read_baseline(b, path, err);
     char root[4096], dir[8200], found[8300];
-    gate_run_root(in->run_dir, root, sizeof root);
+    layout_run_root(in->run_dir, root, sizeof root);
     rz_fmt(dir, sizeof dir, "%s/%s/reports", root, c->phase.previous);
     gate_newest_report(found, sizeof found, dir);
     if (found[0] == '\0') {

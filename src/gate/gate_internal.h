@@ -8,12 +8,27 @@
 #include "gate/gate.h"
 #include "core/json_read.h"
 
+/* ---- gate_jsonl.c: JSON Lines, and events.jsonl's lines as events ---- */
+
 typedef enum rz_status (*gate_line_fn)(void *ctx, const struct gj_value *v, const char *path,
                                        long line, const char *text, struct rz_err *err);
 
 /* Call fn for every non-blank line of a JSON Lines file; each must be an object.  A last line
  * without a newline is an error ("PATH:LINE: truncated line"). */
 enum rz_status gate_read_jsonl(const char *path, gate_line_fn fn, void *ctx, struct rz_err *err);
+
+/* promote, rollback and rollback_start events (any job) form the phase chain. */
+bool gate_is_chain_event(const struct gate_event *e);
+/* start, requeue, attempt_end, verdict, promote, rollback, ...: the verdict timeline. */
+bool gate_is_verdict_event(const struct gate_event *e);
+/* A requeue event's reason as the report counts it (unknown ones: other). */
+enum gate_requeue gate_requeue_of(const char *reason);
+
+/* Append the events of an events.jsonl file to *ev (n of them); a missing file adds none. */
+enum rz_status gate_read_events_file(const char *path, struct gate_event **ev, size_t *n,
+                                     struct rz_err *err);
+
+/* ---- the rest ---- */
 
 /* Fill in->baseline: `path` if given, else the newest RUNROOT/<phase.previous>/reports/
  * <job>/report.json by mtime; absent baselines get a reason, not an error. */
@@ -24,24 +39,12 @@ enum rz_status gate_find_baseline(struct gate_input *in, const struct cfg *c, co
  * statistics, "type 7"); NaN for n == 0. */
 double gate_quantile(double *v, size_t n, double q);
 
-/* promote, rollback and rollback_start events (any job) form the phase chain. */
-bool gate_is_chain_event(const struct gate_event *e);
-/* start, requeue, attempt_end, verdict, promote, rollback, ...: the verdict timeline. */
-bool gate_is_verdict_event(const struct gate_event *e);
-
-/* Append the events of an events.jsonl file to *ev (n of them); a missing file adds none. */
-enum rz_status gate_read_events_file(const char *path, struct gate_event **ev, size_t *n,
-                                     struct rz_err *err);
-
 /* gate_links.c: the links between the nodes (in->links; nothing, or null, without them). */
 struct rz_json;
 void gate_json_links(struct rz_json *j, const struct gate_input *in);
 void gate_md_links(FILE *f, const struct gate_input *in);
 void gate_html_links(FILE *f, const struct gate_input *in);
 
-/* RUNROOT of a run directory: RUNROOT/<phase>, RUNROOT/<phase>/rollback-<job> for a rollback
- * lineage, RUNROOT/<phase>/task-<N> for a job array's task, or both (ryzen-step's layout). */
-void gate_run_root(const char *run_dir, char *root, size_t len);
 
 /* "lo .. hi" of a phase's predicted throughput, or why there is no range. */
 void gate_predicted_range(char *buf, size_t len, const struct gate_result *res);
@@ -93,7 +96,7 @@ void gate_svg_empty(FILE *f, const char *why);
 void gate_hline(FILE *f, const struct gate_axes *a, double y, const char *cls,
                 const char *label);
 
-/* ---- gate_eval.c: a criterion's figures, for the files that judge one ---- */
+/* ---- gate_crit.c: a criterion's figures, for the files that judge one ---- */
 
 /* Append "; " and a formatted text to the criterion's note. */
 void gate_note(struct gate_criterion *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -32,6 +32,7 @@
 
 #include "core/util.h"
 #include "gate/gate_internal.h"
+#include "record/layout.h"
 
 static const int gate_rungs[GATE_LADDER_RUNGS] = {8, 12, 16, 32, 64};
 
@@ -189,7 +190,7 @@ static enum rz_status gate_read_phase(struct gate_ladder *l, const char *phase,
     while (st == RZ_OK && d != NULL && (e = readdir(d)) != NULL) {
         char sub[8400], lineage[GATE_NAME_MAX * 2];
         struct stat sb;
-        if (strncmp(e->d_name, "rollback-", 9) != 0)
+        if (!layout_is_rollback(e->d_name))
             continue;
         rz_fmt(sub, sizeof sub, "%s/%s", dir, e->d_name);
         rz_fmt(lineage, sizeof lineage, "%s/%s", phase, e->d_name);

@@ -1,5 +1,6 @@
 /* argv.c: argv arrays for the commands ryzen-step runs (see step_internal.h).  Every argument is
- * its own string handed to the runner: no shell ever sees a config value or a path. */
+ * its own string handed to the runner: no shell ever sees a config value or a path.  Also which
+ * of the job's --set overrides are a phase's (step_select_sets). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -61,4 +62,18 @@ int step_run(const struct step_runner *r, const struct step_argv *a, char *out, 
     if (a->n == 0)
         return -1;
     return r->run(r, (const char *const *)a->argv, out, len, err);
+}
+
+int step_select_sets(const char *const *sets, int n, const char *phase, const char **out)
+{
+    int k = 0;
+    size_t plen = strlen(phase);
+    for (int i = 0; i < n; i++) {
+        const char *s = sets[i], *colon = strchr(s, ':'), *eq = strchr(s, '=');
+        if (colon == NULL || (eq != NULL && eq < colon))
+            out[k++] = s;
+        else if ((size_t)(colon - s) == plen && strncmp(s, phase, plen) == 0)
+            out[k++] = colon + 1;
+    }
+    return k;
 }

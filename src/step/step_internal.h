@@ -269,9 +269,6 @@ void step_find_program(char *out, size_t len, const char *override, const char *
 /* The config file for --config NAME (see docs/operations.md, "Where files are found"). */
 bool step_find_config(char *out, size_t len, const char *name, const struct step_env *e,
                       const char *template_dir);
-/* RUN_ROOT/PHASE[/rollback-JOB][/task-N]; false if too long. */
-bool step_run_dir(char *out, size_t len, const char *run_root, const char *phase,
-                  const char *rollback_of, const char *array_task);
 /* The overrides that apply to `phase`: unqualified ones, and "PHASE:key=value" for this phase. */
 int step_select_sets(const char *const *sets, int n, const char *phase, const char **out);
 

@@ -14,6 +14,7 @@
 #include "ckpt/ckpt.h"
 #include "core/util.h"
 #include "record/health.h"
+#include "record/layout.h"
 #include "step/step_internal.h"
 
 #ifndef RZ_PKGDATADIR
@@ -76,34 +77,6 @@ bool step_find_config(char *out, size_t len, const char *name, const struct step
     }
     rz_fmt(out, len, "%s", name);
     return false;
-}
-
-bool step_run_dir(char *out, size_t len, const char *run_root, const char *phase,
-                  const char *rollback_of, const char *array_task)
-{
-    int w = snprintf(out, len, "%s/%s", run_root, phase);
-    /* A rollback starts a new lineage of this phase from another phase's checkpoint: it gets a
-     * directory of its own, so its checkpoints never replace the first run's.  So does each
-     * task of a job array. */
-    if (w > 0 && (size_t)w < len && rollback_of != NULL && rollback_of[0] != '\0')
-        w += snprintf(out + w, len - (size_t)w, "/rollback-%s", rollback_of);
-    if (w > 0 && (size_t)w < len && array_task != NULL && array_task[0] != '\0')
-        w += snprintf(out + w, len - (size_t)w, "/task-%s", array_task);
-    return w > 0 && (size_t)w < len;
-}
-
-int step_select_sets(const char *const *sets, int n, const char *phase, const char **out)
-{
-    int k = 0;
-    size_t plen = strlen(phase);
-    for (int i = 0; i < n; i++) {
-        const char *s = sets[i], *colon = strchr(s, ':'), *eq = strchr(s, '=');
-        if (colon == NULL || (eq != NULL && eq < colon))
-            out[k++] = s;
-        else if ((size_t)(colon - s) == plen && strncmp(s, phase, plen) == 0)
-            out[k++] = colon + 1;
-    }
-    return k;
 }
 
 /* The directory of the running template: the first word of Slurm's Command (the script; its
@@ -723,7 +696,7 @@ static bool locate(struct wrapper *w)
     const char *lineage = w->args->lineage != NULL ? w->args->lineage
                           : e->array_job_id[0] != '\0' ? e->display_id : e->job_id;
     rz_fmt(w->lineage, sizeof w->lineage, "%s", lineage);
-    if (!step_run_dir(w->run_dir, sizeof w->run_dir, w->run_root, w->phase, w->args->rollback_of,
+    if (!layout_run_dir(w->run_dir, sizeof w->run_dir, w->run_root, w->phase, w->args->rollback_of,
                       e->array_task_id)) {
         fprintf(w->out, "ryzen-step: run directory path too long (root %s)\n", w->run_root);
         return false;

@@ -31,20 +31,6 @@
 #include "train/train_internal.h"
 #include "train/train_net.h"
 
-/* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
- * pointing at the one that did. */
-enum rz_status tr_agree(struct trainer *t, enum rz_status st, struct rz_err *err)
-{
-    int worst = 0;
-    struct rz_err ignored;
-    if (comm_max_int(t->comm, (int)st, &worst, &ignored) != RZ_OK)
-        return st != RZ_OK ? st : rz_fail(err, RZ_EHANG, "%s", ignored.msg);
-    if (st == RZ_OK && worst != RZ_OK)
-        return rz_fail(err, (enum rz_status)worst, "rank %d: another rank failed (%s); see its "
-                       "message", t->rank, rz_status_name((enum rz_status)worst));
-    return st;
-}
-
 static void trainer_free(struct trainer *t)
 {
     free(t->live.gathered);

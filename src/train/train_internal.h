@@ -108,12 +108,10 @@ struct step_out {
     char guard_why[256];       /* why a step was skipped */
 };
 
-/* ---- train.c ---- */
+/* ---- train_step.c: the optimizer step, the sync check, validation, and the agreement ---- */
 
 /* All ranks learn whether any rank failed (a collective). */
 enum rz_status tr_agree(struct trainer *t, enum rz_status st, struct rz_err *err);
-
-/* ---- train_step.c: the optimizer step, the sync check, validation ---- */
 
 /* ZeRO (training.zero_stage): this rank's shard of the flat layout and its gradient buffer. */
 enum rz_status tr_zero_init(struct trainer *t, struct rz_err *err);

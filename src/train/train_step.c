@@ -3,7 +3,9 @@
  * step's micro-steps of forward and backward over the batch, the gradient norm, the step's one
  * small collective, the loss guard's verdict and the update; the sync check that the ranks still
  * hold one model; and validation, the forward passes over the held-out samples.  The run loop in
- * train.c calls tr_train_step, then tr_sync_check and tr_validate at a step boundary. */
+ * train.c calls tr_train_step, then tr_sync_check and tr_validate at a step boundary.  Also
+ * tr_agree, the collective by which every rank learns that one failed (the loop and the
+ * checkpoints use it). */
 #include "config.h"
 
 #include <errno.h>
@@ -21,6 +23,20 @@
 #include "optim/optim.h"
 #include "train/guard.h"
 #include "train/train_internal.h"
+
+/* All ranks learn whether any rank failed; a rank that did not fail itself gets a message
+ * pointing at the one that did. */
+enum rz_status tr_agree(struct trainer *t, enum rz_status st, struct rz_err *err)
+{
+    int worst = 0;
+    struct rz_err ignored;
+    if (comm_max_int(t->comm, (int)st, &worst, &ignored) != RZ_OK)
+        return st != RZ_OK ? st : rz_fail(err, RZ_EHANG, "%s", ignored.msg);
+    if (st == RZ_OK && worst != RZ_OK)
+        return rz_fail(err, (enum rz_status)worst, "rank %d: another rank failed (%s); see its "
+                       "message", t->rank, rz_status_name((enum rz_status)worst));
+    return st;
+}
 
 /* ---- ZeRO --------------------------------------------------------------------------------------
  * Stage 1 shards the Adam moments, stage 2 also the gradients (Rajbhandari et al. 2020, "ZeRO:
