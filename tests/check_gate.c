@@ -25,6 +25,7 @@
 #include "core/util.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
+#include "record/health.h"
 #include "core/json.h"
 #include "core/json_read.h"
 #include "testutil.h"
@@ -609,6 +610,67 @@ START_TEST(recoveries_from_the_runs_and_events)
     /* one run: none */
     gate_recoveries_scan(&in, rows, 17);
     ck_assert_int_eq(in.n_recov, 0);
+}
+END_TEST
+
+/* Where the ranks ran: the dev cluster's four nodes are one machine (one boot id) of 2 CPUs, so
+ * each of 16 ranks has an eighth of a core; two machines of 4 CPUs with a rank bound to each CPU
+ * give each rank a whole core, bound. */
+START_TEST(topology_from_the_ranks)
+{
+    static struct gate_input in;
+    static struct health_rank r[16];
+    struct health_doc h = {.ranks = r, .n_ranks = 16};
+    memset(&in, 0, sizeof in);
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 16; i++) {
+        r[i].rank = i;
+        snprintf(r[i].host, sizeof r[i].host, "n%d", 1 + i / 4);
+        snprintf(r[i].machine, sizeof r[i].machine, "4b3c-boot");
+        snprintf(r[i].cpus, sizeof r[i].cpus, "0-1");
+        r[i].omp_threads = 1;
+    }
+    gate_topology_read(&in, &h);
+    ck_assert_int_eq(in.topo.n_nodes, 4);
+    ck_assert_int_eq(in.topo.n_machines, 1);
+    ck_assert_double_eq_tol(in.topo.cores_per_rank, 0.125, 1e-12);
+    ck_assert(!in.topo.any_bound);
+    ck_assert_int_eq(in.topo.node[3].machine_cpus, 2);
+    ck_assert_int_eq(in.topo.node[3].machine_ranks, 16);
+    /* two machines of 4 CPUs, one rank bound to each */
+    h.n_ranks = 8;
+    for (int i = 0; i < 8; i++) {
+        snprintf(r[i].host, sizeof r[i].host, "n%d", 1 + i / 4);
+        snprintf(r[i].machine, sizeof r[i].machine, "boot-%d", i / 4);
+        snprintf(r[i].cpus, sizeof r[i].cpus, "%d", i % 4);
+    }
+    gate_topology_read(&in, &h);
+    ck_assert_int_eq(in.topo.n_machines, 2);
+    ck_assert_double_eq_tol(in.topo.cores_per_rank, 1.0, 1e-12);
+    ck_assert(in.topo.any_bound && in.topo.node[0].bound);
+    ck_assert_int_eq(in.topo.node[1].machine_cpus, 4);
+    /* an older file without boot ids: each host its own machine; "0-3,8" is 5 CPUs */
+    h.n_ranks = 2;
+    r[0].machine[0] = r[1].machine[0] = '\0';
+    snprintf(r[0].cpus, sizeof r[0].cpus, "0-3,8");
+    snprintf(r[1].cpus, sizeof r[1].cpus, "0-3,8");
+    snprintf(r[1].host, sizeof r[1].host, "n1");
+    gate_topology_read(&in, &h);
+    ck_assert_int_eq(in.topo.n_machines, 1);
+    ck_assert_int_eq(in.topo.node[0].machine_cpus, 5);
+    ck_assert_double_eq_tol(in.topo.cores_per_rank, 1.0, 1e-12); /* 1 thread each */
+    char *text = NULL;
+    size_t len = 0;
+    struct rz_json j;
+    FILE *f = section_open(&text, &len, &j);
+    gate_json_topology(&j, &in);
+    rz_json_object_end(&j);
+    gate_md_topology(f, &in);
+    fclose(f);
+    ck_assert_msg(strstr(text, "{\"topology\":{\"nodes\":1,\"machines\":1,\"cores_per_rank\":1,")
+                  != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "| n1 | n1 | 2 | 1 | 0-3,8 | 5 / 2 |"));
+    free(text);
 }
 END_TEST
 
@@ -1471,6 +1533,7 @@ static Suite *gate_suite(void)
     tcase_add_test(core, packet_loss_names_the_worst_node);
     tcase_add_test(core, grad_allreduce_quantiles);
     tcase_add_test(core, recoveries_from_the_runs_and_events);
+    tcase_add_test(core, topology_from_the_ranks);
     tcase_add_test(core, packet_loss_names_the_node_of_every_lossy_link);
     tcase_add_test(core, verdict_rules);
     tcase_add_test(core, fixture_verdicts_and_planned_actions);

@@ -70,6 +70,7 @@ START_TEST(health_round_trip)
         ranks[r].mem_total = 4096e6;
         ranks[r].mem_limit = 2048e6;
         ranks[r].run_root_seen = r != 2;
+        snprintf(ranks[r].machine, sizeof ranks[r].machine, "boot-%d", r / 2);
     }
     h.ranks = ranks;
     h.n_ranks = 3;
@@ -98,6 +99,8 @@ START_TEST(health_round_trip)
     ck_assert_int_eq(got.ranks[1].n_cpus, 2);
     ck_assert(got.ranks[0].mem_limit == 2048e6);
     ck_assert(got.ranks[0].run_root_seen && !got.ranks[2].run_root_seen);
+    ck_assert_str_eq(got.ranks[1].machine, "boot-0");
+    ck_assert_str_eq(got.ranks[2].machine, "boot-1");
     ck_assert(got.has_links);
     ck_assert_int_eq(got.links.n_hosts, 2);
     ck_assert(got.links.gbps[0][1] == 0.25 && got.links.gbps[1][0] == 0.024);

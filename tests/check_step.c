@@ -1082,6 +1082,50 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
 }
 END_TEST
 
+/* The attempt before excluded a node its preflight failed (no checkpoint, an exclusion requeue):
+ * a crash of this attempt before its first checkpoint is requeued on the failure budget, not
+ * held as "two attempts without progress" (seen on a fresh clone's CI: the phase2b after a slow
+ * link's exclusion lost a rank to a signal and was held); a second exclusion in a row is held. */
+START_TEST(an_exclusion_does_not_count_as_no_progress)
+{
+    struct world w;
+    char path[700];
+    const char *before =
+        "{\"time\":\"x\",\"t\":1,\"job\":\"100\",\"restart\":0,\"event\":\"attempt_end\","
+        "\"message\":\"\",\"status\":70,\"class\":\"health\",\"progress\":0}\n"
+        "{\"time\":\"x\",\"t\":2,\"job\":\"100\",\"restart\":0,\"event\":\"requeue\","
+        "\"message\":\"\",\"reason\":\"preflight_node\",\"excluded_nodes\":\"n3\"}\n";
+    world_init(&w, "RUNNING");
+    w.env.restart_count = 1;
+    snprintf(path, sizeof path, "%s/events.jsonl", w.rd);
+    write_file(path, before);
+    step(&w, preflight_ok);
+    step(&w, (struct fake_step){.status = 139, .ranks_recorded = 0});
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+    ck_assert_ptr_null(call(&w.f, "scontrol requeuehold"));
+    char *ev = events_of(&w);
+    ck_assert_msg(has(ev, "\"reason\":\"failure\"") && !has(ev, "no_progress"), "%s", ev);
+    free(ev);
+    world_free(&w);
+    /* the preflight fails on another node right after an exclusion: held */
+    world_init(&w, "RUNNING");
+    w.env.restart_count = 1;
+    write_file(path, before);
+    step(&w, (struct fake_step){.status = 70, .ranks_recorded = 8, .record_status = 70,
+                                .health = "{\"ok\":false,\"hosts\":[\"n1\",\"n2\"],"
+                                          "\"failed_hosts\":[\"n2\"],\"ranks\":[]}\n"});
+    rule(&w.f, "ryzen-gate", 0, "", 0);
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeuehold 100"));
+    ck_assert_ptr_null(call(&w.f, "scontrol release"));
+    ev = events_of(&w);
+    ck_assert_msg(has(ev, "after an attempt that excluded nodes already"), "%s", ev);
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
 /* ---- a node lost: a partition, or a dead host ---------------------------------------------------------- */
 
 /* As Slurm 22.05 prints a node it lost contact with, and one it did not. */
@@ -1273,6 +1317,7 @@ static Suite *step_suite(void)
     tcase_add_test(core, a_signal_that_disagrees_with_the_config_is_an_error_at_start);
     tcase_add_test(core, a_stop_before_training_requeues_cleanly_then_holds);
     tcase_add_test(core, a_node_that_fails_the_preflight_is_excluded);
+    tcase_add_test(core, an_exclusion_does_not_count_as_no_progress);
     tcase_add_test(core, nodes_are_parsed);
     tcase_add_test(core, a_node_lost_before_this_attempt_is_named);
     tcase_add_test(core, a_step_stopped_from_outside_is_not_done);

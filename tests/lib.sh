@@ -97,6 +97,9 @@ site_setup() {
     exit 77
   fi
   cluster_lock
+  # A rank that dies on a signal leaves a core in its job's working directory (Slurm hands the
+  # submitting shell's limits to the job): show_job prints its backtrace.
+  ulimit -c unlimited 2>/dev/null || true
   if ! "$src/tools/devcluster" up >"$tmp/up.log" 2>&1; then
     cat "$tmp/up.log"
     echo "FAIL: tools/devcluster up"
@@ -312,6 +315,12 @@ ckpts_verify() {
   [ "$n" -gt 0 ]
 }
 
+# check_ckpts NAME RUN: the check that every checkpoint of RUN verifies, and that there is one.
+check_ckpts() {
+  local said
+  if said=$(ckpts_verify "$2"); then ok "$1 ($said)"; else bad "$1 (${said:-none})"; fi
+}
+
 # ckpt_info FILE KEY: a field of `ryzen-ckpt info`.
 ckpt_info() { "$prefix/bin/ryzen-ckpt" info "$1" 2>/dev/null | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
 newest_ckpt() { ls "$1"/checkpoints/step-*.h5 2>/dev/null | sort | tail -n 1; }
@@ -333,5 +342,10 @@ show_job() {
   for f in "$sub"/runs/*/*/events.jsonl; do
     [ -f "$f" ] && grep "\"job\":\"$1\"" "$f" |
       sed -n 's/.*"event":"\([^"]*\)","message":"\(.\{0,300\}\).*/     | event \1: \2/p' | tail -n 15
+  done
+  for f in "$sub"/core*; do # a rank's core: where it died
+    [ -f "$f" ] && command -v gdb >/dev/null &&
+      gdb -batch -ex bt "$prefix/bin/ryzen-train" "$f" 2>/dev/null | grep '^#' | head -n 12 |
+      sed "s|^|     | $(basename "$f"): |"
   done
 }

@@ -155,6 +155,22 @@ struct gate_recovery {
     char lost[128];             /* nodes an attempt found unreachable (nodes_lost), "" none */
 };
 
+/* Where the ranks ran (health.json's ranks): per node, its machine (the kernel's boot id: nodes
+ * that share one share its CPUs), its ranks, the CPUs they may use and whether each rank is
+ * bound to a part of them; and what each rank really has of a core.  A rank of T threads on a
+ * machine of C CPUs shared by R ranks has min(T, C / R) cores. */
+#define GATE_MAX_TOPO_NODES 64
+struct gate_topology {
+    int n_nodes, n_machines;
+    double cores_per_rank;      /* the least any rank has; NaN when unknown */
+    bool any_bound;             /* some rank's CPUs are a part of its machine's */
+    struct {
+        char host[GATE_NAME_MAX], machine[40], cpus[96];
+        int ranks, threads, machine_cpus, machine_ranks;
+        bool bound;
+    } node[GATE_MAX_TOPO_NODES];
+};
+
 /* One optimizer step present on every rank. */
 struct gate_step {
     int64_t step, run_step, samples_seen;
@@ -231,6 +247,7 @@ struct gate_input {
     int64_t summary_restarts;
     struct gate_node_net net[GATE_MAX_NET_NODES]; /* summary.json's nodes, in rank order */
     int n_net;
+    struct gate_topology topo;  /* health.json's ranks (n_nodes 0: none) */
     struct gate_recovery recov[GATE_MAX_RECOVERIES]; /* rank 0's runs, in order */
     int n_recov;
     bool has_health;
@@ -374,6 +391,13 @@ struct gate_attempt {
     double per_rank_batch;      /* global batch / world */
     double compute_s;           /* median over ranks of the mean compute time per step */
     double params;              /* number of parameters (NaN unknown) */
+    /* where it ran (report.json topology and links; NaN / 0 when the report predates them) */
+    int nodes;
+    double cores_per_rank;      /* what each rank really had of a core */
+    double machine_cpus;        /* CPUs of the machine behind its first node */
+    bool shared_machine;        /* all its nodes are one machine (the dev cluster) */
+    double link_Bps, link_lat_s;/* the slowest link between its nodes, bytes/s; the median
+                                 * latency (NaN: one node, or no preflight links) */
     int64_t steps, skipped;
     char from_ckpt[4096];       /* the checkpoint its run started from ("" fresh / unknown) */
     char rollback_ckpt[4096];   /* the report's rollback checkpoint ("" none) */

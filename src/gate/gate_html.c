@@ -354,6 +354,7 @@ void gate_write_html(FILE *f, const struct gate_doc *d)
     gate_chart_comm(f, d);
     fputs("</div>\n", f);
     gate_html_ranks(f, in, res);
+    gate_html_topology(f, in);
     gate_html_links(f, in);
     gate_html_network(f, in, res);
     gate_html_recoveries(f, in);

@@ -105,6 +105,15 @@ void gate_measure(struct gate_criterion *k, double value, int64_t samples);
 /* A status without a figure (not judged, not applicable). */
 void gate_set(struct gate_criterion *k, enum gate_status s);
 
+/* ---- gate_topo.c: where the ranks ran ---- */
+
+struct health_doc;
+/* in->topo from health.json's ranks. */
+void gate_topology_read(struct gate_input *in, const struct health_doc *h);
+void gate_json_topology(struct rz_json *j, const struct gate_input *in);
+void gate_md_topology(FILE *f, const struct gate_input *in);
+void gate_html_topology(FILE *f, const struct gate_input *in);
+
 /* ---- gate_recover.c: the stops and the runs after them ---- */
 
 /* Rank 0's rows in the order written: each run after the first is a recovery (in->recov). */

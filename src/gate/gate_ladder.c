@@ -75,6 +75,42 @@ static double gate_median_compute(const struct gj_value *report)
     return m;
 }
 
+/* Where an attempt ran, from its report's topology and links. */
+static void gate_attempt_place(struct gate_attempt *a, const struct gj_value *r)
+{
+    const struct gj_value *t = gj_get(r, "topology"), *l = gj_get(r, "links");
+    int64_t nodes = 0, machines = 0;
+    a->cores_per_rank = a->machine_cpus = a->link_Bps = a->link_lat_s = NAN;
+    if (t != NULL && t->type == GJ_OBJ) {
+        (void)gj_get_int(t, "nodes", &nodes);
+        (void)gj_get_int(t, "machines", &machines);
+        (void)gj_get_num(t, "cores_per_rank", &a->cores_per_rank);
+        const struct gj_value *pn = gj_get(t, "per_node");
+        if (pn != NULL && pn->type == GJ_ARR && pn->n > 0)
+            (void)gj_get_num(&pn->items[0], "machine_cpus", &a->machine_cpus);
+    }
+    a->nodes = (int)nodes;
+    a->shared_machine = nodes > 1 && machines == 1;
+    const struct gj_value *g = l != NULL ? gj_get(l, "gbps") : NULL;
+    const struct gj_value *u = l != NULL ? gj_get(l, "latency_us") : NULL;
+    double lat[64 * 64];
+    size_t n_lat = 0;
+    for (size_t i = 0; g != NULL && g->type == GJ_ARR && i < g->n; i++)
+        for (size_t k = 0; g->items[i].type == GJ_ARR && k < g->items[i].n; k++) {
+            double v = g->items[i].items[k].num;
+            if (i == k || g->items[i].items[k].type != GJ_NUM || !(v > 0))
+                continue;
+            a->link_Bps = isnan(a->link_Bps) ? v * 1e9 / 8 : fmin(a->link_Bps, v * 1e9 / 8);
+            if (u != NULL && u->type == GJ_ARR && i < u->n && u->items[i].type == GJ_ARR &&
+                k < u->items[i].n && n_lat < 64 * 64)
+                lat[n_lat++] = u->items[i].items[k].num * 1e-6;
+        }
+    if (n_lat > 0) {
+        qsort(lat, n_lat, sizeof *lat, gate_dbl_cmp);
+        a->link_lat_s = n_lat % 2 ? lat[n_lat / 2] : 0.5 * (lat[n_lat / 2 - 1] + lat[n_lat / 2]);
+    }
+}
+
 static void gate_copy_str(char *out, size_t len, const struct gj_value *o, const char *key)
 {
     const char *s = gj_get_str(o, key);
@@ -115,6 +151,7 @@ static enum rz_status gate_attempt_parse(struct gate_attempt *a, const struct gj
     (void)gj_get_num(gj_get(r, "environment"), "num_parameters", &a->params);
     a->per_rank_batch = global / a->world;
     a->efficiency = NAN;
+    gate_attempt_place(a, r);
     return RZ_OK;
 }
 

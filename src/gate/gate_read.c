@@ -450,6 +450,7 @@ static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err
         in->ranks[r->rank].mem_total_bytes = r->mem_total;
         in->ranks[r->rank].mem_limit_bytes = r->mem_limit; /* 0 in files from before the limit */
     }
+    gate_topology_read(in, &h);
     in->has_health = true;
     in->health_ok = h.ok;
     health_free(&h);

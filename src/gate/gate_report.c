@@ -361,6 +361,7 @@ void gate_write_json(FILE *f, const struct gate_doc *d)
     gate_json_env(&j, d);
     gate_json_baseline(&j, in);
     gate_json_ranks(&j, in, res);
+    gate_json_topology(&j, in);
     gate_json_links(&j, in);
     gate_json_network(&j, in, res);
     gate_json_recoveries(&j, in);
@@ -551,6 +552,7 @@ void gate_write_md(FILE *f, const struct gate_doc *d)
     gate_md_criteria(f, d->res);
     fputc('\n', f);
     gate_md_env(f, d);
+    gate_md_topology(f, in);
     gate_md_links(f, in);
     gate_md_network(f, in, d->res);
     gate_md_recoveries(f, in);

@@ -5,7 +5,7 @@
  * Fields (keys in this order): ok, time, world_size, slurm_ntasks, checks [{name, ok, detail}],
  * warning, hosts, failed_hosts, ranks [{rank, host, isa, cpus, n_cpus, omp_threads,
  * mem_available_bytes, mem_total_bytes, mem_limit_bytes, mem_limit_source, mem_need_bytes,
- * ckpt_free_bytes, run_root_seen}], links {hosts, probe_bytes, gbps [[...]], latency_us [[...]]}.
+ * ckpt_free_bytes, run_root_seen, machine}], links {hosts, probe_bytes, gbps [[...]], latency_us [[...]]}.
  * Older files may lack checks, warning, the later rank fields and links: the reader leaves those
  * empty.
  * Ownership: health_read allocates ranks; health_free releases them (a zeroed doc is fine). */
@@ -37,6 +37,7 @@ struct health_rank {
     double mem_available, mem_total, mem_limit, mem_need, ckpt_free; /* bytes */
     char mem_limit_source[160];
     bool run_root_seen;
+    char machine[40];           /* the kernel's boot id ("" unknown, or an older file) */
 };
 
 /* The links between the job's nodes: [i][j] from hosts[i] to hosts[j]. */

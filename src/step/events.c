@@ -152,6 +152,13 @@ static void history_line(const struct gj_value *o, void *user)
         for (int r = 0; reason != NULL && r < RQ_N; r++)
             if (strcmp(reason, requeue_names[r]) == 0)
                 s->h->requeues[r]++;
+        /* An attempt that excluded a node its preflight failed did what it could: the next one
+         * runs without that node, not "more of the same" (the no-progress hold is for that).
+         * Two exclusions in a row are counted apart (exclusion_run). */
+        bool excluded = reason != NULL && strcmp(reason, requeue_names[RQ_PREFLIGHT_NODE]) == 0;
+        if (excluded)
+            s->h->no_progress_run = 0;
+        s->h->exclusion_run = excluded ? s->h->exclusion_run + 1 : 0;
     } else if (is_event(o, "attempt_end")) {
         double progress = 0.0;
         gj_get_num(o, "progress", &progress);

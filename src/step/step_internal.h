@@ -78,7 +78,10 @@ const char *step_requeue_name(enum step_requeue r);
 struct step_history {
     long requeues[RQ_N];        /* requeue events of this job by reason */
     long attempts;              /* attempt_end events of this job */
-    int no_progress_run;        /* attempts in a row, newest last, that committed no checkpoint */
+    int no_progress_run;        /* attempts in a row, newest last, that committed no checkpoint
+                                 * (an attempt that excluded a node its preflight failed ends
+                                 * the run: the next one runs without it) */
+    int exclusion_run;          /* requeues in a row, newest last, that excluded nodes */
     char excluded[512];         /* nodes excluded after preflight failures ("" none) */
     char prev_nodes[512];       /* node_list of the attempt before this one ("" none) */
     long prev_restart;          /* ... and its restart count */

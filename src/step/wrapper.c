@@ -537,12 +537,13 @@ static int preflight_failed(struct wrapper *w, int rc, const char *who)
     attempt_end(w, CLASS_HEALTH, CAUSE_NONE, rc, false, who);
     if (failed[0] == '\0' || !in_slurm(w))
         return apply(w, &d, rc);
-    if (w->hist.no_progress_run >= 1) {
+    if (w->hist.no_progress_run >= 1 || w->hist.exclusion_run >= 1) {
         d.action = ACT_HOLD;
         d.ended = "no_progress";
         d.exit_status = RZ_EXIT_REQUEUE;
-        rz_fmt(d.why, sizeof d.why, "the preflight failed on %s after an attempt that committed "
-               "no checkpoint either", failed);
+        rz_fmt(d.why, sizeof d.why, "the preflight failed on %s after an attempt that %s",
+               failed, w->hist.exclusion_run >= 1 ? "excluded nodes already"
+                                                  : "committed no checkpoint either");
         return apply(w, &d, rc);
     }
     return requeue_excluding(w, failed, "the preflight failed on some nodes");

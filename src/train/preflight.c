@@ -123,6 +123,20 @@ static void probe_memory_limit(const struct preflight_env *e, struct probe *p)
     }
 }
 
+/* The running kernel's boot id (/proc/sys/kernel/random/boot_id): one per machine and boot,
+ * the same in every network or UTS namespace.  Two hosts of the job with one boot id are one
+ * machine's CPUs (the dev cluster's nodes are). */
+static void probe_machine(struct probe *p)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct rz_err e;
+    p->machine[0] = '\0';
+    if (rz_read_file("/proc/sys/kernel/random/boot_id", &text, &len, &e) == RZ_OK)
+        rz_fmt(p->machine, sizeof p->machine, "%.*s", (int)strcspn(text, "\n"), text);
+    free(text);
+}
+
 static void probe_cpus(const struct preflight_env *e, struct probe *p)
 {
     cpu_set_t set;
@@ -196,6 +210,7 @@ static void probe_self(const struct preflight_opts *o, const char *root_token, s
     probe_memory_limit(o->env, p);
     p->need = plan_need(o->cfg, comm_size(o->comm), p->rank);
     probe_cpus(o->env, p);
+    probe_machine(p);
     probe_ckpt_dir(o->run_dir, p);
     pf_probe_run_root(o->run_dir, root_token, p);
     p->fail_hook = strcmp(RZ_HOOK(preflight_fail_host, ""), p->host) == 0;
@@ -388,6 +403,7 @@ static void fill_rank(struct health_rank *h, const struct probe *p)
     h->mem_need = p->need;
     h->ckpt_free = p->ckpt_free;
     h->run_root_seen = p->root_seen;
+    rz_fmt(h->machine, sizeof h->machine, "%s", p->machine);
 }
 
 static void fill_links(struct health_links *h, const struct comm_links *l)

@@ -44,6 +44,8 @@ struct probe {
     char cpu_list[96];       /* "0-3,8" */
     int fail_hook;           /* test hook: fail this host's memory check */
     int root_seen;           /* read back the token rank 0 wrote in the run directory */
+    char machine[40];        /* the kernel's boot id: ranks that share it share the CPUs, whatever
+                              * their hosts are called ("" unknown) */
     char root_err[160];      /* why not */
 };
 
