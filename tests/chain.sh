@@ -33,19 +33,8 @@ export RYZEN_RUN_ROOT=$R
 # machine can (1e12 samples/s): its NO-GO must roll the chain back.  phase2a trains 20 of the
 # 40 steps, so the rollback has steps left to train from its checkpoint; the baseline runs long
 # enough (300 x 4 samples) that every later phase's samples overlap its loss curve.
-sets="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2 --set model.d_ff=128
-  --set model.seq_len=32 --set training.batch_size=4 --set data.kind=markov
-  --set data.markov_branching=4 --set optimizer.lr=2e-3 --set checkpoint.interval=5
-  --set health.sync_check_interval=5 --set training.steps=40
-  --set gates.throughput_go=0 --set gates.throughput_no_go=0 --set gates.efficiency_go=0
-  --set gates.efficiency_no_go=0 --set gates.comm_go=1 --set gates.comm_no_go=1
-  --set gates.allreduce_p99_ms_go=1e9 --set gates.allreduce_p99_ms_no_go=1e9
-  --set gates.loss_vs_baseline_pct_go=1e9 --set gates.loss_vs_baseline_pct_no_go=1e9
-  --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100 --set gates.memory_go=1
-  --set gates.memory_no_go=1 --set gates.uptime_go=0 --set gates.uptime_no_go=0
-  --set gates.straggler_ratio_go=1e9 --set gates.straggler_ratio_no_go=1e9
-    --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1
-  --set gates.min_duration_h=0
+sets="$chain_model --set checkpoint.interval=5 --set health.sync_check_interval=5
+  --set training.steps=40 $open_gates
   --set phase2a_8proc:training.steps=20 --set baseline_1proc:training.steps=300
   --set phase2a_8proc:gates.throughput_go=1e12 --set phase2a_8proc:gates.throughput_no_go=1e12"
 

@@ -287,7 +287,7 @@ static Suite *comm_suite(void)
 int main(int argc, char **argv)
 {
     struct rz_err err;
-    if (comm_init(&world, &argc, &argv, NULL, &err) != RZ_OK) {
+    if (comm_init(&world, &argc, &argv, NULL, true, &err) != RZ_OK) {
         fprintf(stderr, "check_comm: %s\n", err.msg);
         return EXIT_FAILURE;
     }

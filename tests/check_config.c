@@ -181,7 +181,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 91);
+    ck_assert_uint_eq(cfg_n_keys, 92);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;

@@ -129,8 +129,30 @@ as() {
 submit_as() {
   u=$1
   shift
-  as "$u" sbatch --parsable "$@" | cut -d';' -f1
+  as "$u" sbatch --parsable "$@" | cut -d';' -f1 | tee -a "$tmp/submitted"
 }
+
+# cancel_submitted: scancel what this suite submitted and is still queued or running (for a
+# suite's cleanup: a job one failed check left held must not wait in the next suite's queue).
+cancel_submitted() {
+  [ -s "$tmp/submitted" ] && scancel $(cat "$tmp/submitted") 2>/dev/null
+  return 0
+}
+
+# ---- a chain's submissions (chain.sh, asan-ladder.sh, net.sh's ladder) ------------------------
+# chain_model: a small model on Markov data.  open_gates: every gate opened, the chain's own
+# promotion policy kept; each suite adds its steps, checkpoints and per-phase settings.
+chain_model="--set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2
+  --set model.d_ff=128 --set model.seq_len=32 --set training.batch_size=4 --set data.kind=markov
+  --set data.markov_branching=4 --set optimizer.lr=2e-3"
+open_gates="--set gates.throughput_go=0 --set gates.throughput_no_go=0 --set gates.efficiency_go=0
+  --set gates.efficiency_no_go=0 --set gates.comm_go=1 --set gates.comm_no_go=1
+  --set gates.allreduce_p99_ms_go=1e9 --set gates.allreduce_p99_ms_no_go=1e9
+  --set gates.loss_vs_baseline_pct_go=1e9 --set gates.loss_vs_baseline_pct_no_go=1e9
+  --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100 --set gates.memory_go=1
+  --set gates.memory_no_go=1 --set gates.uptime_go=0 --set gates.uptime_no_go=0
+  --set gates.straggler_ratio_go=1e9 --set gates.straggler_ratio_no_go=1e9
+  --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1 --set gates.min_duration_h=0"
 
 # ---- the job-step suites' submissions (slurm.sh, faults.sh) ----------------------------------
 # site_flags: sets site, lenient and small.

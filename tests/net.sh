@@ -21,6 +21,9 @@
 #             an undisturbed run; every checkpoint verifies
 #   flap      phase2a through a 5 s outage of its second node's link: completes with no hang
 #             past the watchdog; bit-identical; every checkpoint verifies
+#   ladder    the whole ladder, baseline to phase2c, each promoted by the one before: the model
+#             fitted to the phases of at most 8 ranks predicts phase2b and phase2c within 20%;
+#             phase2c's all-reduce is a ring (each node sends about 2(P-1)/P gradients a step)
 #   lossy     phase2b with 2% of n2's packets dropped: it trains through, the packet-loss gate
 #             (at its defaults) says NO-GO and the report names n2, the node at an end of every
 #             lossy link; bit-identical to the run on healthy links, every checkpoint verifies
@@ -45,6 +48,7 @@ dc=$src/tools/devcluster
 # Scratch on the shared filesystem: /tmp is each node's own.
 tmp=$(mktemp -d /var/tmp/rz-net-XXXXXX)
 cleanup() {
+  cancel_submitted
   "$dc" net reset >/dev/null 2>&1
   pkill -f 'iperf3 -s -1 -p 52' 2>/dev/null
   rm -rf "$tmp"
@@ -52,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 . "$src/tests/lib.sh"
 skipped=0
-checks=62 # every check below: all skipped in the loopback mode, all run in the ns mode
+checks=66 # every check below: all skipped in the loopback mode, all run in the ns mode
 
 site_setup
 if [ "$(cat "$RYZEN_DEVCLUSTER_DIR/net-mode" 2>/dev/null)" != ns ]; then
@@ -299,6 +303,35 @@ check "... its longest step, the stall, took ${longest:-?} s: under the watchdog
   awk -v s="${longest:-0}" 'BEGIN { exit !(s > 0 && s < 300) }'
 same_params "... bit-identical to an uninterrupted run" "$(R p2ref phase2a_8proc)" "$r" 30
 check_ckpts "... every checkpoint it committed verifies" "$r"
+
+# ---- the whole ladder at the default rate: the model after phase2a, against 2b and 2c ---------
+# baseline -> phase1 -> phase2a -> phase2b -> phase2c, each promoted by the one before (GO: the
+# gates opened but the chain's own policy kept), 60 steps each of the small model.  The
+# prediction for 2b and 2c is the model fitted to the phases of at most 8 ranks (ladder.json's
+# hindcast), on each phase's own topology and links: within 20% of what the phase then
+# measured.  And the ring: every node of phase2c sent about 2(P-1)/P gradients a step.
+ladder_sets="$chain_model --set checkpoint.interval=20 --set health.sync_check_interval=20
+  --set training.steps=60 $open_gates"
+LR=$sub/runs/ladder
+as rzuser mkdir -p "$LR"
+j=$(RYZEN_RUN_ROOT=$LR submit_as rzuser $site "$T/baseline_1proc.sh" $ladder_sets)
+await "the whole ladder ran: baseline to phase2c, each promoted by the one before" 900 \
+  sh -c "ls '$LR'/phase2c_16proc/reports/*/report.json >/dev/null 2>&1"
+as rzuser "$prefix/bin/ryzen-gate" --ladder "$LR" >"$tmp/out" 2>&1
+hind() { # PHASE: its hindcast row's measured / predicted
+  sed -n "s/.*\"hindcast\":{.*{\"phase\":\"$1\",[^}]*\"measured_vs_predicted\":\([0-9.e+-]*\)}.*/\1/p" "$LR/ladder.json"
+}
+for p in phase2b_12proc phase2c_16proc; do
+  x=$(hind $p)
+  check "... $p, predicted after the phases of at most 8 ranks: measured / predicted ${x:-none} (0.8 .. 1.2)" \
+    awk -v x="${x:-0}" 'BEGIN { exit !(x >= 0.8 && x <= 1.2) }'
+done
+ring=$(sed -n 's/.*"num_parameters":\([0-9]*\).*/\1/p' "$LR/phase2c_16proc/summary.json" | head -n 1)
+sent=$(grep -o '"steps":[0-9]*,[^{]*"network":{"seconds":[0-9.e+-]*,"tcp_segments_sent":[0-9.e+-]*,"tcp_retransmitted":[0-9.e+-]*,"tx_bytes":[0-9.e+-]*' \
+  "$LR/phase2c_16proc/summary.json" | sed 's/"steps":\([0-9]*\),.*"tx_bytes":\(.*\)/\2 \1/' |
+  awk -v m="${ring:-0}" '{ printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2 / (4 * m) }')
+check "... phase2c's all-reduce is a ring: each node sent $sent gradients a step (2(P-1)/P = 1.88; 1.8 .. 2.3)" \
+  sh -c "test -n '$sent' && echo '$sent' | tr ' ' '\n' | awk '\$1 < 1.8 || \$1 > 2.3 { bad = 1 } END { exit bad }'"
 
 # ---- link control --------------------------------------------------------------------------
 # iperf NODE_FROM NODE_TO BYTES PORT: a bounded TCP transfer; prints the receiver's bits/s

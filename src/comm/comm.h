@@ -41,9 +41,10 @@ void comm_launch_parse(struct comm_launch *l, char *const *envp);
  * returns RZ_EHEALTH saying `srun --mpi=pmix` instead.  Call it before comm_init. */
 enum rz_status comm_check_launch_env(const struct comm_launch *l, struct rz_err *err);
 /* MPI_Init (funneled threads: the watchdog thread never calls MPI).  The host name is
- * l->nodename under Slurm (l may be NULL), else MPI_Get_processor_name. */
+ * l->nodename under Slurm (l may be NULL), else MPI_Get_processor_name.  ring: the gradient
+ * iallreduce runs as a ring (comm.allreduce), unless the environment already chose. */
 enum rz_status comm_init(struct comm **out, int *argc, char ***argv, const struct comm_launch *l,
-                         struct rz_err *err);
+                         bool ring, struct rz_err *err);
 /* A world of one process that never calls MPI (unit tests, tools). */
 enum rz_status comm_create_local(struct comm **out, struct rz_err *err);
 void comm_finalize(struct comm *c);

@@ -109,6 +109,7 @@ struct cfg_health {
 
 struct cfg_comm {
     double bucket_mb;
+    char allreduce[CFG_STR_MAX]; /* "ring" | "auto": the gradient iallreduce's algorithm */
 };
 
 /* The network between the job's nodes, measured by the preflight of a multi-node phase. */

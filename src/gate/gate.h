@@ -83,11 +83,14 @@ const char *gate_requeue_name(enum gate_requeue r);   /* "failure", ..., "other"
 struct gate_fit {
     bool ok;
     int points;                 /* measured attempts the fit rests on */
-    double c_s;                 /* seconds per sample of compute (from the 1-rank phase) */
-    double alpha_s;             /* latency per log2 stage (from the small collective's p50) */
-    double beta_s_per_byte;     /* effective exposed seconds per byte of the gradient allreduce */
-    double bytes;               /* M (NaN: unknown, beta unused) */
-    double err_rel;             /* RMS relative error of the modelled throughputs (in-sample) */
+    double c_s;                 /* seconds per sample on a whole core (the 1-rank phase) */
+    double k_local;             /* seconds per byte of the ring, per core share, within a node */
+    double k_net;               /* the share of the ring's time over the links a step waits */
+    double bytes;               /* M, the gradient's bytes (NaN: unknown) */
+    /* the measured attempts' layout, to place a rung not run yet */
+    double ranks_per_node, machine_cpus, link_Bps, link_lat_s;
+    bool shared_machine;        /* their nodes are one machine's CPUs (the dev cluster) */
+    double err_rel;             /* the band: RMS relative error in-sample, or the spread */
     char note[GATE_NOTE_MAX];   /* what the fit used, and what it lacked */
 };
 
@@ -391,6 +394,7 @@ struct gate_attempt {
     double per_rank_batch;      /* global batch / world */
     double compute_s;           /* median over ranks of the mean compute time per step */
     double params;              /* number of parameters (NaN unknown) */
+    double throughput_p10;      /* the report's 10th percentile over windows (NaN unknown) */
     /* where it ran (report.json topology and links; NaN / 0 when the report predates them) */
     int nodes;
     double cores_per_rank;      /* what each rank really had of a core */
@@ -406,6 +410,7 @@ struct gate_attempt {
 };
 
 #define GATE_LADDER_RUNGS 5     /* predictions at 8, 12, 16, 32 and 64 ranks */
+#define GATE_EARLY_RANKS 8      /* the hindcast's fit: phases of at most this many ranks */
 
 struct gate_prediction {
     int world;
@@ -423,6 +428,9 @@ struct gate_ladder {
     size_t *timeline, n_timeline; /* the verdict timeline: indexes into events, by time */
     int base;                   /* the attempt efficiencies are measured against (-1: none) */
     struct gate_fit fit;
+    /* the model as it stood after the phases of at most GATE_EARLY_RANKS ranks (phase 1 and
+     * 2a), against the larger phases measured since */
+    struct gate_fit early;
     struct gate_prediction pred[GATE_LADDER_RUNGS];
     int n_pred;                 /* rungs not measured yet */
 };
@@ -433,7 +441,25 @@ struct gate_ladder {
 enum rz_status gate_ladder_read(struct gate_ladder *l, const char *root, struct rz_err *err);
 /* Fit the model to the attempts with fewer than `below_world` ranks (0: all). */
 void gate_ladder_fit(const struct gate_ladder *l, int below_world, struct gate_fit *fit);
-/* The model's throughput at `world` ranks of `per_rank_batch` samples; NaN if !fit->ok. */
+/* Where a phase runs, as the model takes it: ranks, nodes, each rank's cores, the slowest link
+ * (bytes/s) and the latency (NaN: unknown). */
+struct gate_layout {
+    int world, nodes;
+    double cores, link_Bps, link_lat_s;
+};
+/* A rung not run yet, placed as the fitted attempts were (ranks per node, CPUs per machine,
+ * shared or not, their links). */
+void gate_ladder_layout(const struct gate_fit *fit, int world, struct gate_layout *out);
+/* A measured attempt's own layout (its topology and links), the fit's where it lacks them. */
+void gate_attempt_layout(const struct gate_attempt *a, const struct gate_fit *fit,
+                         struct gate_layout *out);
+/* The model's throughput for a layout and `per_rank_batch` samples per rank; NaN if !fit->ok:
+ *   T = c*b/s + k_net * (2(P-1)/P * M / B + 2(P-1) * lat)   on several nodes
+ *   T = c*b/s + k_local * 2(P-1)/P * M / s                   on one
+ *   throughput = P*b/T, s = each rank's cores, B = the slowest link. */
+double gate_ladder_predict(const struct gate_fit *fit, const struct gate_layout *lay,
+                           double per_rank_batch);
+/* gate_ladder_predict at gate_ladder_layout(world). */
 double gate_ladder_model(const struct gate_fit *fit, int world, double per_rank_batch);
 void gate_ladder_free(struct gate_ladder *l);
 

@@ -13,6 +13,7 @@
 
 #include "core/util.h"
 #include "gate/gate_internal.h"
+#include "record/health.h"
 
 #define GATE_SUSPECT_EFFICIENCY 1.02
 
@@ -633,12 +634,33 @@ static void gate_rollback(struct gate_result *res, const struct gate_input *in)
     }
 }
 
-/* The ladder model's throughput for this phase's world and per-rank batch, +- its error. */
+/* The ladder model's throughput for this phase's world and per-rank batch on its own layout
+ * (its topology and its preflight's links, known before it trained), +- the model's band. */
 static void gate_prediction(struct gate_result *res, const struct gate_input *in,
                             const struct cfg *c)
 {
     double b = (double)(c->training.batch_size * c->training.grad_accum);
-    res->predicted = gate_ladder_model(&in->ladder_fit, in->world_size, b);
+    struct gate_layout lay;
+    gate_ladder_layout(&in->ladder_fit, in->world_size, &lay);
+    if (in->topo.n_nodes > 0) {
+        lay.nodes = in->topo.n_nodes;
+        if (in->topo.cores_per_rank > 0)
+            lay.cores = in->topo.cores_per_rank;
+    }
+    const struct health_links *l = in->links;
+    double lat[64];
+    int n_lat = 0;
+    for (int i = 0; l != NULL && i < l->n_hosts; i++)
+        for (int k = 0; k < l->n_hosts; k++)
+            if (i != k && l->gbps[i][k] > 0) {
+                double bps = l->gbps[i][k] * 1e9 / 8;
+                lay.link_Bps = n_lat == 0 ? bps : fmin(lay.link_Bps, bps);
+                if (n_lat < 64)
+                    lat[n_lat++] = l->latency_us[i][k] * 1e-6;
+            }
+    if (n_lat > 0)
+        lay.link_lat_s = gate_quantile(lat, (size_t)n_lat, 0.5);
+    res->predicted = gate_ladder_predict(&in->ladder_fit, &lay, b);
     res->predicted_lo = res->predicted * (1.0 - in->ladder_fit.err_rel);
     res->predicted_hi = res->predicted * (1.0 + in->ladder_fit.err_rel);
 }

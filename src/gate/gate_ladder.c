@@ -135,8 +135,9 @@ static enum rz_status gate_attempt_parse(struct gate_attempt *a, const struct gj
     gate_copy_str(a->action_phase, sizeof a->action_phase, gj_get(r, "planned_action"), "phase");
     gate_copy_str(a->rollback_ckpt, sizeof a->rollback_ckpt, gj_get(r, "rollback_checkpoint"),
                   "path");
-    a->throughput = a->p50_ms = NAN;
+    a->throughput = a->p50_ms = a->throughput_p10 = NAN;
     (void)gj_get_num(r, "throughput", &a->throughput);
+    (void)gj_get_num(r, "throughput_p10", &a->throughput_p10);
     (void)gj_get_num(r, "allreduce_p50_ms", &a->p50_ms);
     (void)gj_get_int(r, "steps", &a->steps);
     (void)gj_get_int(r, "skipped_steps", &a->skipped);
@@ -296,23 +297,64 @@ static void gate_attempt_events(struct gate_ladder *l, struct gate_attempt *a)
 
 /* ---- the model ------------------------------------------------------------------------------- */
 
-static double gate_log2_stages(int world)
-{
-    return world > 1 ? ceil(log2((double)world)) : 0.0;
-}
-
 static double gate_ring_bytes(int world, double bytes)
 {
     return world > 1 && !isnan(bytes) ? 2.0 * (world - 1) / world * bytes : 0.0;
 }
 
-double gate_ladder_model(const struct gate_fit *fit, int world, double per_rank_batch)
+static double gate_or(double v, double fallback)
+{
+    return isnan(v) || !(v > 0) ? fallback : v;
+}
+
+void gate_ladder_layout(const struct gate_fit *fit, int world, struct gate_layout *out)
+{
+    double per_node = gate_or(fit->ranks_per_node, (double)world);
+    out->world = world;
+    out->nodes = (int)ceil((double)world / per_node);
+    double cpus = fit->machine_cpus, sharing = fit->shared_machine ? world : fmin(per_node, world);
+    out->cores = isnan(cpus) ? 1.0 : fmin(1.0, cpus / sharing);
+    out->link_Bps = fit->link_Bps;
+    out->link_lat_s = fit->link_lat_s;
+}
+
+void gate_attempt_layout(const struct gate_attempt *a, const struct gate_fit *fit,
+                         struct gate_layout *out)
+{
+    gate_ladder_layout(fit, a->world, out);
+    if (a->nodes > 0)
+        out->nodes = a->nodes;
+    out->cores = gate_or(a->cores_per_rank, out->cores);
+    out->link_Bps = gate_or(a->link_Bps, out->link_Bps);
+    out->link_lat_s = gate_or(a->link_lat_s, out->link_lat_s);
+}
+
+/* The ring's time over the links: 2(P-1)/P * M / B + 2(P-1) * latency (NaN without a link). */
+static double gate_ring_net_s(const struct gate_fit *fit, const struct gate_layout *lay)
+{
+    return gate_ring_bytes(lay->world, fit->bytes) / lay->link_Bps +
+           2.0 * (lay->world - 1) * gate_or(lay->link_lat_s, 0.0);
+}
+
+double gate_ladder_predict(const struct gate_fit *fit, const struct gate_layout *lay,
+                           double per_rank_batch)
 {
     if (!fit->ok || !(per_rank_batch > 0))
         return NAN;
-    double t = fit->c_s * per_rank_batch + fit->alpha_s * gate_log2_stages(world) +
-               fit->beta_s_per_byte * gate_ring_bytes(world, fit->bytes);
-    return world * per_rank_batch / t;
+    double s = gate_or(lay->cores, 1.0);
+    double t = fit->c_s * per_rank_batch / s;
+    if (lay->world > 1 && lay->nodes > 1 && lay->link_Bps > 0)
+        t += fit->k_net * gate_ring_net_s(fit, lay);
+    else if (lay->world > 1)
+        t += fit->k_local * gate_ring_bytes(lay->world, fit->bytes) / s;
+    return lay->world * per_rank_batch / t;
+}
+
+double gate_ladder_model(const struct gate_fit *fit, int world, double per_rank_batch)
+{
+    struct gate_layout lay;
+    gate_ladder_layout(fit, world, &lay);
+    return gate_ladder_predict(fit, &lay, per_rank_batch);
 }
 
 static bool gate_usable(const struct gate_attempt *a, int below)
@@ -320,14 +362,15 @@ static bool gate_usable(const struct gate_attempt *a, int below)
     return (below <= 0 || a->world < below) && a->throughput > 0 && a->per_rank_batch > 0;
 }
 
-/* c: 1 / throughput of the 1-rank attempts (median), else compute time per sample. */
+/* c: seconds per sample on a whole core, from the 1-rank attempts (median of step time x cores
+ * per rank / samples), else from the compute time of the smallest attempt. */
 static bool gate_fit_c(const struct gate_ladder *l, int below, struct gate_fit *fit)
 {
     double v[64];
     int n = 0;
     for (size_t i = 0; i < l->n_att && n < 64; i++)
         if (gate_usable(&l->att[i], below) && l->att[i].world == 1)
-            v[n++] = 1.0 / l->att[i].throughput;
+            v[n++] = gate_or(l->att[i].cores_per_rank, 1.0) / l->att[i].throughput;
     if (n > 0) {
         qsort(v, (size_t)n, sizeof *v, gate_dbl_cmp);
         fit->c_s = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -335,13 +378,40 @@ static bool gate_fit_c(const struct gate_ladder *l, int below, struct gate_fit *
     }
     for (size_t i = 0; i < l->n_att; i++)
         if (gate_usable(&l->att[i], below) && l->att[i].compute_s > 0) {
-            fit->c_s = l->att[i].compute_s / l->att[i].per_rank_batch;
+            fit->c_s = l->att[i].compute_s * gate_or(l->att[i].cores_per_rank, 1.0) /
+                       l->att[i].per_rank_batch;
             rz_fmt(fit->note, sizeof fit->note, "no 1-rank phase: c from the compute time of "
                    "the %d-rank one (an underestimate: no optimizer, no data loading); ",
                    l->att[i].world);
             return true;
         }
     return false;
+}
+
+/* The layout the measured attempts show: ranks per node and CPUs per machine of the largest,
+ * whether its nodes share one machine, the slowest link and the median latency. */
+static void gate_fit_layout(const struct gate_ladder *l, int below, struct gate_fit *fit)
+{
+    fit->ranks_per_node = fit->machine_cpus = fit->link_Bps = fit->link_lat_s = NAN;
+    int top = 0;
+    for (size_t i = 0; i < l->n_att; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (!gate_usable(a, below))
+            continue;
+        if (a->world >= top && a->nodes > 0) {
+            top = a->world;
+            fit->ranks_per_node = (double)a->world / a->nodes;
+            fit->shared_machine = a->shared_machine;
+        }
+        if (a->machine_cpus > 0)
+            fit->machine_cpus = isnan(fit->machine_cpus) ? a->machine_cpus
+                                                         : fmax(fit->machine_cpus, a->machine_cpus);
+        if (a->nodes > 1 && a->link_Bps > 0) {
+            fit->link_Bps = isnan(fit->link_Bps) ? a->link_Bps : fmin(fit->link_Bps, a->link_Bps);
+            fit->link_lat_s = isnan(fit->link_lat_s) ? a->link_lat_s
+                                                     : fmax(fit->link_lat_s, a->link_lat_s);
+        }
+    }
 }
 
 void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fit)
@@ -352,49 +422,60 @@ void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fi
         rz_fmt(fit->note, sizeof fit->note, "no measured phase to fit");
         return;
     }
-    double la = 0, laa = 0, rb = 0, bb = 0;
+    gate_fit_layout(l, below, fit);
+    for (size_t i = 0; i < l->n_att; i++)
+        if (gate_usable(&l->att[i], below) && isnan(fit->bytes) && l->att[i].params > 0)
+            fit->bytes = 4.0 * l->att[i].params;
+    /* k_local from the attempts on one node, then k_net from those on several, each the least
+     * squares (through 0, not below it) of what the compute term leaves of the step time */
+    double rl = 0, ll = 0, rn = 0, nn = 0, spread = 0;
     for (size_t i = 0; i < l->n_att; i++) {
         const struct gate_attempt *a = &l->att[i];
-        if (gate_usable(a, below) && isnan(fit->bytes) && a->params > 0)
-            fit->bytes = 4.0 * a->params;
-        if (gate_usable(a, below) && a->world > 1 && a->p50_ms >= 0) {
-            la += gate_log2_stages(a->world) * a->p50_ms * 1e-3;
-            laa += gate_log2_stages(a->world) * gate_log2_stages(a->world);
+        if (!gate_usable(a, below) || a->world == 1 || isnan(fit->bytes))
+            continue;
+        struct gate_layout lay;
+        gate_attempt_layout(a, fit, &lay);
+        double s = gate_or(lay.cores, 1.0);
+        double r = a->per_rank_batch * a->world / a->throughput - fit->c_s * a->per_rank_batch / s;
+        if (lay.nodes > 1 && lay.link_Bps > 0) {
+            double x = gate_ring_net_s(fit, &lay);
+            rn += r * x;
+            nn += x * x;
+        } else {
+            double x = gate_ring_bytes(a->world, fit->bytes) / s;
+            rl += r * x;
+            ll += x * x;
         }
     }
-    fit->alpha_s = laa > 0 ? la / laa : 0.0;
-    for (size_t i = 0; i < l->n_att; i++) {
-        const struct gate_attempt *a = &l->att[i];
-        if (!gate_usable(a, below) || a->world == 1)
-            continue;
-        double t = a->per_rank_batch * a->world / a->throughput;
-        double r = t - fit->c_s * a->per_rank_batch - fit->alpha_s * gate_log2_stages(a->world);
-        double s = gate_ring_bytes(a->world, fit->bytes);
-        rb += r * s;
-        bb += s * s;
-    }
-    fit->beta_s_per_byte = bb > 0 && rb > 0 ? rb / bb : 0.0;
+    fit->k_local = ll > 0 && rl > 0 ? rl / ll : 0.0;
+    fit->k_net = nn > 0 ? fmax(rn / nn, 0.0) : 1.0; /* none measured: all of the ring's time */
     fit->ok = true;
     double se = 0;
     for (size_t i = 0; i < l->n_att; i++) {
         const struct gate_attempt *a = &l->att[i];
         if (!gate_usable(a, below))
             continue;
-        double e = gate_ladder_model(fit, a->world, a->per_rank_batch) / a->throughput - 1.0;
+        struct gate_layout lay;
+        gate_attempt_layout(a, fit, &lay);
+        double e = gate_ladder_predict(fit, &lay, a->per_rank_batch) / a->throughput - 1.0;
         se += e * e;
         fit->points++;
+        if (a->throughput_p10 > 0)
+            spread = fmax(spread, 1.0 - a->throughput_p10 / a->throughput);
     }
-    /* c and (with a multi-rank attempt and the parameter count) beta are fitted to the
-     * throughputs; alpha is fitted to latencies.  With no point to spare the fit is exact and
-     * its in-sample error says nothing: no error then, rather than a false 0. */
-    int fitted = 1 + (bb > 0);
-    fit->err_rel = fit->points > fitted ? sqrt(se / fit->points) : (double)NAN;
+    /* With a point to spare, the in-sample error; with none (each parameter from its own
+     * phase), the widest spread of a fitted phase's own windows (1 - p10 / median): the model
+     * cannot be surer than the measurements it rests on. */
+    int fitted = 1 + (ll > 0) + (nn > 0);
+    bool exact = fit->points <= fitted;
+    fit->err_rel = !exact ? sqrt(se / fit->points) : spread > 0 ? spread : (double)NAN;
     size_t used = strlen(fit->note);
     rz_fmt(fit->note + used, sizeof fit->note - used, "%d measured attempt(s)%s%s%s", fit->points,
-           laa > 0 ? "" : "; no multi-rank attempt: perfect scaling assumed (alpha = beta = 0)",
-           isnan(fit->bytes) ? "; no parameter count: beta unused" : "",
-           isnan(fit->err_rel) ? "; as many points as fitted parameters: the fit is exact and "
-                                 "its error unknown" : "");
+           nn > 0 ? "" : "; no phase on several nodes: the whole ring time over the links "
+                         "assumed exposed (k_net = 1)",
+           isnan(fit->bytes) ? "; no parameter count: communication unmodelled" : "",
+           exact ? "; as many points as fitted parameters: the fit is exact, the band is the "
+                   "measurements' own spread (1 - p10 / median)" : "");
 }
 
 /* Efficiency against the base attempt, and predictions for the rungs not measured. */
@@ -410,6 +491,7 @@ static void gate_ladder_derive(struct gate_ladder *l)
                                (b->throughput / b->world);
     }
     gate_ladder_fit(l, 0, &l->fit);
+    gate_ladder_fit(l, GATE_EARLY_RANKS + 1, &l->early);
     double b = NAN;
     for (size_t i = 0; i < l->n_att; i++)
         if (l->att[i].per_rank_batch > 0)

@@ -24,8 +24,16 @@
 #include "core/util.h"
 #include "gate/gate_internal.h"
 
-#define GATE_MODEL_FORMULA "T(P, b) = c*b + alpha*ceil(log2 P) + beta*2(P-1)/P*M; " \
-                           "throughput = P*b/T"
+#define GATE_MODEL_FORMULA "T(P, b) = c*b/s + k_net*(2(P-1)/P*M/B + 2(P-1)*lat) on several " \
+                           "nodes, c*b/s + k_local*2(P-1)/P*M/s on one; throughput = P*b/T"
+
+/* The model's throughput for a measured attempt, on its own layout. */
+static double gate_attempt_model(const struct gate_ladder *l, const struct gate_attempt *a)
+{
+    struct gate_layout lay;
+    gate_attempt_layout(a, &l->fit, &lay);
+    return gate_ladder_predict(&l->fit, &lay, a->per_rank_batch);
+}
 
 static bool gate_over_100(double efficiency)
 {
@@ -47,8 +55,7 @@ static void gate_lj_attempt(struct rz_json *j, const struct gate_ladder *l,
     rz_json_kv_string(j, "verdict", a->verdict);
     rz_json_kv_string(j, "ended", a->ended);
     rz_json_kv_double(j, "throughput", a->throughput);
-    rz_json_kv_double(j, "model_throughput", gate_ladder_model(&l->fit, a->world,
-                                                               a->per_rank_batch));
+    rz_json_kv_double(j, "model_throughput", gate_attempt_model(l, a));
     rz_json_kv_double(j, "efficiency", a->efficiency);
     rz_json_kv_bool(j, "efficiency_above_100", gate_over_100(a->efficiency));
     rz_json_kv_double(j, "efficiency_vs_previous", a->efficiency_prev);
@@ -72,17 +79,66 @@ static void gate_lj_attempt(struct rz_json *j, const struct gate_ladder *l,
     rz_json_object_end(j);
 }
 
+/* The early fit's prediction for a measured attempt of more than GATE_EARLY_RANKS ranks. */
+static double gate_early_model(const struct gate_ladder *l, const struct gate_attempt *a)
+{
+    struct gate_layout lay;
+    gate_attempt_layout(a, &l->early, &lay);
+    return gate_ladder_predict(&l->early, &lay, a->per_rank_batch);
+}
+
+static bool gate_hindcast_row(const struct gate_attempt *a)
+{
+    return a->world > GATE_EARLY_RANKS && a->throughput > 0;
+}
+
+static void gate_lj_hindcast(struct rz_json *j, const struct gate_ladder *l)
+{
+    rz_json_key(j, "hindcast");
+    rz_json_object_begin(j);
+    rz_json_kv_int(j, "fitted_to_ranks_at_most", GATE_EARLY_RANKS);
+    rz_json_kv_bool(j, "ok", l->early.ok);
+    rz_json_kv_double(j, "error_rel", l->early.err_rel);
+    rz_json_kv_string(j, "note", l->early.note);
+    rz_json_key(j, "rows");
+    rz_json_array_begin(j);
+    for (size_t i = 0; l->early.ok && i < l->n_att; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (!gate_hindcast_row(a))
+            continue;
+        double p = gate_early_model(l, a);
+        rz_json_object_begin(j);
+        rz_json_kv_string(j, "phase", a->phase);
+        rz_json_kv_string(j, "job", a->job);
+        rz_json_kv_int(j, "world_size", a->world);
+        rz_json_kv_double(j, "predicted", p);
+        rz_json_kv_double(j, "predicted_lo", p * (1.0 - l->early.err_rel));
+        rz_json_kv_double(j, "predicted_hi", p * (1.0 + l->early.err_rel));
+        rz_json_kv_double(j, "measured", a->throughput);
+        rz_json_kv_double(j, "measured_vs_predicted", a->throughput / p);
+        rz_json_object_end(j);
+    }
+    rz_json_array_end(j);
+    rz_json_object_end(j);
+}
+
 static void gate_lj_model(struct rz_json *j, const struct gate_ladder *l)
 {
+    gate_lj_hindcast(j, l);
     const struct gate_fit *f = &l->fit;
     rz_json_key(j, "model");
     rz_json_object_begin(j);
     rz_json_kv_string(j, "formula", GATE_MODEL_FORMULA);
     rz_json_kv_bool(j, "ok", f->ok);
     rz_json_kv_double(j, "c_s_per_sample", f->c_s);
-    rz_json_kv_double(j, "alpha_s", f->alpha_s);
-    rz_json_kv_double(j, "beta_s_per_byte", f->beta_s_per_byte);
+    rz_json_kv_double(j, "k_local_s_per_byte", f->k_local);
+    rz_json_kv_double(j, "k_net", f->k_net);
     rz_json_kv_double(j, "gradient_bytes", f->bytes);
+    rz_json_kv_double(j, "ranks_per_node", f->ranks_per_node);
+    rz_json_kv_double(j, "machine_cpus", f->machine_cpus);
+    rz_json_kv_bool(j, "shared_machine", f->shared_machine);
+    rz_json_kv_double(j, "link_bytes_per_s", f->link_Bps);
+    rz_json_kv_double(j, "link_latency_s", f->link_lat_s);
     rz_json_kv_int(j, "points", f->points);
     rz_json_kv_double(j, "error_rel", f->err_rel);
     rz_json_kv_string(j, "note", f->note);
@@ -181,7 +237,7 @@ static void gate_lm_attempts(FILE *f, const struct gate_ladder *l)
         fprintf(f, "| %d | %s | %s | %s%s%s | %s | %s | %s%s | %s | %s | %s | %lld | %lld/%lld "
                    "|\n", a->world, a->lineage, a->job, a->verdict, a->ended[0] ? ", ended: " : "",
                 a->ended, gate_num(tp, sizeof tp, a->throughput, 1),
-                gate_num(mo, sizeof mo, gate_ladder_model(&l->fit, a->world, a->per_rank_batch),
+                gate_num(mo, sizeof mo, gate_attempt_model(l, a),
                          1),
                 gate_pct(ef, sizeof ef, a->efficiency),
                 gate_over_100(a->efficiency) ? " **(above 100%)**" : "",
@@ -211,16 +267,45 @@ static void gate_lm_flags(FILE *f, const struct gate_ladder *l)
         fputc('\n', f);
 }
 
+static void gate_lm_hindcast(FILE *f, const struct gate_ladder *l)
+{
+    char e[32], v[4][32];
+    bool any = false;
+    for (size_t i = 0; l->early.ok && i < l->n_att; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (!gate_hindcast_row(a))
+            continue;
+        if (!any)
+            fprintf(f, "## Predicted before, measured after\n\nThe model fitted to the phases "
+                       "of at most %d ranks (band %s), against each larger phase measured "
+                       "since, on that phase's own topology and links.\n\n| phase | job | ranks "
+                       "| predicted samples/s | band | measured | measured / predicted |\n"
+                       "|---|---|---|---|---|---|---|\n", GATE_EARLY_RANKS,
+                    gate_pct(e, sizeof e, l->early.err_rel));
+        any = true;
+        double p = gate_early_model(l, a);
+        fprintf(f, "| %s | %s | %d | %s | %s .. %s | %s | %.2f |\n", a->phase, a->job, a->world,
+                gate_num(v[0], 32, p, 1), gate_fmt_num(v[1], 32, p * (1.0 - l->early.err_rel)),
+                gate_fmt_num(v[2], 32, p * (1.0 + l->early.err_rel)),
+                gate_num(v[3], 32, a->throughput, 1), a->throughput / p);
+    }
+    if (any)
+        fputc('\n', f);
+}
+
 static void gate_lm_model(FILE *f, const struct gate_ladder *l)
 {
+    gate_lm_hindcast(f, l);
     const struct gate_fit *m = &l->fit;
-    char c[32], al[32], be[32], e[32], lo[32], hi[32];
-    fprintf(f, "## Model and predictions\n\n`%s`, for P ranks of b samples each and M gradient "
-               "bytes: c = %s s per sample, alpha = %s s per log2 stage, beta = %s s per byte, "
-               "M = %.0f bytes. Fitted to %s; error (RMS relative, in-sample): %s.\n\n",
+    char c[32], al[32], be[32], e[32], lo[32], hi[32], bw[32];
+    fprintf(f, "## Model and predictions\n\n`%s`, for P ranks of b samples each, s cores per "
+               "rank (the phase's topology), M gradient bytes and the slowest link B of its "
+               "preflight: c = %s s per sample on a core, k_local = %s s per byte, k_net = %s, "
+               "M = %.0f bytes, B = %s bytes/s. Fitted to %s; band: %s.\n\n",
             GATE_MODEL_FORMULA, gate_num(c, sizeof c, m->c_s, 1),
-            gate_num(al, sizeof al, m->alpha_s, 1), gate_num(be, sizeof be, m->beta_s_per_byte, 1),
-            isnan(m->bytes) ? 0.0 : m->bytes, m->note, gate_pct(e, sizeof e, m->err_rel));
+            gate_num(al, sizeof al, m->k_local, 1), gate_num(be, sizeof be, m->k_net, 1),
+            isnan(m->bytes) ? 0.0 : m->bytes, gate_num(bw, sizeof bw, m->link_Bps, 1), m->note,
+            gate_pct(e, sizeof e, m->err_rel));
     fputs("| ranks | predicted samples/s | range | efficiency |\n|---|---|---|---|\n", f);
     for (int i = 0; i < l->n_pred; i++) {
         const struct gate_prediction *p = &l->pred[i];
@@ -430,7 +515,7 @@ static void gate_lh_attempts(FILE *f, const struct gate_ladder *l)
         fprintf(f, "%s</td><td>%s</td><td>%s</td><td%s>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                    "<td>%lld</td><td>%lld / %lld</td></tr>\n", a->ended[0] ? ")" : "",
                 gate_num(v[0], 32, a->throughput, 1),
-                gate_num(v[1], 32, gate_ladder_model(&l->fit, a->world, a->per_rank_batch), 1),
+                gate_num(v[1], 32, gate_attempt_model(l, a), 1),
                 gate_over_100(a->efficiency) ? " class=\"flag\"" : "",
                 gate_pct(v[2], 32, a->efficiency), gate_num(v[3], 32, a->comm, 1),
                 gate_num(v[4], 32, a->p99_ms, 1), gate_num(v[5], 32, a->straggler, 1),
@@ -439,18 +524,46 @@ static void gate_lh_attempts(FILE *f, const struct gate_ladder *l)
     fputs("</table>\n", f);
 }
 
+static void gate_lh_hindcast(FILE *f, const struct gate_ladder *l)
+{
+    char v[4][32];
+    bool any = false;
+    for (size_t i = 0; l->early.ok && i < l->n_att; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (!gate_hindcast_row(a))
+            continue;
+        if (!any)
+            fprintf(f, "<h2>Predicted before, measured after</h2>\n<p>The model fitted to the "
+                       "phases of at most %d ranks, against each larger phase measured since."
+                       "</p>\n<table id=\"hindcast\"><tr><th>phase</th><th>ranks</th>"
+                       "<th>predicted samples/s</th><th>band</th><th>measured</th><th>measured / "
+                       "predicted</th></tr>\n", GATE_EARLY_RANKS);
+        any = true;
+        double p = gate_early_model(l, a);
+        fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%s .. %s</td><td>%s</td>"
+                   "<td>%.2f</td></tr>\n", a->phase, a->world, gate_num(v[0], 32, p, 1),
+                gate_fmt_num(v[1], 32, p * (1.0 - l->early.err_rel)),
+                gate_fmt_num(v[2], 32, p * (1.0 + l->early.err_rel)),
+                gate_num(v[3], 32, a->throughput, 1), a->throughput / p);
+    }
+    if (any)
+        fputs("</table>\n", f);
+}
+
 static void gate_lh_model(FILE *f, const struct gate_ladder *l)
 {
+    gate_lh_hindcast(f, l);
     const struct gate_fit *m = &l->fit;
     char c[32], al[32], be[32];
     fprintf(f, "<h2>Model and predictions</h2>\n<p><code>%s</code> for P ranks of b samples "
-               "each and M gradient bytes: c = %s s per sample, alpha = %s s per log2 stage, "
-               "beta = %s s per byte, M = %.0f bytes; fitted to ", GATE_MODEL_FORMULA,
-            gate_num(c, sizeof c, m->c_s, 1), gate_num(al, sizeof al, m->alpha_s, 1),
-            gate_num(be, sizeof be, m->beta_s_per_byte, 1), isnan(m->bytes) ? 0.0 : m->bytes);
+               "each, s cores per rank, M gradient bytes and the slowest link B: c = %s s per "
+               "sample on a core, k_local = %s s per byte, k_net = %s, M = %.0f bytes; fitted "
+               "to ", GATE_MODEL_FORMULA, gate_num(c, sizeof c, m->c_s, 1),
+            gate_num(al, sizeof al, m->k_local, 1), gate_num(be, sizeof be, m->k_net, 1),
+            isnan(m->bytes) ? 0.0 : m->bytes);
     gate_html_text(f, m->note);
     char e[32], lo[32], hi[32];
-    fprintf(f, "; error (RMS relative, in-sample) <b id=\"fit-error\">%s</b>.</p>\n"
+    fprintf(f, "; band <b id=\"fit-error\">%s</b>.</p>\n"
                "<table id=\"predictions\"><tr><th>ranks</th><th>predicted samples/s</th>"
                "<th>range</th><th>efficiency</th></tr>\n", gate_pct(e, sizeof e, m->err_rel));
     for (int i = 0; i < l->n_pred; i++) {

@@ -437,7 +437,8 @@ int main(int argc, char **argv)
     }
     struct comm *comm = NULL;
     if (st == RZ_OK)
-        st = comm_init(&comm, &argc, &argv, &e.launch, &err);
+        st = comm_init(&comm, &argc, &argv, &e.launch, strcmp(c.comm.allreduce, "ring") == 0,
+                       &err);
     if (st == RZ_OK) /* a tuning only: on refusal, glibc's defaults */
         (void)rz_malloc_tune(comm_size(comm) > 1 ? (size_t)(c.comm.bucket_mb * 1048576.0) : 0);
     if (st == RZ_OK && !a.preflight)
