@@ -1266,8 +1266,8 @@ START_TEST(dashboard_is_a_grafana_model)
         }
         graphs++;
     }
-    ck_assert_uint_eq(rows, 6);
-    ck_assert_uint_ge(graphs, 18);
+    ck_assert_uint_eq(rows, 7);
+    ck_assert_uint_ge(graphs, 21);
     gj_free(v);
 }
 END_TEST

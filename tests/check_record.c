@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "record/health.h"
+#include "record/exits.h"
 #include "record/layout.h"
 #include "testutil.h"
 
@@ -208,6 +209,54 @@ START_TEST(run_root_of_every_layout)
 }
 END_TEST
 
+/* Exit records: written by each rank, read back by ryzen-step; a file a rank died writing, and
+ * names that are not records, are left out. */
+START_TEST(exit_records_round_trip)
+{
+    struct exit_record w = {.rank = 3, .status = 76};
+    snprintf(w.host, sizeof w.host, "n2");
+    snprintf(w.end_reason, sizeof w.end_reason, "hang");
+    snprintf(w.message, sizeof w.message, "rank 5 (n3) not responding \"for\" 300 s");
+    struct rz_err err;
+    ck_assert_int_eq(exit_record_write(dir, &w, &err), RZ_OK);
+    w.rank = 0;
+    w.status = 0;
+    snprintf(w.end_reason, sizeof w.end_reason, "done");
+    w.message[0] = '\0';
+    ck_assert_int_eq(exit_record_write(dir, &w, &err), RZ_OK);
+    char p[4300];
+    snprintf(p, sizeof p, "%s/rank-00007.json", dir);
+    FILE *f = fopen(p, "w");
+    fputs("{\"rank\":7,\"sta", f); /* cut short */
+    fclose(f);
+    snprintf(p, sizeof p, "%s/notes.json", dir);
+    f = fopen(p, "w");
+    fputs("{\"rank\":9}\n", f);
+    fclose(f);
+    struct exit_record r[8];
+    int n = 0;
+    exit_records_read(dir, r, 8, &n);
+    ck_assert_int_eq(n, 2);
+    const struct exit_record *hang = r[0].rank == 3 ? &r[0] : &r[1];
+    ck_assert_int_eq(hang->status, 76);
+    ck_assert_str_eq(hang->host, "n2");
+    ck_assert_str_eq(hang->end_reason, "hang");
+    ck_assert_str_eq(hang->message, "rank 5 (n3) not responding \"for\" 300 s");
+    exit_records_read(dir, r, 1, &n); /* at most max */
+    ck_assert_int_eq(n, 1);
+    exit_records_read("/nonexistent-dir", r, 8, &n);
+    ck_assert_int_eq(n, 0);
+    snprintf(p, sizeof p, "%s/rank-00000.json", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/rank-00003.json", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/rank-00007.json", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/notes.json", dir);
+    unlink(p);
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -221,6 +270,10 @@ static Suite *record_suite(void)
     tcase_add_test(errors, health_refuses_what_is_not_one);
     tcase_add_test(errors, health_write_to_a_missing_directory_is_an_io_error);
     suite_add_tcase(s, errors);
+    TCase *exits = rz_test_tcase("exits");
+    tcase_add_checked_fixture(exits, setup, teardown);
+    tcase_add_test(exits, exit_records_round_trip);
+    suite_add_tcase(s, exits);
     TCase *layout = rz_test_tcase("layout");
     tcase_add_test(layout, run_root_of_every_layout);
     suite_add_tcase(s, layout);

@@ -374,9 +374,9 @@ END_TEST
 
 /* ---- how an attempt ended ------------------------------------------------------------------------- */
 
-static struct step_exit_record rec(int rank, int status, const char *reason, const char *msg)
+static struct exit_record rec(int rank, int status, const char *reason, const char *msg)
 {
-    struct step_exit_record r = {.rank = rank, .status = status};
+    struct exit_record r = {.rank = rank, .status = status};
     snprintf(r.host, sizeof r.host, "n%d", 1 + rank / 4);
     snprintf(r.end_reason, sizeof r.end_reason, "%s", reason);
     snprintf(r.message, sizeof r.message, "%s", msg);
@@ -386,7 +386,7 @@ static struct step_exit_record rec(int rank, int status, const char *reason, con
 START_TEST(attempts_are_classified_from_the_ranks)
 {
     char who[1024];
-    struct step_exit_record r[4];
+    struct exit_record r[4];
     for (int k = 0; k < 4; k++)
         r[k] = rec(k, 0, "done", "");
     ck_assert_int_eq(step_classify(0, r, 4, 4, who, sizeof who), CLASS_DONE);
@@ -427,7 +427,7 @@ END_TEST
 START_TEST(exit_records_are_read_from_the_attempt_directory)
 {
     char path[256];
-    struct step_exit_record r[8];
+    struct exit_record r[8];
     int n = -1;
     snprintf(path, sizeof path, "%s/att/rank-00001.json", dir);
     write_file(path, "{\"rank\":1,\"host\":\"n2\",\"status\":76,\"end_reason\":\"hang\","
@@ -437,13 +437,13 @@ START_TEST(exit_records_are_read_from_the_attempt_directory)
     snprintf(path, sizeof path, "%s/att/notes.txt", dir);
     write_file(path, "not a record");
     snprintf(path, sizeof path, "%s/att", dir);
-    step_exit_records_read(path, r, 8, &n);
+    exit_records_read(path, r, 8, &n);
     ck_assert_int_eq(n, 1);
     ck_assert_int_eq(r[0].rank, 1);
     ck_assert_int_eq(r[0].status, 76);
     ck_assert_str_eq(r[0].host, "n2");
     ck_assert_str_eq(r[0].end_reason, "hang");
-    step_exit_records_read("/nonexistent", r, 8, &n);
+    exit_records_read("/nonexistent", r, 8, &n);
     ck_assert_int_eq(n, 0);
 }
 END_TEST

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "health/health.h"
+#include "record/exits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/durable.h"
-#include "core/json.h"
 #include "core/util.h"
 
 /* ---- stop signals ------------------------------------------------------------------------------ */
@@ -76,39 +75,17 @@ const char *health_end_reason(int status)
     }
 }
 
-struct exit_record {
-    int rank, status;
-    const char *host, *end_reason, *message;
-};
-
-static void write_exit_record(FILE *f, const void *ctx)
-{
-    const struct exit_record *r = ctx;
-    struct rz_json j;
-    rz_json_init(&j, f);
-    rz_json_object_begin(&j);
-    rz_json_kv_int(&j, "rank", r->rank);
-    rz_json_kv_string(&j, "host", r->host != NULL ? r->host : "");
-    rz_json_kv_int(&j, "status", r->status);
-    rz_json_kv_string(&j, "end_reason", r->end_reason);
-    rz_json_kv_string(&j, "message", r->message != NULL ? r->message : "");
-    rz_json_kv_int(&j, "pid", (int64_t)getpid());
-    rz_json_object_end(&j);
-    fputc('\n', f);
-}
-
 enum rz_status health_exit_record(const char *dir, int rank, const char *host, int status,
                                   const char *end_reason, const char *message, struct rz_err *err)
 {
     if (dir == NULL || dir[0] == '\0')
         return RZ_OK;
-    char path[4200];
-    rz_fmt(path, sizeof path, "%s/rank-%05d.json", dir, rank);
-    struct exit_record r = {rank, status, host, end_reason != NULL && end_reason[0] != '\0'
-                                                    ? end_reason : health_end_reason(status),
-                            message};
-    enum rz_status st = rz_mkdirs(dir, err);
-    return st == RZ_OK ? rz_durable_write(path, "exit", write_exit_record, &r, err) : st;
+    struct exit_record r = {.rank = rank, .status = status};
+    rz_fmt(r.host, sizeof r.host, "%s", host != NULL ? host : "");
+    rz_fmt(r.end_reason, sizeof r.end_reason, "%s", end_reason != NULL && end_reason[0] != '\0'
+                                                        ? end_reason : health_end_reason(status));
+    rz_fmt(r.message, sizeof r.message, "%s", message != NULL ? message : "");
+    return exit_record_write(dir, &r, err);
 }
 
 /* ---- heartbeats and watchdog ------------------------------------------------------------------- */

@@ -3,12 +3,10 @@
  * (tests/check_step.c) without a cluster. */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
-#include "core/json_read.h"
 #include "step/step_internal.h"
 
 static const char *const class_names[CLASS_N] = {
@@ -28,55 +26,10 @@ const char *step_cause_name(enum step_cause c)
 
 /* ---- exit records ------------------------------------------------------------------------------- */
 
-static void read_record(const char *path, struct step_exit_record *r)
-{
-    char *text = NULL;
-    size_t len = 0;
-    struct gj_value *v = NULL;
-    memset(r, 0, sizeof *r);
-    r->rank = -1;
-    if (rz_read_file(path, &text, &len, NULL) == RZ_OK &&
-        gj_parse(&v, text, len, path, 1, NULL) == RZ_OK) {
-        int64_t x;
-        if (gj_get_int(v, "rank", &x))
-            r->rank = (int)x;
-        if (gj_get_int(v, "status", &x))
-            r->status = (int)x;
-        const char *s;
-        if ((s = gj_get_str(v, "host")) != NULL)
-            rz_fmt(r->host, sizeof r->host, "%s", s);
-        if ((s = gj_get_str(v, "end_reason")) != NULL)
-            rz_fmt(r->end_reason, sizeof r->end_reason, "%s", s);
-        if ((s = gj_get_str(v, "message")) != NULL)
-            rz_fmt(r->message, sizeof r->message, "%s", s);
-    }
-    gj_free(v);
-    free(text);
-}
-
-void step_exit_records_read(const char *dir, struct step_exit_record *out, int max, int *n)
-{
-    *n = 0;
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL && *n < max;) {
-        size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "rank-", 5) != 0 || len < 6 ||
-            strcmp(e->d_name + len - 5, ".json") != 0)
-            continue;
-        char path[STEP_PATH_MAX + 300];
-        rz_fmt(path, sizeof path, "%s/%s", dir, e->d_name);
-        read_record(path, &out[*n]);
-        if (out[*n].rank >= 0)
-            (*n)++;
-    }
-    if (d != NULL)
-        closedir(d);
-}
-
 /* ---- classification ------------------------------------------------------------------------------- */
 
 /* The classes of a rank's record, strongest first. */
-static enum step_class record_class(const struct step_exit_record *r)
+static enum step_class record_class(const struct exit_record *r)
 {
     if (strcmp(r->end_reason, "diverged") == 0)
         return CLASS_DIVERGED;
@@ -101,7 +54,7 @@ static int severity(enum step_class c)
     return rank[c];
 }
 
-static int rank_record(const struct step_exit_record *r)
+static int rank_record(const struct exit_record *r)
 {
     bool names = strstr(r->message, "not responding") != NULL ||
                  strstr(r->message, "was frozen") != NULL;
@@ -110,11 +63,11 @@ static int rank_record(const struct step_exit_record *r)
 
 static enum step_class status_class(int status)
 {
-    struct step_exit_record r = {.status = status};
+    struct exit_record r = {.status = status};
     return record_class(&r);
 }
 
-enum step_class step_classify(int status, const struct step_exit_record *rec, int n_rec,
+enum step_class step_classify(int status, const struct exit_record *rec, int n_rec,
                               long world, char *who, size_t len)
 {
     who[0] = '\0';
@@ -134,7 +87,7 @@ enum step_class step_classify(int status, const struct step_exit_record *rec, in
     /* The most severe record speaks for the attempt; among hang records, one that names the
      * culprit (a rank not responding, or one that was frozen itself) before one that cannot,
      * then the lowest rank. */
-    const struct step_exit_record *worst = NULL;
+    const struct exit_record *worst = NULL;
     for (int i = 0; i < n_rec; i++)
         if (worst == NULL || rank_record(&rec[i]) > rank_record(worst) ||
             (rank_record(&rec[i]) == rank_record(worst) && rec[i].rank < worst->rank))

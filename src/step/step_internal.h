@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "config/config.h"
+#include "record/exits.h"
 #include "step/step.h"
 
 /* ---- argv ------------------------------------------------------------------------------------------ */
@@ -184,19 +185,9 @@ enum step_class {
 };
 const char *step_class_name(enum step_class c);
 
-/* One rank's exit record (RUN_DIR/health/exits/ATTEMPT/rank-NNNNN.json, written by ryzen-train). */
-struct step_exit_record {
-    int rank;
-    int status;
-    char host[64];
-    char end_reason[32];
-    char message[512];
-};
-/* Read the records of an attempt directory; *n found (at most max). */
-void step_exit_records_read(const char *dir, struct step_exit_record *out, int max, int *n);
-/* Classify from the records and the step's status; `who` names the rank(s) and host(s) to blame
- * and what they said. */
-enum step_class step_classify(int status, const struct step_exit_record *rec, int n_rec,
+/* Classify from the attempt's exit records (record/exits.h: RUN_DIR/health/exits/ATTEMPT/) and
+ * the step's status; `who` names the rank(s) and host(s) to blame and what they said. */
+enum step_class step_classify(int status, const struct exit_record *rec, int n_rec,
                               long world, char *who, size_t len);
 
 /* Why the job is being stopped, from Slurm's view of it (state, reason, preemption, time left). */

@@ -296,7 +296,7 @@ static void attempt_dir(struct wrapper *w, const char *what, char *dir, size_t l
 static int run_step(struct wrapper *w, const char *what, const char *const *extra, bool forward,
                     enum step_class *cls, char *who, size_t who_len)
 {
-    static struct step_exit_record rec[MAX_RECORDS];
+    static struct exit_record rec[MAX_RECORDS];
     struct step_argv v = {0};
     struct rz_err err;
     char cmd[8192], msg[8400], dir[STEP_PATH_MAX + 500], env[STEP_PATH_MAX + 600];
@@ -318,7 +318,7 @@ static int run_step(struct wrapper *w, const char *what, const char *const *extr
     }
     step_argv_free(&v);
     rc = w->r->wait(w->r, handle, forward ? w->stop_signo : SIGCONT, w->out);
-    step_exit_records_read(dir, rec, MAX_RECORDS, &n);
+    exit_records_read(dir, rec, MAX_RECORDS, &n);
     *cls = step_classify(rc, rec, n, w->env->ntasks, who, who_len);
     return rc;
 }
