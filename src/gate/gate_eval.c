@@ -647,19 +647,12 @@ static void gate_prediction(struct gate_result *res, const struct gate_input *in
         if (in->topo.cores_per_rank > 0)
             lay.cores = in->topo.cores_per_rank;
     }
-    const struct health_links *l = in->links;
-    double lat[64];
-    int n_lat = 0;
-    for (int i = 0; l != NULL && i < l->n_hosts; i++)
-        for (int k = 0; k < l->n_hosts; k++)
-            if (i != k && l->gbps[i][k] > 0) {
-                double bps = l->gbps[i][k] * 1e9 / 8;
-                lay.link_Bps = n_lat == 0 ? bps : fmin(lay.link_Bps, bps);
-                if (n_lat < 64)
-                    lat[n_lat++] = l->latency_us[i][k] * 1e-6;
-            }
-    if (n_lat > 0)
-        lay.link_lat_s = gate_quantile(lat, (size_t)n_lat, 0.5);
+    double bps, lat;
+    gate_link_figures(in->links, &bps, &lat);
+    if (!isnan(bps)) {
+        lay.link_Bps = bps;
+        lay.link_lat_s = lat;
+    }
     res->predicted = gate_ladder_predict(&in->ladder_fit, &lay, b);
     res->predicted_lo = res->predicted * (1.0 - in->ladder_fit.err_rel);
     res->predicted_hi = res->predicted * (1.0 + in->ladder_fit.err_rel);

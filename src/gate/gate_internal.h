@@ -44,6 +44,9 @@ struct rz_json;
 void gate_json_links(struct rz_json *j, const struct gate_input *in);
 void gate_md_links(FILE *f, const struct gate_input *in);
 void gate_html_links(FILE *f, const struct gate_input *in);
+/* The slowest link between two of its hosts in bytes/s, and the median latency in seconds (NaN
+ * without such a link): what the ladder's model takes of a phase's network. */
+void gate_link_figures(const struct health_links *l, double *slowest_Bps, double *median_lat_s);
 
 
 /* "lo .. hi" of a phase's predicted throughput, or why there is no range. */

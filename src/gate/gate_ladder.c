@@ -32,6 +32,7 @@
 
 #include "core/util.h"
 #include "gate/gate_internal.h"
+#include "record/health.h"
 #include "record/layout.h"
 
 static const int gate_rungs[GATE_LADDER_RUNGS] = {8, 12, 16, 32, 64};
@@ -91,24 +92,23 @@ static void gate_attempt_place(struct gate_attempt *a, const struct gj_value *r)
     }
     a->nodes = (int)nodes;
     a->shared_machine = nodes > 1 && machines == 1;
+    static struct health_links m;
     const struct gj_value *g = l != NULL ? gj_get(l, "gbps") : NULL;
     const struct gj_value *u = l != NULL ? gj_get(l, "latency_us") : NULL;
-    double lat[64 * 64];
-    size_t n_lat = 0;
-    for (size_t i = 0; g != NULL && g->type == GJ_ARR && i < g->n; i++)
-        for (size_t k = 0; g->items[i].type == GJ_ARR && k < g->items[i].n; k++) {
-            double v = g->items[i].items[k].num;
-            if (i == k || g->items[i].items[k].type != GJ_NUM || !(v > 0))
-                continue;
-            a->link_Bps = isnan(a->link_Bps) ? v * 1e9 / 8 : fmin(a->link_Bps, v * 1e9 / 8);
-            if (u != NULL && u->type == GJ_ARR && i < u->n && u->items[i].type == GJ_ARR &&
-                k < u->items[i].n && n_lat < 64 * 64)
-                lat[n_lat++] = u->items[i].items[k].num * 1e-6;
+    memset(&m, 0, sizeof m);
+    m.n_hosts = g != NULL && g->type == GJ_ARR ? (int)fmin((double)g->n, HEALTH_MAX_HOSTS) : 0;
+    for (int i = 0; i < m.n_hosts; i++)
+        for (int k = 0; k < m.n_hosts; k++) {
+            const struct gj_value *gi = &g->items[i];
+            const struct gj_value *ui = u != NULL && u->type == GJ_ARR && (size_t)i < u->n
+                                            ? &u->items[i] : NULL;
+            if (gi->type == GJ_ARR && (size_t)k < gi->n && gi->items[k].type == GJ_NUM)
+                m.gbps[i][k] = gi->items[k].num;
+            if (ui != NULL && ui->type == GJ_ARR && (size_t)k < ui->n &&
+                ui->items[k].type == GJ_NUM)
+                m.latency_us[i][k] = ui->items[k].num;
         }
-    if (n_lat > 0) {
-        qsort(lat, n_lat, sizeof *lat, gate_dbl_cmp);
-        a->link_lat_s = n_lat % 2 ? lat[n_lat / 2] : 0.5 * (lat[n_lat / 2 - 1] + lat[n_lat / 2]);
-    }
+    gate_link_figures(&m, &a->link_Bps, &a->link_lat_s);
 }
 
 static void gate_copy_str(char *out, size_t len, const struct gj_value *o, const char *key)

@@ -179,3 +179,19 @@ void gate_html_links(FILE *f, const struct gate_input *in)
     }
     fputs("</table>\n", f);
 }
+
+void gate_link_figures(const struct health_links *l, double *slowest_Bps, double *median_lat_s)
+{
+    static double lat[HEALTH_MAX_HOSTS * HEALTH_MAX_HOSTS];
+    size_t n = 0;
+    *slowest_Bps = *median_lat_s = NAN;
+    for (int i = 0; l != NULL && i < l->n_hosts; i++)
+        for (int k = 0; k < l->n_hosts; k++)
+            if (i != k && l->gbps[i][k] > 0) {
+                double bps = l->gbps[i][k] * 1e9 / 8;
+                *slowest_Bps = n == 0 ? bps : fmin(*slowest_Bps, bps);
+                lat[n++] = l->latency_us[i][k] * 1e-6;
+            }
+    if (n > 0)
+        *median_lat_s = gate_quantile(lat, n, 0.5);
+}

@@ -41,15 +41,13 @@ enum rz_status tr_live_init(struct trainer *t, struct rz_err *err)
     enum rz_status st = comm_allgather_bytes(t->comm, mine, sizeof mine, l->hosts, err);
     if (st != RZ_OK)
         return st;
-    l->writer = c->metrics.prom_interval > 0;
+    l->node_first = true;
     for (int r = 0; r < t->world; r++) {
         l->host_names[r] = l->hosts[r];
         if (r < t->rank && strcmp(l->hosts[r], mine) == 0)
-            l->writer = false; /* a lower rank on this node writes its file */
+            l->node_first = false; /* a lower rank on this node writes its file */
     }
-    l->node_first = true;
-    for (int r = 0; r < t->rank; r++)
-        l->node_first &= strcmp(l->hosts[r], mine) != 0;
+    l->writer = l->node_first && c->metrics.prom_interval > 0;
     if (c->metrics.prom_dir[0] != '\0')
         snprintf(l->dir, sizeof l->dir, "%s", c->metrics.prom_dir);
     else
