@@ -26,6 +26,7 @@
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
 #include "record/health.h"
+#include "record/report.h"
 #include "core/json.h"
 #include "core/json_read.h"
 #include "testutil.h"
@@ -629,6 +630,7 @@ START_TEST(topology_from_the_ranks)
         snprintf(r[i].machine, sizeof r[i].machine, "4b3c-boot");
         snprintf(r[i].cpus, sizeof r[i].cpus, "0-1");
         r[i].omp_threads = 1;
+        r[i].cpu_quota = NAN;
     }
     gate_topology_read(&in, &h);
     ck_assert_int_eq(in.topo.n_nodes, 4);
@@ -637,6 +639,32 @@ START_TEST(topology_from_the_ranks)
     ck_assert(!in.topo.any_bound);
     ck_assert_int_eq(in.topo.node[3].machine_cpus, 2);
     ck_assert_int_eq(in.topo.node[3].machine_ranks, 16);
+    ck_assert(isnan(in.topo.node[0].cpu_quota));
+    /* each node held to half a core by its cgroup's quota (the dev cluster's default): with 4
+     * ranks on a node each has an eighth of a core, with one rank on each of 2 nodes half a
+     * core, not the machine's 2 CPUs over 2 ranks */
+    for (int i = 0; i < 16; i++)
+        r[i].cpu_quota = 0.5;
+    r[5].cpu_quota = 0.25; /* the tightest its ranks saw */
+    gate_topology_read(&in, &h);
+    ck_assert_double_eq_tol(in.topo.node[0].cores_per_rank, 0.125, 1e-12);
+    ck_assert_double_eq_tol(in.topo.node[1].cpu_quota, 0.25, 1e-12);
+    ck_assert_double_eq_tol(in.topo.node[1].cores_per_rank, 0.0625, 1e-12);
+    ck_assert_double_eq_tol(in.topo.cores_per_rank, 0.0625, 1e-12);
+    h.n_ranks = 2;
+    for (int i = 0; i < 2; i++)
+        snprintf(r[i].host, sizeof r[i].host, "n%d", 1 + i);
+    gate_topology_read(&in, &h);
+    ck_assert_int_eq(in.topo.n_nodes, 2);
+    ck_assert_double_eq_tol(in.topo.cores_per_rank, 0.5, 1e-12); /* not 2 CPUs / 2 ranks */
+    r[0].cpu_quota = r[1].cpu_quota = NAN;
+    gate_topology_read(&in, &h);
+    ck_assert_double_eq_tol(in.topo.cores_per_rank, 1.0, 1e-12);
+    for (int i = 0; i < 16; i++) {
+        r[i].cpu_quota = NAN;
+        snprintf(r[i].host, sizeof r[i].host, "n%d", 1 + i / 4);
+    }
+    h.n_ranks = 16;
     /* two machines of 4 CPUs, one rank bound to each */
     h.n_ranks = 8;
     for (int i = 0; i < 8; i++) {
@@ -669,7 +697,7 @@ START_TEST(topology_from_the_ranks)
     fclose(f);
     ck_assert_msg(strstr(text, "{\"topology\":{\"nodes\":1,\"machines\":1,\"cores_per_rank\":1,")
                   != NULL, "%s", text);
-    ck_assert_ptr_nonnull(strstr(text, "| n1 | n1 | 2 | 1 | 0-3,8 | 5 / 2 |"));
+    ck_assert_ptr_nonnull(strstr(text, "| n1 | n1 | 2 | 1 | 0-3,8 | 5 / 2 | none | 1 |"));
     free(text);
 }
 END_TEST
@@ -1047,6 +1075,24 @@ START_TEST(reports_are_written_and_well_formed)
     ck_assert_uint_eq(b.n_curve, 200);
     ck_assert_double_eq(b.curve[0], 16.0);
     free(b.curve);
+    /* and the record every other reader takes it through (record/report.h) agrees with the
+     * writer on every field it reads */
+    struct report_rec r;
+    ck_assert_int_eq(report_read(&r, path, &err), RZ_OK);
+    ck_assert_str_eq(r.job, "7");
+    ck_assert_str_eq(r.phase, "phase");
+    ck_assert_int_eq(r.world_size, 2);
+    ck_assert_str_eq(r.verdict, gate_verdict_name(res.verdict));
+    ck_assert_double_eq(r.throughput, 128.0);
+    ck_assert_double_eq(report_measured(&r, "throughput"), 128.0);
+    ck_assert_double_eq_tol(report_measured(&r, "allreduce_p99_ms"), 1.953125, 1e-9);
+    ck_assert(isnan(report_measured(&r, "no_such_criterion")));
+    ck_assert_int_eq(r.n_criteria, (int)GATE_N_CRIT);
+    ck_assert_uint_eq(r.n_curve, 200);
+    ck_assert_int_eq(r.steps, (int64_t)in.n_steps);
+    ck_assert(r.median_compute_s > 0);
+    ck_assert_str_eq(r.action, res.action);
+    report_free(&r);
     char *json = slurp(path);
     ck_assert_ptr_nonnull(strstr(json, "\"chain\":[{\"time\":\"x\",\"t\":1002,\"job\":\"6\""));
     free(json);

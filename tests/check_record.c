@@ -4,6 +4,9 @@
 #include "config.h"
 
 #include <check.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,7 @@
 #include "record/health.h"
 #include "record/exits.h"
 #include "record/layout.h"
+#include "record/report.h"
 #include "testutil.h"
 
 static char dir[4096], path[4200];
@@ -72,6 +76,7 @@ START_TEST(health_round_trip)
         ranks[r].mem_limit = 2048e6;
         ranks[r].run_root_seen = r != 2;
         snprintf(ranks[r].machine, sizeof ranks[r].machine, "boot-%d", r / 2);
+        ranks[r].cpu_quota = r < 2 ? 0.5 : NAN; /* n2: no quota */
     }
     h.ranks = ranks;
     h.n_ranks = 3;
@@ -102,6 +107,8 @@ START_TEST(health_round_trip)
     ck_assert(got.ranks[0].run_root_seen && !got.ranks[2].run_root_seen);
     ck_assert_str_eq(got.ranks[1].machine, "boot-0");
     ck_assert_str_eq(got.ranks[2].machine, "boot-1");
+    ck_assert_double_eq(got.ranks[1].cpu_quota, 0.5);
+    ck_assert(isnan(got.ranks[2].cpu_quota));
     ck_assert(got.has_links);
     ck_assert_int_eq(got.links.n_hosts, 2);
     ck_assert(got.links.gbps[0][1] == 0.25 && got.links.gbps[1][0] == 0.024);
@@ -257,6 +264,135 @@ START_TEST(exit_records_round_trip)
 }
 END_TEST
 
+/* report.json read back (record/report.h): what the chain, the baseline and the ladder take
+ * from it; check_gate reads back one that ryzen-gate's own writer made. */
+START_TEST(report_reads_what_the_others_use)
+{
+    struct report_rec r;
+    struct rz_err e;
+    put("{\"phase\":\"phase1\",\"job\":\"12\",\"world_size\":4,\"verdict\":\"NO-GO\","
+        "\"throughput\":200.5,\"throughput_p10\":190,\"allreduce_p50_ms\":0.25,\"steps\":60,"
+        "\"planned_action\":{\"action\":\"rollback\",\"phase\":\"baseline\"},"
+        "\"rollback_checkpoint\":{\"path\":\"/r/ck.h5\"},"
+        "\"environment\":{\"global_batch\":32,\"num_parameters\":1e6},"
+        "\"criteria\":[{\"name\":\"efficiency\",\"measured\":0.75},"
+        "{\"name\":\"comm\",\"measured\":null}],"
+        "\"per_rank\":[{\"mean_compute_s\":0.3},{\"mean_compute_s\":0.1},"
+        "{\"mean_compute_s\":0.2},{\"mean_compute_s\":0.4}],"
+        "\"topology\":{\"nodes\":2,\"machines\":1,\"cores_per_rank\":0.5,"
+        "\"per_node\":[{\"machine_cpus\":2}]},"
+        "\"links\":{\"hosts\":[\"n1\",\"n2\"],\"gbps\":[[0,0.25],[0.2,0]],"
+        "\"latency_us\":[[0,80],[90,0]]},"
+        "\"loss_curve\":[[8,5.5],[16,5.1]]}");
+    ck_assert_int_eq(report_read(&r, path, &e), RZ_OK);
+    ck_assert_str_eq(r.phase, "phase1");
+    ck_assert_str_eq(r.job, "12");
+    ck_assert_int_eq(r.world_size, 4);
+    ck_assert_str_eq(r.verdict, "NO-GO");
+    ck_assert_str_eq(r.action, "rollback");
+    ck_assert_str_eq(r.action_phase, "baseline");
+    ck_assert_str_eq(r.rollback_ckpt, "/r/ck.h5");
+    ck_assert(r.has_throughput && r.has_curve);
+    ck_assert_double_eq(r.throughput, 200.5);
+    ck_assert_double_eq(r.throughput_p10, 190);
+    ck_assert_double_eq(r.allreduce_p50_ms, 0.25);
+    ck_assert_int_eq(r.steps, 60);
+    ck_assert_double_eq(r.global_batch, 32);
+    ck_assert_double_eq(r.num_parameters, 1e6);
+    ck_assert_double_eq(report_measured(&r, "efficiency"), 0.75);
+    ck_assert(isnan(report_measured(&r, "comm")));      /* null: not measured */
+    ck_assert(isnan(report_measured(&r, "straggler"))); /* absent */
+    ck_assert_double_eq_tol(r.median_compute_s, 0.25, 1e-12);
+    ck_assert_int_eq(r.nodes, 2);
+    ck_assert_int_eq(r.machines, 1);
+    ck_assert_double_eq(r.cores_per_rank, 0.5);
+    ck_assert_double_eq(r.machine_cpus, 2);
+    ck_assert_ptr_nonnull(r.links);
+    ck_assert_int_eq(r.links->n_hosts, 2);
+    ck_assert_str_eq(r.links->hosts[1], "n2");
+    ck_assert_double_eq(r.links->gbps[1][0], 0.2);
+    ck_assert_double_eq(r.links->latency_us[0][1], 80);
+    ck_assert_uint_eq(r.n_curve, 2);
+    ck_assert_double_eq(r.curve[3], 5.1);
+    ck_assert_ptr_null(r.val_curve);
+    report_free(&r);
+    /* an older report: no topology, links, curves or throughput */
+    put("{\"phase\":\"base\",\"job\":\"1\",\"world_size\":1}");
+    ck_assert_int_eq(report_read(&r, path, &e), RZ_OK);
+    ck_assert(!r.has_throughput && !r.has_curve);
+    ck_assert(isnan(r.throughput) && isnan(r.cores_per_rank) && isnan(r.median_compute_s));
+    ck_assert_ptr_null(r.links);
+    ck_assert_str_eq(r.rollback_ckpt, "");
+    report_free(&r);
+}
+END_TEST
+
+START_TEST(report_refuses_what_is_not_one)
+{
+    static const struct { const char *text, *says; } bad[] = {
+        {"{\"phase\":\"p\",\"job\":", ":1:20: unexpected end of input"},
+        {"{\"job\":\"1\",\"world_size\":1}", "needs 'phase', 'job' and 'world_size' >= 1"},
+        {"{\"phase\":\"p\",\"job\":\"1\",\"world_size\":0}", "'world_size' >= 1"},
+        {"[1,2]", "not a ryzen-gate report"},
+        {"{\"phase\":\"p\",\"job\":\"1\",\"world_size\":1,\"loss_curve\":{}}",
+         "'loss_curve' is not an array"},
+        {"{\"phase\":\"p\",\"job\":\"1\",\"world_size\":1,\"loss_curve\":[[1,2],[3]]}",
+         "loss_curve[1] is not [samples_seen, loss]"},
+        {"{\"phase\":\"p\",\"job\":\"1\",\"world_size\":1,"
+         "\"val_loss_curve\":[[4,2],[3,1]]}", "val_loss_curve[1]: samples_seen decreases"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct report_rec r;
+        struct rz_err e = {0};
+        put(bad[i].text);
+        ck_assert_int_eq(report_read(&r, path, &e), RZ_EDATA);
+        ck_assert_msg(strstr(e.msg, bad[i].says) != NULL && strstr(e.msg, path) != NULL,
+                      "case %zu: %s", i, e.msg);
+        report_free(&r);
+    }
+    struct report_rec r;
+    struct rz_err e;
+    ck_assert_int_eq(report_read(&r, "/nonexistent/report.json", &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/report.json"));
+    report_free(&r);
+}
+END_TEST
+
+/* RUN_DIR/reports/<job>/report.json: the path, and the newest of a phase by modification time. */
+START_TEST(report_newest_of_a_run_dir)
+{
+    char p[8400], newest[8400], sub[8400];
+    ck_assert(report_path(p, sizeof p, "/r/phase1", "42"));
+    ck_assert_str_eq(p, "/r/phase1/reports/42/report.json");
+    ck_assert(!report_path(p, 20, "/r/phase1", "42"));
+    report_newest(newest, sizeof newest, dir);
+    ck_assert_str_eq(newest, "");                 /* no reports/ */
+    const char *jobs[] = {"7", "10", "9"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(sub, sizeof sub, "%s/reports/%s", dir, jobs[i]);
+        ck_assert_int_eq(rz_mkdirs(sub, NULL), RZ_OK);
+        ck_assert(report_path(p, sizeof p, dir, jobs[i]));
+        FILE *f = fopen(p, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("{}", f);
+        fclose(f);
+        struct timespec t[2] = {{1000 + i * 10, 0}, {1000 + i * 10, 0}};
+        ck_assert_int_eq(utimensat(AT_FDCWD, p, t, 0), 0);
+    }
+    report_newest(newest, sizeof newest, dir);
+    ck_assert(report_path(p, sizeof p, dir, "9"));
+    ck_assert_str_eq(newest, p);                  /* newest by time, not by name */
+    for (int i = 0; i < 3; i++) {
+        ck_assert(report_path(p, sizeof p, dir, jobs[i]));
+        unlink(p);
+        snprintf(sub, sizeof sub, "%s/reports/%s", dir, jobs[i]);
+        rmdir(sub);
+    }
+    snprintf(sub, sizeof sub, "%s/reports", dir);
+    rmdir(sub);
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -274,6 +410,12 @@ static Suite *record_suite(void)
     tcase_add_checked_fixture(exits, setup, teardown);
     tcase_add_test(exits, exit_records_round_trip);
     suite_add_tcase(s, exits);
+    TCase *report = rz_test_tcase("report");
+    tcase_add_checked_fixture(report, setup, teardown);
+    tcase_add_test(report, report_reads_what_the_others_use);
+    tcase_add_test(report, report_refuses_what_is_not_one);
+    tcase_add_test(report, report_newest_of_a_run_dir);
+    suite_add_tcase(s, report);
     TCase *layout = rz_test_tcase("layout");
     tcase_add_test(layout, run_root_of_every_layout);
     suite_add_tcase(s, layout);

@@ -822,7 +822,8 @@ START_TEST(no_go_rolls_back_and_cancels_only_its_own_jobs)
     save_checkpoint(w.rd, 10);
     snprintf(path, sizeof path, "%s/reports/100/report.json", w.rd);
     char report[1024];
-    snprintf(report, sizeof report, "{\"verdict\":\"NO-GO\",\"rollback_checkpoint\":"
+    snprintf(report, sizeof report, "{\"phase\":\"phase1\",\"job\":\"100\",\"world_size\":4,"
+             "\"verdict\":\"NO-GO\",\"rollback_checkpoint\":"
              "{\"path\":\"%s\"}}\n", ck);
     write_file(path, report);
     rule(&w.f, "ryzen-gate", 1, "", 0);
@@ -858,7 +859,8 @@ START_TEST(a_rollback_with_nothing_to_train_is_not_submitted)
     char path[700], ck[700], report[1024];
     snprintf(ck, sizeof ck, "%s/checkpoints/step-00000040.h5", w.rd);
     snprintf(path, sizeof path, "%s/reports/100/report.json", w.rd);
-    snprintf(report, sizeof report, "{\"rollback_checkpoint\":{\"path\":\"%s\"}}\n", ck);
+    snprintf(report, sizeof report, "{\"phase\":\"phase1\",\"job\":\"100\",\"world_size\":4,"
+             "\"rollback_checkpoint\":{\"path\":\"%s\"}}\n", ck);
     write_file(path, report);
     rule(&w.f, "ryzen-gate", 1, "", 0);
     ck_assert_int_eq(run(&w), 1);
@@ -885,7 +887,8 @@ START_TEST(a_diverged_run_rolls_back)
     save_checkpoint(w.rd, 10);
     snprintf(ck, sizeof ck, "%s/checkpoints/step-00000010.h5", w.rd);
     snprintf(path, sizeof path, "%s/reports/100/report.json", w.rd);
-    snprintf(report, sizeof report, "{\"rollback_checkpoint\":{\"path\":\"%s\"}}\n", ck);
+    snprintf(report, sizeof report, "{\"phase\":\"phase1\",\"job\":\"100\",\"world_size\":4,"
+             "\"rollback_checkpoint\":{\"path\":\"%s\"}}\n", ck);
     write_file(path, report);
     rule(&w.f, "ryzen-gate", 1, "", 0);
     rule(&w.f, "sbatch", 0, "102\n", 0);

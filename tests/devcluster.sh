@@ -21,6 +21,8 @@
 #   preemption  an urgent job on a busy node: the batch job gets USR2 at once, keeps RUNNING
 #               with EndTime = PreemptTime + 30 s, is requeued by Slurm when GraceTime ends
 #               (PREEMPTED in sacct -D) and runs again; the urgent job runs
+#   quota       each node's cgroup holds it to the machine's CPUs over the 4 nodes (or the quota
+#               asked for): a step on n2 sees /slurm_n2's quota, and busy loops there use no more
 #   requeue     scontrol requeue of a running batch job: it runs again within 30 s (not the
 #               120 s of Slurm's default cred_expire) with SLURM_RESTART_COUNT=1
 #   node down   a node set DOWN by an admin stays DOWN (ReturnToService=1) until state=resume
@@ -248,6 +250,38 @@ want=$([ "$(ncpu "$online")" -le 8 ] && echo "$online $online $online $online")
 check "4 tasks on one node, no binding: one shared set (got $*; online $online)" \
   sh -c "[ $# -eq 4 ] && [ '${1:-}' = '${2:-}' ] && [ '${1:-}' = '${3:-}' ] && [ '${1:-}' = '${4:-}' ] &&
          { [ -z '$want' ] || [ '$*' = '$want' ]; } && [ $(ncpu "${1:-}") -ge 1 ]"
+
+# ---- CPU quota: each node a machine of equal speed (tools/devcluster.d/cpu.sh) ---------------
+# By default every node's cgroup holds it to the machine's online CPUs over the 4 nodes; a job
+# step on n2 sits below /slurm_n2 and its cgroup files say so.  Then busy loops, more of them
+# than the quota has cores, may use no more than the quota (plus 10 ms of slack over
+# the run): a ceiling, whatever the CPU's speed or the machine's load.  The step has one CPU
+# (its cpuset), so on a machine of more than 4 CPUs, where the quota is a core or more, the
+# cpuset binds first and the ceiling cannot show the quota; the cgroup's files are the check
+# there.
+want_quota=${RYZEN_DEVCLUSTER_CPU_QUOTA:-auto}
+case $want_quota in
+  auto) want_quota=$(awk -v c="$(getconf _NPROCESSORS_ONLN)" 'BEGIN { printf "%g", c / 4 }') ;;
+  none) want_quota=0 ;;
+esac
+loops=$(awk -v q="$want_quota" 'BEGIN { n = int(2 * q) + 1; print (n > 8 ? 8 : n) }')
+# shellcheck disable=SC2016
+quota_step='cg=$(awk -F: '\''$2 ~ /(^|,)cpu(,|$)/ { print $3; exit }'\'' /proc/self/cgroup)
+  q=$(cat /sys/fs/cgroup/cpu/slurm_n2/cpu.cfs_quota_us) p=$(cat /sys/fs/cgroup/cpu/slurm_n2/cpu.cfs_period_us)
+  TIMEFORMAT="%R %U %S"
+  t=$( { time { for i in $(seq '"$loops"'); do timeout 3 sh -c "while :; do :; done" & done; wait; }; } 2>&1)
+  echo "quota: $cg $q $p $t"'
+expect "a job step on n2 reads its node's CPU quota" 0 "^quota: /slurm_n2" -- \
+  as_user timeout 120 srun -A ml -w n2 -N1 -n1 bash -c "$quota_step"
+read -r _ q_cg q_us q_period q_real q_user q_sys <<<"$(grep '^quota: ' "$tmp/out" | tail -n 1)"
+check "n2's quota is $want_quota core(s) (cfs_quota_us $q_us per cfs_period_us $q_period)" \
+  awk -v q="${q_us:-x}" -v p="${q_period:-0}" -v w="$want_quota" \
+  'BEGIN { exit !(w == 0 ? q == -1 : p > 0 && q / p == w) }'
+check "under a quota the kernel hands it out in 250 us slices (kernel.sched_cfs_bandwidth_slice_us)" \
+  sh -c "[ '$want_quota' = 0 ] || [ \"\$(cat /proc/sys/kernel/sched_cfs_bandwidth_slice_us)\" = 250 ]"
+check "$loops busy loops on n2 used no more than its quota ($q_user + $q_sys s of CPU in $q_real s)" \
+  awk -v r="${q_real:-0}" -v u="${q_user:-0}" -v s="${q_sys:-0}" -v w="$want_quota" \
+  'BEGIN { exit !(r > 0 && (w == 0 || (u + s) / r <= w + 0.01 / r + 0.02)) }'
 
 # ---- requeue restarts within seconds ------------------------------------------------------
 cat >"$tmp/job.sh" <<'EOF'

@@ -21,7 +21,8 @@
 #             an undisturbed run; every checkpoint verifies
 #   flap      phase2a through a 5 s outage of its second node's link: completes with no hang
 #             past the watchdog; bit-identical; every checkpoint verifies
-#   ladder    the whole ladder, baseline to phase2c, each promoted by the one before: the model
+#   ladder    the whole ladder, baseline to phase2c, each promoted by the one before (phase1's
+#             topology counts its node's CPU quota): the model
 #             fitted to the phases of at most 8 ranks predicts phase2b and phase2c within 20%;
 #             phase2c's all-reduce is a ring (each node sends about 2(P-1)/P gradients a step)
 #   lossy     phase2b with 2% of n2's packets dropped: it trains through, the packet-loss gate
@@ -56,7 +57,7 @@ cleanup() {
 trap cleanup EXIT
 . "$src/tests/lib.sh"
 skipped=0
-checks=66 # every check below: all skipped in the loopback mode, all run in the ns mode
+checks=67 # every check below: all skipped in the loopback mode, all run in the ns mode
 
 site_setup
 if [ "$(cat "$RYZEN_DEVCLUSTER_DIR/net-mode" 2>/dev/null)" != ns ]; then
@@ -326,6 +327,18 @@ for p in phase2b_12proc phase2c_16proc; do
   check "... $p, predicted after the phases of at most 8 ranks: measured / predicted ${x:-none} (0.8 .. 1.2)" \
     awk -v x="${x:-0}" 'BEGIN { exit !(x >= 0.8 && x <= 1.2) }'
 done
+# The topology counts the nodes' CPU quota (tools/devcluster's default: the machine's CPUs over
+# the 4 nodes): phase1's 4 ranks on one node have the node's quota over 4 each; with no quota,
+# the machine's CPUs over 4 (at most one core).
+rep1=$(ls "$LR"/phase1_4proc/reports/*/report.json | head -n 1)
+q1=$(sed -n 's/.*"per_node":\[{[^}]*"cpu_quota":\([^,}]*\).*/\1/p' "$rep1")
+c1=$(sed -n 's/.*"topology":{"nodes":[0-9]*,"machines":[0-9]*,"cores_per_rank":\([^,]*\).*/\1/p' "$rep1")
+check "... phase1's topology: n1's CPU quota ${q1:-?} core(s), ${c1:-?} of a core per rank (quota / 4, or the machine's CPUs / 4)" \
+  awk -v q="${q1:-x}" -v c="${c1:-x}" -v m="$(getconf _NPROCESSORS_ONLN)" -v want="${RYZEN_DEVCLUSTER_CPU_QUOTA:-auto}" '
+    BEGIN { if (want == "auto") want = m / 4; if (want == "none") want = 0
+      have = (q == "null" ? (m / 4 < 1 ? m / 4 : 1) : q / 4)
+      ok = (want == 0 ? q == "null" : q + 0 == want + 0) && c + 0 > 0 && (c - have) ^ 2 < 1e-9
+      exit !ok }'
 ring=$(sed -n 's/.*"num_parameters":\([0-9]*\).*/\1/p' "$LR/phase2c_16proc/summary.json" | head -n 1)
 sent=$(grep -o '"steps":[0-9]*,[^{]*"network":{"seconds":[0-9.e+-]*,"tcp_segments_sent":[0-9.e+-]*,"tcp_retransmitted":[0-9.e+-]*,"tx_bytes":[0-9.e+-]*' \
   "$LR/phase2c_16proc/summary.json" | sed 's/"steps":\([0-9]*\),.*"tx_bytes":\(.*\)/\2 \1/' |

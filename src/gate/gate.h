@@ -171,6 +171,8 @@ struct gate_topology {
         char host[GATE_NAME_MAX], machine[40], cpus[96];
         int ranks, threads, machine_cpus, machine_ranks;
         bool bound;
+        double cpu_quota;       /* cores of CPU time the node's cgroup allows (NaN: none) */
+        double cores_per_rank;  /* what each of its ranks has of a core */
     } node[GATE_MAX_TOPO_NODES];
 };
 

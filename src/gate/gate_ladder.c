@@ -1,23 +1,22 @@
 #include "config.h"
 
-/* gate_ladder.c: the ladder report's data: every phase report and event under a run root (the
- * chain's RUN_ROOT), the efficiencies against the base attempt, and a simple scaling model
- * fitted to the measured phases, with predictions for the rungs not run yet.
+/* gate_ladder.c: the ladder report's data: every phase report (read through record/report.h) and
+ * event under a run root (the chain's RUN_ROOT), the efficiencies against the base attempt, and
+ * a scaling model fitted to the measured phases, with predictions for the rungs not run yet.
  *
- * The model, per optimizer step of P ranks with b samples each (weak scaling):
- *   T(P, b) = c*b + alpha*ceil(log2 P) + beta * 2(P-1)/P * M
- *   c      seconds of compute per sample: 1 / throughput of the 1-rank attempts (median); without
- *          one, the median rank's mean compute time per sample of the smallest attempt
- *   alpha  the latency of one log2 stage of a tree or recursive-doubling collective: least
- *          squares (through 0) of the measured small-collective p50 against ceil(log2 P)
- *   beta   the effective seconds per byte of the gradient allreduce that is not hidden behind
- *          backward: least squares (through 0, clamped at 0) of what remains of the measured step
- *          time against the bytes a ring allreduce moves per rank, 2(P-1)/P * M, with M = 4 bytes
- *          per parameter
- * This is the alpha-beta (Hockney) cost of a ring allreduce with a latency term per stage; it
- * ignores contention between nodes and assumes weak scaling.  Its error is the RMS relative
- * error of the modelled throughputs of the attempts it was fitted to (in-sample), shown as the
- * band around each prediction.
+ * The model, per optimizer step of P ranks with b samples each (weak scaling), s the share of a
+ * core each rank really has (cores per rank from the report's topology), M the gradient's bytes:
+ *   one node:      T = c*b/s + k_local * 2(P-1)/P * M / s
+ *   several nodes: T = c*b/s + k_net * (2(P-1)/P * M / B + 2(P-1) * lat)
+ *   c        seconds of compute per sample on a whole core: the 1-rank attempts (median of step
+ *            time x cores / samples), else the compute time of the smallest attempt
+ *   B, lat   the slowest link's bandwidth and the median latency from the attempt's preflight
+ *   k_local  the ring's cost on one node in compute-equivalents (least squares over one-node
+ *            attempts); k_net the exposed share of the ring's alpha-beta time over the links
+ *            (least squares over multi-node attempts; 1, all of it exposed, when none ran)
+ * This is the alpha-beta (Hockney) cost of a ring all-reduce; it ignores contention beyond the
+ * slowest link.  Its band is the larger of the in-sample RMS relative error and the widest
+ * throughput p10 spread of the attempts fitted; docs/ladder.md shows it at work.
  * Deliberately not here: rendering (gate_ladder_write.c). */
 
 #include "gate/gate.h"
@@ -32,24 +31,10 @@
 
 #include "core/util.h"
 #include "gate/gate_internal.h"
-#include "record/health.h"
 #include "record/layout.h"
+#include "record/report.h"
 
 static const int gate_rungs[GATE_LADDER_RUNGS] = {8, 12, 16, 32, 64};
-
-/* ---- one report.json -------------------------------------------------------------------------- */
-
-static double gate_crit_measured(const struct gj_value *report, const char *name)
-{
-    const struct gj_value *crit = gj_get(report, "criteria");
-    double v = NAN;
-    for (size_t i = 0; crit != NULL && crit->type == GJ_ARR && i < crit->n; i++) {
-        const char *n = gj_get_str(&crit->items[i], "name");
-        if (n != NULL && strcmp(n, name) == 0)
-            (void)gj_get_num(&crit->items[i], "measured", &v);
-    }
-    return v;
-}
 
 static int gate_dbl_cmp(const void *a, const void *b)
 {
@@ -57,127 +42,67 @@ static int gate_dbl_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median over ranks of per_rank[].mean_compute_s (NaN if any rank lacks it). */
-static double gate_median_compute(const struct gj_value *report)
-{
-    const struct gj_value *pr = gj_get(report, "per_rank");
-    if (pr == NULL || pr->type != GJ_ARR || pr->n == 0)
-        return NAN;
-    double *v = calloc(pr->n, sizeof *v), m = NAN;
-    size_t n = 0;
-    for (size_t i = 0; v != NULL && i < pr->n; i++)
-        if (gj_get_num(&pr->items[i], "mean_compute_s", &v[n]))
-            n++;
-    if (v != NULL && n == pr->n) {
-        qsort(v, n, sizeof *v, gate_dbl_cmp);
-        m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    }
-    free(v);
-    return m;
-}
+/* ---- one report.json -------------------------------------------------------------------------- */
 
 /* Where an attempt ran, from its report's topology and links. */
-static void gate_attempt_place(struct gate_attempt *a, const struct gj_value *r)
+static void gate_attempt_place(struct gate_attempt *a, const struct report_rec *r)
 {
-    const struct gj_value *t = gj_get(r, "topology"), *l = gj_get(r, "links");
-    int64_t nodes = 0, machines = 0;
-    a->cores_per_rank = a->machine_cpus = a->link_Bps = a->link_lat_s = NAN;
-    if (t != NULL && t->type == GJ_OBJ) {
-        (void)gj_get_int(t, "nodes", &nodes);
-        (void)gj_get_int(t, "machines", &machines);
-        (void)gj_get_num(t, "cores_per_rank", &a->cores_per_rank);
-        const struct gj_value *pn = gj_get(t, "per_node");
-        if (pn != NULL && pn->type == GJ_ARR && pn->n > 0)
-            (void)gj_get_num(&pn->items[0], "machine_cpus", &a->machine_cpus);
-    }
-    a->nodes = (int)nodes;
-    a->shared_machine = nodes > 1 && machines == 1;
-    static struct health_links m;
-    const struct gj_value *g = l != NULL ? gj_get(l, "gbps") : NULL;
-    const struct gj_value *u = l != NULL ? gj_get(l, "latency_us") : NULL;
-    memset(&m, 0, sizeof m);
-    m.n_hosts = g != NULL && g->type == GJ_ARR ? (int)fmin((double)g->n, HEALTH_MAX_HOSTS) : 0;
-    for (int i = 0; i < m.n_hosts; i++)
-        for (int k = 0; k < m.n_hosts; k++) {
-            const struct gj_value *gi = &g->items[i];
-            const struct gj_value *ui = u != NULL && u->type == GJ_ARR && (size_t)i < u->n
-                                            ? &u->items[i] : NULL;
-            if (gi->type == GJ_ARR && (size_t)k < gi->n && gi->items[k].type == GJ_NUM)
-                m.gbps[i][k] = gi->items[k].num;
-            if (ui != NULL && ui->type == GJ_ARR && (size_t)k < ui->n &&
-                ui->items[k].type == GJ_NUM)
-                m.latency_us[i][k] = ui->items[k].num;
-        }
-    gate_link_figures(&m, &a->link_Bps, &a->link_lat_s);
+    a->nodes = r->nodes;
+    a->shared_machine = r->nodes > 1 && r->machines == 1;
+    a->cores_per_rank = r->cores_per_rank;
+    a->machine_cpus = r->machine_cpus;
+    a->link_Bps = a->link_lat_s = NAN;
+    if (r->links != NULL)
+        gate_link_figures(r->links, &a->link_Bps, &a->link_lat_s);
 }
 
-static void gate_copy_str(char *out, size_t len, const struct gj_value *o, const char *key)
+static void gate_attempt_parse(struct gate_attempt *a, const struct report_rec *r)
 {
-    const char *s = gj_get_str(o, key);
-    rz_fmt(out, len, "%s", s != NULL ? s : "");
-}
-
-static enum rz_status gate_attempt_parse(struct gate_attempt *a, const struct gj_value *r,
-                                         const char *path, struct rz_err *err)
-{
-    int64_t world = 0;
-    if (gj_get_str(r, "phase") == NULL || gj_get_str(r, "job") == NULL ||
-        !gj_get_int(r, "world_size", &world) || world < 1)
-        return rz_fail(err, RZ_EDATA, "%s: not a ryzen-gate report (needs 'phase', 'job' and "
-                       "'world_size' >= 1)", path);
-    a->world = (int)world;
-    gate_copy_str(a->phase, sizeof a->phase, r, "phase");
-    gate_copy_str(a->job, sizeof a->job, r, "job");
-    gate_copy_str(a->verdict, sizeof a->verdict, r, "verdict");
-    gate_copy_str(a->ended, sizeof a->ended, r, "ended");
-    gate_copy_str(a->time, sizeof a->time, r, "time");
-    gate_copy_str(a->action, sizeof a->action, gj_get(r, "planned_action"), "action");
-    gate_copy_str(a->action_phase, sizeof a->action_phase, gj_get(r, "planned_action"), "phase");
-    gate_copy_str(a->rollback_ckpt, sizeof a->rollback_ckpt, gj_get(r, "rollback_checkpoint"),
-                  "path");
-    a->throughput = a->p50_ms = a->throughput_p10 = NAN;
-    (void)gj_get_num(r, "throughput", &a->throughput);
-    (void)gj_get_num(r, "throughput_p10", &a->throughput_p10);
-    (void)gj_get_num(r, "allreduce_p50_ms", &a->p50_ms);
-    (void)gj_get_int(r, "steps", &a->steps);
-    (void)gj_get_int(r, "skipped_steps", &a->skipped);
-    a->efficiency_prev = gate_crit_measured(r, "efficiency");
-    a->comm = gate_crit_measured(r, "comm");
-    a->p99_ms = gate_crit_measured(r, "allreduce_p99_ms");
-    a->straggler = gate_crit_measured(r, "straggler_ratio");
-    a->compute_s = gate_median_compute(r);
-    double global = NAN;
-    a->params = NAN;
-    (void)gj_get_num(gj_get(r, "environment"), "global_batch", &global);
-    (void)gj_get_num(gj_get(r, "environment"), "num_parameters", &a->params);
-    a->per_rank_batch = global / a->world;
+    a->world = (int)r->world_size;
+    rz_fmt(a->phase, sizeof a->phase, "%s", r->phase);
+    rz_fmt(a->job, sizeof a->job, "%s", r->job);
+    rz_fmt(a->verdict, sizeof a->verdict, "%s", r->verdict);
+    rz_fmt(a->ended, sizeof a->ended, "%s", r->ended);
+    rz_fmt(a->time, sizeof a->time, "%s", r->time);
+    rz_fmt(a->action, sizeof a->action, "%s", r->action);
+    rz_fmt(a->action_phase, sizeof a->action_phase, "%s", r->action_phase);
+    rz_fmt(a->rollback_ckpt, sizeof a->rollback_ckpt, "%s", r->rollback_ckpt);
+    rz_fmt(a->report, sizeof a->report, "%s", r->path);
+    a->throughput = r->throughput;
+    a->throughput_p10 = r->throughput_p10;
+    a->p50_ms = r->allreduce_p50_ms;
+    a->steps = r->steps;
+    a->skipped = r->skipped_steps;
+    a->efficiency_prev = report_measured(r, "efficiency");
+    a->comm = report_measured(r, "comm");
+    a->p99_ms = report_measured(r, "allreduce_p99_ms");
+    a->straggler = report_measured(r, "straggler_ratio");
+    a->compute_s = r->median_compute_s;
+    a->params = r->num_parameters;
+    a->per_rank_batch = r->global_batch / a->world;
     a->efficiency = NAN;
     gate_attempt_place(a, r);
-    return RZ_OK;
 }
 
 static enum rz_status gate_add_attempt(struct gate_ladder *l, const char *path,
                                        const char *lineage, struct rz_err *err)
 {
-    struct gj_value *r = NULL;
-    enum rz_status st = gj_parse_file(path, &r, err);
-    if (st != RZ_OK)
-        return st;
-    struct gate_attempt *na = realloc(l->att, (l->n_att + 1) * sizeof *na);
-    if (na == NULL) {
-        gj_free(r);
+    struct report_rec *r = malloc(sizeof *r);
+    if (r == NULL)
         return rz_fail(err, RZ_ENOMEM, "ladder: out of memory");
-    }
-    l->att = na;
-    struct gate_attempt *a = &na[l->n_att];
-    memset(a, 0, sizeof *a);
-    st = gate_attempt_parse(a, r, path, err);
-    gj_free(r);
+    enum rz_status st = report_read(r, path, err);
+    struct gate_attempt *na = st == RZ_OK ? realloc(l->att, (l->n_att + 1) * sizeof *na) : NULL;
+    if (st == RZ_OK && na == NULL)
+        st = rz_fail(err, RZ_ENOMEM, "ladder: out of memory");
     if (st == RZ_OK) {
-        rz_fmt(a->report, sizeof a->report, "%s", path);
+        l->att = na;
+        struct gate_attempt *a = &na[l->n_att++];
+        memset(a, 0, sizeof *a);
+        gate_attempt_parse(a, r);
         rz_fmt(a->lineage, sizeof a->lineage, "%s", lineage);
-        l->n_att++;
     }
+    report_free(r);
+    free(r);
     return st;
 }
 
@@ -207,8 +132,8 @@ static enum rz_status gate_read_lineage(struct gate_ladder *l, const char *dir,
         struct stat sb;
         if (e->d_name[0] == '.')
             continue;
-        rz_fmt(rep, sizeof rep, "%s/%s/report.json", path, e->d_name);
-        if (stat(rep, &sb) == 0 && S_ISREG(sb.st_mode))
+        if (report_path(rep, sizeof rep, dir, e->d_name) && stat(rep, &sb) == 0 &&
+            S_ISREG(sb.st_mode))
             st = gate_add_attempt(l, rep, lineage, err);
     }
     if (d != NULL)

@@ -5,9 +5,8 @@
  * copy of gate.prom).  The writers only format the document.
  * Deliberately not here: the HTML page (gate_html.c), the Prometheus text (gate_prom.c), any
  * judgement (gate_eval.c) and any event filtering (gate_read.c classifies them once).
- * report.json is also the next phase's baseline (gate_baseline.c reads its phase, job,
- * world_size, throughput and loss_curve) and ryzen-step reads rollback_checkpoint: keep those
- * names. */
+ * report.json is read back by the next phase's baseline, ryzen-step's chain and the ladder,
+ * all through record/report.h, which lists the fields they rely on: keep those names. */
 
 #include "gate/gate.h"
 

@@ -1,7 +1,9 @@
 /* gate_topo.c: where the ranks ran (struct gate_topology in gate.h), from health.json's ranks:
  * the nodes, the machines behind them (the kernel's boot id: the dev cluster's four nodes are one
- * machine's CPUs), the CPUs each node's ranks may use, whether they are bound, and what each
- * rank really has of a core.  Written into every report as a table. */
+ * machine's CPUs), the CPUs each node's ranks may use, whether they are bound, the CPU quota of
+ * each node's cgroup, and what each rank really has of a core: the least of its threads, its
+ * machine's CPUs over the ranks on that machine, and its node's quota over the node's ranks.
+ * Written into every report as a table. */
 #include "config.h"
 
 #include <math.h>
@@ -71,7 +73,10 @@ void gate_topology_read(struct gate_input *in, const struct health_doc *h)
             rz_fmt(t->node[k].host, sizeof t->node[k].host, "%s", r->host);
             rz_fmt(t->node[k].machine, sizeof t->node[k].machine, "%s", machine_of(r));
             t->node[k].threads = r->omp_threads > 0 ? r->omp_threads : 1;
+            t->node[k].cpu_quota = NAN;
         }
+        if (r->cpu_quota > 0 && !(r->cpu_quota >= t->node[k].cpu_quota))
+            t->node[k].cpu_quota = r->cpu_quota; /* the tightest its ranks saw */
         t->node[k].ranks++;
         cpu_list_mark(r->cpus, sets[k]);
     }
@@ -101,8 +106,12 @@ void gate_topology_read(struct gate_input *in, const struct health_doc *h)
                 break;
             }
         t->any_bound |= t->node[k].bound;
+        t->node[k].cores_per_rank = NAN;
         if (cpus > 0 && ranks > 0) {
             double have = fmin((double)t->node[k].threads, (double)cpus / ranks);
+            if (t->node[k].cpu_quota > 0)
+                have = fmin(have, t->node[k].cpu_quota / t->node[k].ranks);
+            t->node[k].cores_per_rank = have;
             t->cores_per_rank = isnan(t->cores_per_rank) ? have : fmin(t->cores_per_rank, have);
         }
     }
@@ -133,48 +142,67 @@ void gate_json_topology(struct rz_json *j, const struct gate_input *in)
         rz_json_kv_bool(j, "bound", t->node[k].bound);
         rz_json_kv_int(j, "machine_cpus", t->node[k].machine_cpus);
         rz_json_kv_int(j, "machine_ranks", t->node[k].machine_ranks);
+        rz_json_kv_double(j, "cpu_quota", t->node[k].cpu_quota);
+        rz_json_kv_double(j, "cores_per_rank", t->node[k].cores_per_rank);
         rz_json_object_end(j);
     }
     rz_json_array_end(j);
     rz_json_object_end(j);
 }
 
+/* "0.5" cores of quota, or "none". */
+static const char *quota_text(char *buf, size_t len, double q)
+{
+    if (q > 0)
+        rz_fmt(buf, len, "%.3g", q);
+    else
+        rz_fmt(buf, len, "none");
+    return buf;
+}
+
 void gate_md_topology(FILE *f, const struct gate_input *in)
 {
     const struct gate_topology *t = &in->topo;
+    char q[32];
     if (t->n_nodes == 0)
         return;
     fprintf(f, "## Topology\n\n%d node(s) on %d machine(s) (the kernel's boot id); each rank has "
-               "%.3g of a core (threads, or its machine's CPUs over the ranks on it); ranks %s."
-               "\n\n| node | machine | ranks | threads per rank | CPUs | machine's CPUs / ranks |\n"
-               "|---|---|---|---|---|---|\n", t->n_nodes, t->n_machines, t->cores_per_rank,
+               "%.3g of a core (the least of its threads, its machine's CPUs over the ranks on it, "
+               "and its node's CPU quota over the node's ranks); ranks %s.\n\n"
+               "| node | machine | ranks | threads per rank | CPUs | machine's CPUs / ranks "
+               "| CPU quota (cores) | cores per rank |\n|---|---|---|---|---|---|---|---|\n",
+            t->n_nodes, t->n_machines, t->cores_per_rank,
             t->any_bound ? "bound to a part of their machine's CPUs" : "not bound");
     for (int k = 0; k < t->n_nodes; k++)
-        fprintf(f, "| %s | %.8s | %d | %d | %s%s | %d / %d |\n", t->node[k].host,
+        fprintf(f, "| %s | %.8s | %d | %d | %s%s | %d / %d | %s | %.3g |\n", t->node[k].host,
                 t->node[k].machine, t->node[k].ranks, t->node[k].threads, t->node[k].cpus,
                 t->node[k].bound ? " (bound)" : "", t->node[k].machine_cpus,
-                t->node[k].machine_ranks);
+                t->node[k].machine_ranks, quota_text(q, sizeof q, t->node[k].cpu_quota),
+                t->node[k].cores_per_rank);
     fputc('\n', f);
 }
 
 void gate_html_topology(FILE *f, const struct gate_input *in)
 {
     const struct gate_topology *t = &in->topo;
+    char q[32];
     if (t->n_nodes == 0)
         return;
     fprintf(f, "<h2>Topology</h2>\n<p id=\"topology\">%d node(s) on %d machine(s); each rank has "
                "%.3g of a core; ranks %s.</p>\n<table><tr><th>node</th><th>machine</th>"
                "<th>ranks</th><th>threads per rank</th><th>CPUs</th><th>machine's CPUs / ranks"
-               "</th></tr>\n", t->n_nodes, t->n_machines, t->cores_per_rank,
-            t->any_bound ? "bound" : "not bound");
+               "</th><th>CPU quota (cores)</th><th>cores per rank</th></tr>\n", t->n_nodes,
+            t->n_machines, t->cores_per_rank, t->any_bound ? "bound" : "not bound");
     for (int k = 0; k < t->n_nodes; k++) {
         fputs("<tr><td>", f);
         gate_html_text(f, t->node[k].host);
         fprintf(f, "</td><td>%.8s</td><td>%d</td><td>%d</td><td>", t->node[k].machine,
                 t->node[k].ranks, t->node[k].threads);
         gate_html_text(f, t->node[k].cpus);
-        fprintf(f, "%s</td><td>%d / %d</td></tr>\n", t->node[k].bound ? " (bound)" : "",
-                t->node[k].machine_cpus, t->node[k].machine_ranks);
+        fprintf(f, "%s</td><td>%d / %d</td><td>%s</td><td>%.3g</td></tr>\n",
+                t->node[k].bound ? " (bound)" : "", t->node[k].machine_cpus,
+                t->node[k].machine_ranks, quota_text(q, sizeof q, t->node[k].cpu_quota),
+                t->node[k].cores_per_rank);
     }
     fputs("</table>\n", f);
 }

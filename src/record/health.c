@@ -3,6 +3,7 @@
 
 #include "record/health.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ static void write_rank(struct rz_json *j, const struct health_rank *r)
     rz_json_kv_double(j, "ckpt_free_bytes", r->ckpt_free);
     rz_json_kv_bool(j, "run_root_seen", r->run_root_seen);
     rz_json_kv_string(j, "machine", r->machine);
+    rz_json_kv_double(j, "cpu_quota", r->cpu_quota); /* null: none */
     rz_json_object_end(j);
 }
 
@@ -160,6 +162,8 @@ static enum rz_status read_rank(const struct gj_value *o, struct health_rank *r,
     (void)gj_get_num(o, "ckpt_free_bytes", &r->ckpt_free);
     (void)gj_get_bool(o, "run_root_seen", &r->run_root_seen);
     copy_str(r->machine, sizeof r->machine, o, "machine");
+    r->cpu_quota = NAN;
+    (void)gj_get_num(o, "cpu_quota", &r->cpu_quota);
     return RZ_OK;
 }
 

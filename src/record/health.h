@@ -38,6 +38,8 @@ struct health_rank {
     char mem_limit_source[160];
     bool run_root_seen;
     char machine[40];           /* the kernel's boot id ("" unknown, or an older file) */
+    double cpu_quota;           /* cores of CPU time its cgroup allows, shared by the node's
+                                 * ranks (NaN: no quota, or an older file) */
 };
 
 /* The links between the job's nodes: [i][j] from hosts[i] to hosts[j]. */

@@ -12,7 +12,7 @@
 
 #include "ckpt/ckpt.h"
 #include "core/util.h"
-#include "core/json_read.h"
+#include "record/report.h"
 #include "step/step_internal.h"
 
 enum { VERDICT_GO = 0, VERDICT_NO_GO = 1, VERDICT_HOLD = 2 };
@@ -65,19 +65,13 @@ void chain_comment(struct wrapper *w, const char *text)
 /* The rollback checkpoint ryzen-gate chose (report.json's rollback_checkpoint.path). */
 static bool rollback_checkpoint(const struct wrapper *w, char *out, size_t len)
 {
-    char path[STEP_PATH_MAX + 400], *text = NULL;
-    size_t n = 0;
-    struct gj_value *report = NULL;
-    rz_fmt(path, sizeof path, "%s/reports/%s/report.json", w->run_dir, w->env->job_id);
+    char path[STEP_PATH_MAX + 400];
+    struct report_rec report = {0};
     out[0] = '\0';
-    if (rz_read_file(path, &text, &n, NULL) == RZ_OK &&
-        gj_parse(&report, text, n, path, 1, NULL) == RZ_OK) {
-        const char *ckpt = gj_get_str(gj_get(report, "rollback_checkpoint"), "path");
-        if (ckpt != NULL)
-            rz_fmt(out, len, "%s", ckpt);
-    }
-    gj_free(report);
-    free(text);
+    if (report_path(path, sizeof path, w->run_dir, w->env->job_id) &&
+        report_read(&report, path, NULL) == RZ_OK)
+        rz_fmt(out, len, "%s", report.rollback_ckpt);
+    report_free(&report);
     return out[0] != '\0';
 }
 

@@ -9,6 +9,7 @@
 #include "train/preflight_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -61,12 +62,56 @@ static double cgroup_number(const char *path)
     return strncmp(text, "max", 3) == 0 || x <= 0.0 || x >= 1e18 ? 0.0 : x;
 }
 
-/* The tightest memory limit on this process's cgroup and its parents (cgroup v1 memory
- * controller, or v2's memory.max); 0 when none. */
-static double cgroup_memory_limit(char *where, size_t len)
+/* One cgroup directory's limit: memory bytes, or CPU cores of time; 0 when it sets none. */
+typedef double (*cgroup_limit_fn)(const char *dir, bool v1);
+
+static double cgroup_memory_at(const char *dir, bool v1)
+{
+    char path[1500];
+    rz_fmt(path, sizeof path, "%s/%s", dir, v1 ? "memory.limit_in_bytes" : "memory.max");
+    return cgroup_number(path);
+}
+
+/* cgroup v1's cpu.cfs_quota_us / cpu.cfs_period_us (-1: none), v2's cpu.max ("max 100000" or
+ * "QUOTA PERIOD"). */
+static double cgroup_cpu_at(const char *dir, bool v1)
+{
+    char path[1500], text[64] = "";
+    double quota = 0.0, period = 0.0;
+    if (v1) {
+        rz_fmt(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+        quota = cgroup_number(path);
+        rz_fmt(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+        period = cgroup_number(path);
+    } else {
+        rz_fmt(path, sizeof path, "%s/cpu.max", dir);
+        FILE *f = fopen(path, "r");
+        if (f != NULL && fgets(text, sizeof text, f) != NULL && strncmp(text, "max", 3) != 0 &&
+            sscanf(text, "%lf %lf", &quota, &period) != 2)
+            quota = 0.0;
+        if (f != NULL)
+            fclose(f);
+    }
+    return quota > 0.0 && period > 0.0 ? quota / period : 0.0;
+}
+
+/* Controller list "cpu,cpuacct" names the controller exactly ("cpuset" is not "cpu"). */
+static bool cgroup_has(const char *list, const char *controller)
+{
+    size_t n = strlen(controller);
+    for (const char *p = list; *p != '\0'; p += strcspn(p, ","), p += *p == ',') {
+        if (strncmp(p, controller, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+/* The tightest limit of CONTROLLER on this process's cgroup and its parents (cgroup v1's
+ * hierarchy of that controller, or v2's unified one); 0 when none.  *where names the cgroup. */
+static double cgroup_tightest(const char *controller, cgroup_limit_fn at, char *where, size_t len)
 {
     FILE *f = fopen("/proc/self/cgroup", "r");
-    char line[1024], path[1400];
+    char line[1024], dir[1400];
     double best = 0.0;
     while (f != NULL && fgets(line, sizeof line, f) != NULL) {
         line[strcspn(line, "\n")] = '\0';
@@ -74,13 +119,15 @@ static double cgroup_memory_limit(char *where, size_t len)
         if (rel == NULL)
             continue;
         *rel++ = '\0';
-        bool v1 = strstr(ctrl + 1, "memory") != NULL, v2 = ctrl[1] == '\0';
+        bool v1 = cgroup_has(ctrl + 1, controller), v2 = ctrl[1] == '\0';
         if (!v1 && !v2)
             continue;
         for (char *end = rel + strlen(rel);;) {
-            rz_fmt(path, sizeof path, v1 ? "/sys/fs/cgroup/memory%.*s/memory.limit_in_bytes"
-                                         : "/sys/fs/cgroup%.*s/memory.max", (int)(end - rel), rel);
-            double x = cgroup_number(path);
+            if (v1)
+                rz_fmt(dir, sizeof dir, "/sys/fs/cgroup/%s%.*s", controller, (int)(end - rel), rel);
+            else
+                rz_fmt(dir, sizeof dir, "/sys/fs/cgroup%.*s", (int)(end - rel), rel);
+            double x = at(dir, v1);
             if (x > 0.0 && (best == 0.0 || x < best)) {
                 best = x;
                 rz_fmt(where, len, "cgroup %.*s", (int)(end - rel), rel);
@@ -98,12 +145,20 @@ static double cgroup_memory_limit(char *where, size_t len)
     return best;
 }
 
+/* The CPU time this rank's cgroup (and its parents) may use, in cores: a node held to a share
+ * of a machine (a container's or the dev cluster's quota).  Every rank of the node shares it. */
+static void probe_cpu_quota(struct probe *p)
+{
+    p->cpu_quota = cgroup_tightest("cpu", cgroup_cpu_at, p->quota_source,
+                                   sizeof p->quota_source);
+}
+
 /* The job's own limit on this node: the cgroup's, --mem (SLURM_MEM_PER_NODE) and --mem-per-cpu
  * times the node's CPUs; the tightest wins. */
 static void probe_memory_limit(const struct preflight_env *e, struct probe *p)
 {
     char where[160] = "";
-    double cg = cgroup_memory_limit(where, sizeof where);
+    double cg = cgroup_tightest("memory", cgroup_memory_at, where, sizeof where);
     double node = e != NULL && e->mem_per_node_mb > 0 ? (double)e->mem_per_node_mb * 1048576.0
                                                       : 0.0;
     double cpu = e != NULL && e->mem_per_cpu_mb > 0 && e->cpus_on_node > 0
@@ -211,6 +266,7 @@ static void probe_self(const struct preflight_opts *o, const char *root_token, s
     p->need = plan_need(o->cfg, comm_size(o->comm), p->rank);
     probe_cpus(o->env, p);
     probe_machine(p);
+    probe_cpu_quota(p);
     probe_ckpt_dir(o->run_dir, p);
     pf_probe_run_root(o->run_dir, root_token, p);
     p->fail_hook = strcmp(RZ_HOOK(preflight_fail_host, ""), p->host) == 0;
@@ -404,6 +460,7 @@ static void fill_rank(struct health_rank *h, const struct probe *p)
     h->ckpt_free = p->ckpt_free;
     h->run_root_seen = p->root_seen;
     rz_fmt(h->machine, sizeof h->machine, "%s", p->machine);
+    h->cpu_quota = p->cpu_quota > 0.0 ? p->cpu_quota : (double)NAN;
 }
 
 static void fill_links(struct health_links *h, const struct comm_links *l)
