@@ -165,7 +165,7 @@ check "within a node through shared memory: n4's eth0 and lo carried under a ten
 # One rank on each of n1, n2, n3: three pairs of nodes, each measured both ways over MPI.
 pf() {
   as rzuser mkdir -p "$sub/runs/$1"
-  as rzuser timeout 180 srun -A ml -w n1,n2,n3 -N3 --ntasks-per-node=1 --mpi=pmix \
+  as rzuser timeout 180 srun $site -w n1,n2,n3 -N3 --ntasks-per-node=1 --mpi=pmix \
     "$prefix/bin/ryzen-train" --config "$prefix/share/ryzen-llm/configs/phase2a_8proc.yaml" \
     --preflight --run-dir "$sub/runs/$1"
 }
