@@ -17,12 +17,13 @@
 #             every checkpoint it committed verifies
 #   partition phase2a with its second node cut off after step 15: Slurm requeues it, the next
 #             attempt names the node lost (a network fault), runs without it and resumes from
-#             step 15; the report's recovery names it and takes under 5 minutes; bit-identical to
-#             an undisturbed run; every checkpoint verifies
+#             step 15; the report's recovery names it and takes under 5 minutes; its topology
+#             counts the nodes' CPU quota; bit-identical to an undisturbed run (run first, on a
+#             quiet cluster); every checkpoint verifies
 #   flap      phase2a through a 5 s outage of its second node's link: completes with no hang
 #             past the watchdog; bit-identical; every checkpoint verifies
-#   ladder    the whole ladder, baseline to phase2c, each promoted by the one before (phase1's
-#             topology counts its node's CPU quota): the model
+#   ladder    the whole ladder, baseline to phase2c, each promoted by the one before (with the
+#             nodes' CPU quota lifted, and put back after): the model
 #             fitted to the phases of at most 8 ranks predicts phase2b and phase2c within 20%;
 #             phase2c's all-reduce is a ring (each node sends about 2(P-1)/P gradients a step)
 #   lossy     phase2b with 2% of n2's packets dropped: it trains through, the packet-loss gate
@@ -51,6 +52,7 @@ tmp=$(mktemp -d /var/tmp/rz-net-XXXXXX)
 cleanup() {
   cancel_submitted
   "$dc" net reset >/dev/null 2>&1
+  "$dc" up >/dev/null 2>&1 # the suite's CPU quota, if the ladder's lift was cut short
   pkill -f 'iperf3 -s -1 -p 52' 2>/dev/null
   rm -rf "$tmp"
 }
@@ -285,6 +287,17 @@ secs=$(echo "$rec" | sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p')
 check "... the report's recovery: $victim unreachable, $secs s from the last step to training again (under 300)" \
   sh -c "echo '$rec' | grep -q '\"lost_nodes\":\"$victim\"' && echo '$rec' | grep -q 'network fault' &&
          awk -v s='$secs' 'BEGIN { exit !(s > 0 && s < 300) }'"
+# The report's topology counts the nodes' CPU quota (tools/devcluster's default: the machine's
+# CPUs over the 4 nodes): phase2a's 4 ranks on each node have the node's quota over 4 each;
+# with no quota, the machine's CPUs over its 8 ranks (at most one core).
+q1=$(sed -n 's/.*"per_node":\[{[^}]*"cpu_quota":\([^,}]*\).*/\1/p' "$rep")
+c1=$(sed -n 's/.*"topology":{"nodes":[0-9]*,"machines":[0-9]*,"cores_per_rank":\([^,]*\).*/\1/p' "$rep")
+check "... its topology: each node's CPU quota ${q1:-?} core(s), ${c1:-?} of a core per rank (quota / 4, or the machine's CPUs / 8)" \
+  awk -v q="${q1:-x}" -v c="${c1:-x}" -v m="$(getconf _NPROCESSORS_ONLN)" -v want="${RYZEN_DEVCLUSTER_CPU_QUOTA:-auto}" '
+    BEGIN { if (want == "auto") want = m / 4; if (want == "none") want = 0
+      have = (q == "null" ? (m / 8 < 1 ? m / 8 : 1) : q / 4)
+      ok = (want == 0 ? q == "null" : q + 0 == want + 0) && c + 0 > 0 && (c - have) ^ 2 < 1e-9
+      exit !ok }'
 same_params "... bit-identical to an uninterrupted run" "$(R p2ref phase2a_8proc)" "$r" 30
 check_ckpts "... every checkpoint it committed verifies" "$r"
 wait_for 60 sh -c "sinfo -h -n $victim -o %T | grep -qv 'down\|drain'" ||
@@ -318,13 +331,21 @@ check_ckpts "... every checkpoint it committed verifies" "$r"
 # prediction for 2b and 2c is the model fitted to the phases of at most 8 ranks (ladder.json's
 # hindcast), on each phase's own topology and links: within 20% of what the phase then
 # measured.  And the ring: every node of phase2c sent about 2(P-1)/P gradients a step.
+# The ladder runs with the nodes' CPU quota lifted, and the suite's quota is put back after it.
+# Under a quota a node that has used its share stops until its period ends, which is no CPU's
+# behaviour and no part of the model: with half a core per node (the default) eight ladders
+# gave 0.83 to 1.17 of the prediction and CI once 0.75; at a quarter, 0.70; without a quota,
+# 1.02 to 1.06 (docs/devcluster.md).  The model's own figures (cores per rank, links) come from
+# each phase's report either way.
 ladder_sets="$chain_model --set checkpoint.interval=20 --set health.sync_check_interval=20
   --set training.steps=60 $open_gates"
 LR=$sub/runs/ladder
 as rzuser mkdir -p "$LR"
+"$dc" up --cpu-quota none >/dev/null
 j=$(RYZEN_RUN_ROOT=$LR submit_as rzuser $site "$T/baseline_1proc.sh" $ladder_sets)
 await "the whole ladder ran: baseline to phase2c, each promoted by the one before" 900 \
   sh -c "ls '$LR'/phase2c_16proc/reports/*/report.json >/dev/null 2>&1"
+"$dc" up >/dev/null
 as rzuser "$prefix/bin/ryzen-gate" --ladder "$LR" >"$tmp/out" 2>&1
 hind() { # PHASE: its hindcast row's measured / predicted
   sed -n "s/.*\"hindcast\":{.*{\"phase\":\"$1\",[^}]*\"measured_vs_predicted\":\([0-9.e+-]*\)}.*/\1/p" "$LR/ladder.json"
@@ -334,18 +355,6 @@ for p in phase2b_12proc phase2c_16proc; do
   check "... $p, predicted after the phases of at most 8 ranks: measured / predicted ${x:-none} (0.8 .. 1.2)" \
     awk -v x="${x:-0}" 'BEGIN { exit !(x >= 0.8 && x <= 1.2) }'
 done
-# The topology counts the nodes' CPU quota (tools/devcluster's default: the machine's CPUs over
-# the 4 nodes): phase1's 4 ranks on one node have the node's quota over 4 each; with no quota,
-# the machine's CPUs over 4 (at most one core).
-rep1=$(ls "$LR"/phase1_4proc/reports/*/report.json | head -n 1)
-q1=$(sed -n 's/.*"per_node":\[{[^}]*"cpu_quota":\([^,}]*\).*/\1/p' "$rep1")
-c1=$(sed -n 's/.*"topology":{"nodes":[0-9]*,"machines":[0-9]*,"cores_per_rank":\([^,]*\).*/\1/p' "$rep1")
-check "... phase1's topology: n1's CPU quota ${q1:-?} core(s), ${c1:-?} of a core per rank (quota / 4, or the machine's CPUs / 4)" \
-  awk -v q="${q1:-x}" -v c="${c1:-x}" -v m="$(getconf _NPROCESSORS_ONLN)" -v want="${RYZEN_DEVCLUSTER_CPU_QUOTA:-auto}" '
-    BEGIN { if (want == "auto") want = m / 4; if (want == "none") want = 0
-      have = (q == "null" ? (m / 4 < 1 ? m / 4 : 1) : q / 4)
-      ok = (want == 0 ? q == "null" : q + 0 == want + 0) && c + 0 > 0 && (c - have) ^ 2 < 1e-9
-      exit !ok }'
 ring=$(sed -n 's/.*"num_parameters":\([0-9]*\).*/\1/p' "$LR/phase2c_16proc/summary.json" | head -n 1)
 sent=$(grep -o '"steps":[0-9]*,[^{]*"network":{"seconds":[0-9.e+-]*,"tcp_segments_sent":[0-9.e+-]*,"tcp_retransmitted":[0-9.e+-]*,"tx_bytes":[0-9.e+-]*' \
   "$LR/phase2c_16proc/summary.json" | sed 's/"steps":\([0-9]*\),.*"tx_bytes":\(.*\)/\2 \1/' |
