@@ -93,6 +93,26 @@ START_TEST(seed_model_zero2_recompute_on_four_ranks)
 }
 END_TEST
 
+/* checkpoint.mode async: rank 0's writer holds parameters, m and v whole; with ZeRO its
+ * gathers land in them, so only MPI's buffers for the others' sends stay staged. */
+START_TEST(async_checkpoints_add_the_snapshot_to_rank0)
+{
+    struct cfg c;
+    seed(&c);
+    snprintf(c.checkpoint.mode, sizeof c.checkpoint.mode, "async");
+    struct plan p;
+    ck_assert_int_eq(plan_compute(&p, &c, 1, NULL, NULL), RZ_OK);
+    ck_assert_uint_eq(p.ckpt_snapshot, 12 * (uint64_t)N_PARAMS);
+    ck_assert_uint_eq(p.peak, (uint64_t)173208656); /* the other ranks: as sync */
+    ck_assert_uint_eq(p.peak_rank0, p.peak + p.ckpt_snapshot);
+    struct plan_settings s = plan_settings_of(&c);
+    s.zero_stage = 1;
+    ck_assert_int_eq(plan_compute(&p, &c, 4, &s, NULL), RZ_OK);
+    ck_assert_uint_eq(p.ckpt_staging, 3 * 6 * MIB);
+    ck_assert_uint_eq(p.peak_rank0, p.peak + p.ckpt_staging + 12 * (uint64_t)N_PARAMS);
+}
+END_TEST
+
 START_TEST(suggestions_in_order_of_cost)
 {
     struct cfg c;
@@ -180,6 +200,7 @@ static Suite *plan_suite(void)
     TCase *core = rz_test_tcase("core");
     tcase_add_test(core, seed_model_by_hand);
     tcase_add_test(core, seed_model_zero2_recompute_on_four_ranks);
+    tcase_add_test(core, async_checkpoints_add_the_snapshot_to_rank0);
     tcase_add_test(core, suggestions_in_order_of_cost);
     suite_add_tcase(s, core);
     TCase *errors = rz_test_tcase("errors");

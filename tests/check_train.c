@@ -17,6 +17,7 @@
 #include "train/preflight_internal.h"
 #include "kernels/kernels.h"
 #include "train/train.h"
+#include "ckpt/ckpt.h"
 #include "testutil.h"
 
 static char run_root[64];
@@ -179,6 +180,51 @@ static int count_lines(const char *path)
     fclose(f);
     return n;
 }
+
+/* checkpoint.mode async trains the same bits as sync and writes the same checkpoints: the
+ * snapshot is the state at the step boundary, whatever the next steps do meanwhile.  The
+ * summary counts the periodic checkpoints and the stall of each mode. */
+START_TEST(async_checkpoints_are_the_sync_files)
+{
+    struct cfg c;
+    small_markov(&c);
+    c.training.steps = 12;
+    c.checkpoint.interval = 3;
+    c.checkpoint.keep = 10;
+    float l1[12], l2[12];
+    struct train_result r1, r2;
+    struct rz_err err;
+    ck_assert_int_eq(run(&c, "sync", l1, &r1, &err), RZ_OK);
+    snprintf(c.checkpoint.mode, sizeof c.checkpoint.mode, "async");
+    rz_err_clear(&err);
+    ck_assert_msg(run(&c, "async", l2, &r2, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_int_eq(memcmp(l1, l2, sizeof l1), 0);
+    ck_assert_int_eq(r1.ckpt_count, 4);
+    ck_assert_int_eq(r2.ckpt_count, 4);
+    ck_assert_double_gt(r1.ckpt_commit_s, 0.0);
+    ck_assert_double_gt(r2.ckpt_commit_s, 0.0); /* the writes behind were collected */
+    for (int step = 3; step <= 12; step += 3) {
+        char p1[256], p2[256];
+        struct ckpt_meta m1, m2;
+        snprintf(p1, sizeof p1, "%s/sync/checkpoints/step-%08d.h5", run_root, step);
+        snprintf(p2, sizeof p2, "%s/async/checkpoints/step-%08d.h5", run_root, step);
+        ck_assert_msg(ckpt_inspect(p1, &m1, &err) == RZ_OK, "%s", err.msg);
+        ck_assert_msg(ckpt_inspect(p2, &m2, &err) == RZ_OK, "%s", err.msg);
+        ck_assert_str_eq(m1.params_sha256, m2.params_sha256);
+        ck_assert_str_eq(m1.adam_sha256, m2.adam_sha256);
+        ck_assert_int_eq(m2.step, step);
+        ck_assert(m1.loss_sum == m2.loss_sum);
+        ckpt_meta_free(&m1);
+        ckpt_meta_free(&m2);
+    }
+    char path[256], *text = NULL;
+    snprintf(path, sizeof path, "%s/async/summary.json", run_root);
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    ck_assert_msg(strstr(text, "\"checkpoints\":{\"mode\":\"async\",\"periodic\":4,") != NULL,
+                  "%s", text);
+    free(text);
+}
+END_TEST
 
 START_TEST(metrics_and_summary_files)
 {
@@ -547,6 +593,7 @@ static Suite *train_suite(void)
     tcase_add_test(core, bf16_converges_like_fp32);
     tcase_add_test(core, grad_accum_matches_a_larger_batch);
     tcase_add_test(core, metrics_and_summary_files);
+    tcase_add_test(core, async_checkpoints_are_the_sync_files);
     tcase_add_test(core, validation_on_schedule_leaves_training_alone);
     tcase_add_test(core, recompute_trains_the_same_bits);
     tcase_add_test(core, guard_skips_non_finite_and_outliers);

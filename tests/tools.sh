@@ -161,14 +161,16 @@ bench=$src/tools/bench
 # log line; samples/s by configuration (OMP_NUM_THREADS, --set training.precision=bf16).
 cat >"$tmp/train" <<'SH'
 #!/bin/sh
-sps=80
+sps=80 stall=44
 while [ $# -gt 0 ]; do
-  case $1 in --run-dir) dir=$2; shift ;; training.precision=bf16) sps=150 ;; esac
+  case $1 in --run-dir) dir=$2; shift ;; training.precision=bf16) sps=150 ;;
+    checkpoint.mode=async) stall=2 sps=79 ;; esac
   shift
 done
 [ "${OMP_NUM_THREADS:-1}" = 2 ] && sps=120
 mkdir -p "$dir"
 printf '{"aggregated_metrics": {"samples_per_sec": %s, "mfu": 0.5, "comm_share": 0.01},\n' "$sps" >"$dir/summary.json"
+printf ' "checkpoints": {"mode": "x", "periodic": 3, "stall_ms_mean": %s, "stall_ms_max": 50, "commit_ms_mean": 40},\n' "$stall" >>"$dir/summary.json"
 printf ' "rank_results": [{"peak_rss_bytes": 177000000}]}\n' >>"$dir/summary.json"
 echo "ryzen-train: checkpoint: step 2 committed to $dir/c.h5 in 12 ms"
 SH
@@ -193,6 +195,14 @@ bench_with() { t=$1; shift; RYZEN_TRAIN=$t RYZEN_PEER=$tmp/peer cpu_as "$cpu" "$
 fake() { bench_with "$tmp/train" "$@"; }
 expect "bench: unknown configuration" 64 'unknown configuration "3t"' -- fake --configs "1t 3t"
 expect "bench: rounds must be a number" 64 "positive whole number" -- fake --rounds x
+expect "bench: --checkpoints must be a number of steps" 64 "checkpoints takes a positive" \
+  -- fake --checkpoints 0
+expect "bench: --checkpoints runs sync and async and tabulates the stall" 0 "" \
+  -- fake --configs 1t --rounds 2 --checkpoints 5
+check "bench: the sync row (44 ms stalled, 40 ms written, 80 samples/s)" \
+  grep -qF "| sync | 44.00 | 40.0 | 80.0 |" "$tmp/out"
+check "bench: the async row (2 ms stalled)" grep -qF "| async | 2.00 | 40.0 | 79.0 |" "$tmp/out"
+check "bench: the stall ratio, 2 / 44" grep -qF "async stall / sync stall: 0.045" "$tmp/out"
 expect "bench: --label without --record" 64 "needs --record" -- fake --label R9
 expect "bench: --record into a file without the header" 64 "not a writable history" \
   -- fake --record "$tmp/nohdr.tsv"

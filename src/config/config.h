@@ -92,6 +92,7 @@ struct cfg_kernels {
 struct cfg_checkpoint {
     int64_t interval;           /* steps; 0 disables periodic checkpoints */
     int64_t keep;
+    char mode[CFG_STR_MAX];     /* "sync" | "async": periodic checkpoints written behind training */
 };
 
 struct cfg_restart {

@@ -143,6 +143,12 @@ const struct cfg_key cfg_keys[] = {
     KEY_INT("checkpoint.interval", checkpoint.interval, 0, BIG, "100",
             "Checkpoint every N steps (0: only at the end and on a stop signal)."),
     KEY_INT("checkpoint.keep", checkpoint.keep, 1, 1000, "3", "Checkpoints kept on disk."),
+    KEY_ENUM("checkpoint.mode", checkpoint.mode, "sync|async", "sync",
+             "sync: training waits while a periodic checkpoint is written, fsynced and committed; "
+             "async: rank 0 copies the state to a snapshot on a writer thread and training goes "
+             "on while it is written (one write in flight; the snapshot is 3 x the parameters "
+             "on rank 0, counted by --plan).  The checkpoints at a stop signal and at the end are "
+             "written in line either way."),
 
     KEY_INT("restart.max_restarts", restart.max_restarts, 0, 1000, "3",
             "Requeues after a failure (a crash, a hang, a failed launch) before giving up."),

@@ -148,6 +148,16 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
         rz_json_kv_int(&j, "val_samples", s->val_samples);
     }
     rz_json_object_end(&j);
+    rz_json_key(&j, "checkpoints"); /* the periodic ones; the stall is what training waited */
+    rz_json_object_begin(&j);
+    rz_json_kv_string(&j, "mode", s->ckpt_mode != NULL ? s->ckpt_mode : "sync");
+    rz_json_kv_int(&j, "periodic", s->ckpt_count);
+    rz_json_kv_double(&j, "stall_ms_mean",
+                      s->ckpt_count > 0 ? s->ckpt_stall_s * 1e3 / (double)s->ckpt_count : 0.0);
+    rz_json_kv_double(&j, "stall_ms_max", s->ckpt_stall_max_s * 1e3);
+    rz_json_kv_double(&j, "commit_ms_mean",
+                      s->ckpt_count > 0 ? s->ckpt_commit_s * 1e3 / (double)s->ckpt_count : 0.0);
+    rz_json_object_end(&j);
     rz_json_kv_string(&j, "config", s->config_path != NULL ? s->config_path : "");
     rz_json_kv_string(&j, "resumed_from", s->resumed_from != NULL ? s->resumed_from : "");
     rz_json_key(&j, "rank_results");

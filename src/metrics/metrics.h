@@ -109,6 +109,12 @@ struct metrics_summary {
     int64_t val_step;            /* step of the last validation */
     double val_loss;
     int64_t val_samples;         /* size of the validation set */
+    /* periodic checkpoints (checkpoint.interval) of this run, rank 0's view */
+    const char *ckpt_mode;       /* checkpoint.mode: "sync" or "async" */
+    int64_t ckpt_count;
+    double ckpt_stall_s;         /* training's wait for them, in total */
+    double ckpt_stall_max_s;     /* ... the longest */
+    double ckpt_commit_s;        /* their writes, in total (behind training when async) */
     const struct metrics_rank_result *ranks; /* num_processes entries */
 };
 

@@ -122,9 +122,14 @@ enum rz_status plan_compute(struct plan *p, const struct cfg *c, int world,
     p->ckpt_staging = p->s.zero_stage > 0 ? (uint64_t)mm.largest_tensor * 4 +
                                                 (uint64_t)(world - 1) * PLAN_GATHER_PEER_BYTES
                                           : 0;
+    /* checkpoint.mode async: rank 0's writer holds parameters, m and v whole (ckpt_async.h);
+     * its gathers go straight into them, so no staging besides */
+    p->ckpt_snapshot = strcmp(c->checkpoint.mode, "async") == 0 ? (uint64_t)mm.params * 3 * 4 : 0;
+    if (p->ckpt_snapshot > 0 && p->ckpt_staging > 0)
+        p->ckpt_staging = (uint64_t)(world - 1) * PLAN_GATHER_PEER_BYTES;
     p->peak = p->params + p->grads + p->optimizer + p->acts_kept + p->acts_scratch +
               p->kernel_ws + p->comm + p->runtime;
-    p->peak_rank0 = p->peak + p->ckpt_staging;
+    p->peak_rank0 = p->peak + p->ckpt_staging + p->ckpt_snapshot;
     return RZ_OK;
 }
 
@@ -267,9 +272,13 @@ void plan_print(FILE *f, const struct plan *p, const struct cfg *c, uint64_t lim
              "norm blocks" : "norm blocks");
     plan_row(f, "runtime", p->runtime, "libraries, oneDNN, MPI (measured)");
     plan_row(f, "predicted peak RSS", p->peak, "");
-    if (p->ckpt_staging > 0)
-        plan_row(f, "... rank 0 at a checkpoint", p->peak_rank0,
-                 "+ the largest tensor's moments, gathered from every rank to be written");
+    if (p->ckpt_snapshot > 0)
+        plan_row(f, "checkpoint snapshot", p->ckpt_snapshot,
+                 "rank 0, checkpoint.mode async: parameters, m and v, written behind training");
+    if (p->ckpt_staging > 0 || p->ckpt_snapshot > 0)
+        plan_row(f, "... rank 0 at a checkpoint", p->peak_rank0, p->ckpt_snapshot > 0
+                 ? "+ the snapshot (and MPI's buffers for ZeRO's gathers)"
+                 : "+ the largest tensor's moments, gathered from every rank to be written");
     if (limit == 0)
         return;
     /* the preflight's rule: the ranks may use 90% of the limit */

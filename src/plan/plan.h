@@ -45,8 +45,10 @@ struct plan {
     uint64_t runtime;         /* libraries, oneDNN's code and primitives, MPI at start-up */
     uint64_t ckpt_staging;    /* rank 0, writing a ZeRO checkpoint: one tensor's moments, and
                                * MPI's buffers for the other ranks' sends (measured) */
+    uint64_t ckpt_snapshot;   /* rank 0, checkpoint.mode async: the writer's copy of the
+                               * parameters and both moments (ckpt_async.h) */
     uint64_t peak;            /* predicted peak RSS of a rank other than 0 */
-    uint64_t peak_rank0;      /* ... of rank 0 (peak + ckpt_staging) */
+    uint64_t peak_rank0;      /* ... of rank 0 (peak + ckpt_staging + ckpt_snapshot) */
 };
 
 /* The settings the config asks for. */

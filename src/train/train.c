@@ -33,6 +33,7 @@
 
 static void trainer_free(struct trainer *t)
 {
+    ckpt_writer_destroy(t->writer); /* first: its thread reads the parameters and moments */
     free(t->live.gathered);
     free(t->live.ranks);
     free(t->live.hosts);
@@ -118,6 +119,7 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     t->optim_rss = rz_rss_bytes() - rss0;
     if (st == RZ_OK) st = metrics_open(&t->metrics, t->opts->run_dir, t->opts->run_id, t->rank, err);
     if (st == RZ_OK) st = snapshot_config(t, err);
+    if (st == RZ_OK) st = tr_ckpt_writer_init(t, err);
     if (st != RZ_OK)
         return st;
     size_t n = (size_t)(t->dims.batch * t->dims.seq_len);
@@ -221,7 +223,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
  * stopped while holding, which leaves the others in the next step's collective once they go on,
  * is a hang.  Bounded by RYZEN_TEST_HOLD_MAX_S.  Returns the seconds held, which the run's
  * duration and throughput leave out (a test's pause is not the product's speed). */
-static double test_hold(struct trainer *t, const struct train_result *r, int64_t stop_at)
+static double test_hold(struct trainer *t, struct train_result *r, int64_t stop_at)
 {
 #if RZ_HOOKS_ENABLED
     const struct rz_hook_hold *h = &rz_hooks.hold;
@@ -231,6 +233,7 @@ static double test_hold(struct trainer *t, const struct train_result *r, int64_t
     bool computed = r->start_step < t->step || (t->step == 0 && r->start_step == 0);
     if (!here || !computed || t->step >= stop_at)
         return 0.0;
+    tr_ckpt_poll(t, r, true); /* "a checkpoint due at STEP committed" (hooks.h) */
     if (t->rank == 0) {
         fprintf(stderr, "ryzen-train: test hook: holding after step %lld until %s exists or a "
                 "stop signal\n", (long long)t->step, h->file);
@@ -298,8 +301,11 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
         }
         st = after_step(t, &o, dt, &ls, r, err);
         int64_t every = c->checkpoint.interval;
-        if (st == RZ_OK && (o.stop || (every > 0 && t->step % every == 0)))
+        if (st == RZ_OK && o.stop)
             st = tr_save_checkpoint(t, r, err);
+        else if (st == RZ_OK && every > 0 && t->step % every == 0)
+            st = tr_checkpoint_periodic(t, r, err);
+        tr_ckpt_poll(t, r, false); /* a write behind training that ended is said now */
         if (st == RZ_OK)
             tr_live_step_done(t);
         if (st == RZ_OK && o.stop) {
@@ -385,7 +391,10 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
             .num_parameters = r->num_parameters, .entropy_floor = r->entropy_floor,
             .config_path = t->cfg->source, .ranks = all, .has_val = r->val_step >= 0,
             .val_step = r->val_step,
-            .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples};
+            .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples,
+            .ckpt_mode = t->cfg->checkpoint.mode, .ckpt_count = r->ckpt_count,
+            .ckpt_stall_s = r->ckpt_stall_s, .ckpt_stall_max_s = r->ckpt_stall_max_s,
+            .ckpt_commit_s = r->ckpt_commit_s};
         for (int q = 0; q < t->world; q++) { /* the worst rank, measured and predicted */
             s.peak_rss_bytes = all[q].peak_rss_bytes > s.peak_rss_bytes ? all[q].peak_rss_bytes
                                                                         : s.peak_rss_bytes;
@@ -416,6 +425,7 @@ static enum rz_status prepare(struct trainer *t, const struct train_opts *opts,
     t->cfg = opts->cfg;
     t->opts = opts;
     t->saved_step = -1;
+    t->submitted_step = -1;
     t->val_step = -1;
     t->comm = opts->comm;
     if (t->comm == NULL) {
@@ -473,6 +483,7 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
         if (st == RZ_OK && opts->profile)
             tr_print_profile(&t, r);
     }
+    tr_ckpt_writer_free(&t, r); /* a write still behind training ends, whatever ended the run */
     r->peak_rss_bytes = rz_peak_rss_bytes();
     if (st == RZ_OK || st == RZ_ESIGNAL) {
         enum rz_status s2 = write_summary(&t, r, err);

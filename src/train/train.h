@@ -62,6 +62,11 @@ struct train_result {
     double val_loss;         /* mean loss over the fixed validation set at val_step */
     int64_t skipped_steps;   /* steps the loss guard skipped (in total, across resumes) */
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
+    /* periodic checkpoints of this run (checkpoint.interval), in line or behind training */
+    int64_t ckpt_count;
+    double ckpt_stall_s;     /* training's wait for them, in total (train_ckpt.c) */
+    double ckpt_stall_max_s; /* ... the longest one */
+    double ckpt_commit_s;    /* their writes (ckpt_save), in total */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
     char end_reason[32];     /* why the run ended when the status alone does not say it:
                               * "diverged" (the loss guard stopped it, RZ_EHEALTH); "" otherwise */

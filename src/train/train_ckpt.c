@@ -193,6 +193,20 @@ enum rz_status tr_plan_resume(struct trainer *t, const char *path, struct rz_err
 
 /* ---- checkpoints -------------------------------------------------------------------------------- */
 
+/* The metadata of the state at this step boundary. */
+static struct ckpt_meta meta_now(const struct trainer *t)
+{
+    struct ckpt_meta meta = {
+        .step = t->step, .samples_seen = t->step * t->global_batch,
+        .global_batch = t->global_batch, .world_size = t->world, .adam_t = t->optim->t,
+        .lr = t->last_lr, .init_seed = (uint64_t)t->cfg->training.seed,
+        .data_seed = (uint64_t)t->cfg->data.seed, .loss_sum = t->loss_sum,
+        .train_time_s = t->train_time, .restarts = t->restarts, .guard = t->guard,
+        .dims = t->dims, .config_yaml = t->config_yaml};
+    snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
+    return meta;
+}
+
 /* Test-hook build only (RYZEN_TEST_SAVE_DELAY_S, core/hooks.h): hold the checkpoint write, N s or
  * until a stop signal arrives, so a test that signals once it has read the line below signals
  * during the write, however long its reaction takes. */
@@ -209,12 +223,16 @@ static void test_save_delay(const struct trainer *t)
         nanosleep(&nap, NULL);
 }
 
+static enum rz_status agree_written(struct trainer *t, struct train_result *r,
+                                    struct rz_err *err);
+
 enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
                                   struct rz_err *err)
 {
-    if (t->saved_step == t->step)
-        return RZ_OK; /* this state is on disk already */
-    enum rz_status st = tr_params_complete(t, err);
+    enum rz_status st = agree_written(t, r, err); /* a write behind training ends first */
+    if (st != RZ_OK || t->saved_step == t->step)
+        return st; /* this state is on disk already */
+    st = tr_params_complete(t, err);
     double commit_ms = 0.0, prune_ms = 0.0;
     char path[4096] = "";
     struct moment_fetch fetch = {.t = t};
@@ -223,14 +241,7 @@ enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
         st = gather_moments_from(t, 0, err); /* rank 0 writes what they gather */
     if (st == RZ_OK && t->rank == 0) {
         test_save_delay(t);
-        struct ckpt_meta meta = {
-            .step = t->step, .samples_seen = t->step * t->global_batch,
-            .global_batch = t->global_batch, .world_size = t->world, .adam_t = t->optim->t,
-            .lr = t->last_lr, .init_seed = (uint64_t)t->cfg->training.seed,
-            .data_seed = (uint64_t)t->cfg->data.seed, .loss_sum = t->loss_sum,
-            .train_time_s = t->train_time, .restarts = t->restarts, .guard = t->guard,
-            .dims = t->dims, .config_yaml = t->config_yaml};
-        snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
+        struct ckpt_meta meta = meta_now(t);
         struct ckpt_tensors x = tensors_of(t);
         if (t->zero > 0) {
             x.fetch = fetch_moment;
@@ -245,6 +256,7 @@ enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
                 st = rz_fail(err, s2, "%s", ignored.msg);
         }
         commit_ms = (rz_now() - t0) * 1e3;
+        t->last_commit_s = commit_ms * 1e-3;
         if (st == RZ_OK) {
             struct rz_err perr;
             t0 = rz_now();
@@ -267,4 +279,158 @@ enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
     tr_say(t, "checkpoint: step %lld committed to %s in %.0f ms (retention %.0f ms)",
         (long long)t->step, path, commit_ms, prune_ms);
     return RZ_OK;
+}
+
+/* ---- checkpoints behind training (checkpoint.mode async, ckpt/ckpt_async.h) ------------------- */
+
+enum rz_status tr_ckpt_writer_init(struct trainer *t, struct rz_err *err)
+{
+    t->submitted_step = -1;
+    t->ckpt_async = strcmp(t->cfg->checkpoint.mode, "async") == 0;
+    if (!t->ckpt_async || t->rank != 0)
+        return RZ_OK;
+    return ckpt_writer_create(&t->writer, model_num_params(t->model), err);
+}
+
+/* Rank 0: a finished write's line (and retention's warning). */
+static void say_written(struct trainer *t, struct train_result *r,
+                        const struct ckpt_write_result *w)
+{
+    if (w->status != RZ_OK) {
+        tr_say(t, "checkpoint: the write of step %lld behind training failed: %s",
+            (long long)w->step, w->err.msg);
+        return;
+    }
+    if (w->prune_failed)
+        tr_say(t, "checkpoint: retention: %s (continuing)", w->prune_msg);
+    t->live.last_ckpt_unix = metrics_unix_now();
+    snprintf(r->checkpoint, sizeof r->checkpoint, "%s", w->path);
+    r->ckpt_commit_s += w->commit_ms * 1e-3;
+    tr_say(t, "checkpoint: step %lld committed to %s in %.0f ms behind training (snapshot copy "
+        "%.1f ms, retention %.0f ms)", (long long)w->step, w->path, w->commit_ms, w->copy_ms,
+        w->prune_ms);
+}
+
+void tr_ckpt_poll(struct trainer *t, struct train_result *r, bool block)
+{
+    if (t->writer == NULL || t->written_held)
+        return;
+    if (!block && !ckpt_writer_ready(t->writer))
+        return;
+    if (block)
+        health_watchdog_pause(t->watchdog, 1);
+    if (ckpt_writer_wait(t->writer, &t->written, NULL)) {
+        t->written_held = true;
+        say_written(t, r, &t->written);
+    }
+    if (block)
+        health_watchdog_pause(t->watchdog, 0);
+}
+
+void tr_ckpt_fence(struct trainer *t)
+{
+    if (t->writer != NULL)
+        t->stall_fence_s += ckpt_writer_fence(t->writer);
+}
+
+/* Collective: the write behind training, if any, is finished (rank 0 waits for it) and every
+ * rank learns its outcome; saved_step follows it. */
+static enum rz_status agree_written(struct trainer *t, struct train_result *r,
+                                    struct rz_err *err)
+{
+    if (t->submitted_step < 0)
+        return RZ_OK;
+    enum rz_status st = RZ_OK;
+    if (t->rank == 0) {
+        tr_ckpt_poll(t, r, true);
+        if (t->written_held && t->written.status != RZ_OK)
+            st = rz_fail(err, t->written.status, "checkpoint of step %lld (behind training): %s",
+                         (long long)t->written.step, t->written.err.msg);
+        t->written_held = false;
+    }
+    st = tr_agree(t, st, err);
+    if (st == RZ_OK)
+        t->saved_step = t->submitted_step;
+    t->submitted_step = -1;
+    return st;
+}
+
+/* ZeRO: every tensor's moments, gathered into the writer's buffers on rank 0 (a collective). */
+static enum rz_status gather_moments_to_writer(struct trainer *t, struct rz_err *err)
+{
+    size_t count;
+    const struct model_tensor *table = model_tensors(t->model, &count);
+    enum rz_status st = RZ_OK;
+    for (size_t k = 0; k < 2 * count; k++) {
+        float *out = NULL;
+        if (t->rank == 0)
+            out = ckpt_writer_moment(t->writer, k < count ? 0 : 1) + table[k % count].offset;
+        struct rz_err e;
+        enum rz_status s2 = gather_moment(t, k, out, &e);
+        if (s2 != RZ_OK && st == RZ_OK) /* every gather still runs: no rank is left waiting */
+            st = rz_fail(err, s2, "%s", e.msg);
+    }
+    return st;
+}
+
+/* Collective: hand the current state to the writer. */
+static enum rz_status save_behind(struct trainer *t, struct train_result *r, struct rz_err *err)
+{
+    enum rz_status st = agree_written(t, r, err); /* at most one write in flight */
+    if (st != RZ_OK || t->saved_step == t->step)
+        return st;
+    st = tr_params_complete(t, err);
+    if (st == RZ_OK && t->zero > 0)
+        st = gather_moments_to_writer(t, err);
+    if (st == RZ_OK && t->rank == 0) {
+        struct ckpt_meta meta = meta_now(t);
+        struct ckpt_tensors x = tensors_of(t);
+        x.moments_sharded = t->zero > 0; /* gathered into the writer already */
+        st = ckpt_writer_submit(t->writer, t->ckpt_dir, &meta, &x, t->cfg->checkpoint.keep,
+                                &t->ckpt_known, err);
+    }
+    st = tr_agree(t, st, err);
+    if (st == RZ_OK)
+        t->submitted_step = t->step;
+    return st;
+}
+
+/* The stall of the last periodic checkpoint grows by the optimizer's waits for its snapshot
+ * (tr_ckpt_fence), added here before the next one and at the end. */
+static void fold_fence_waits(struct trainer *t, struct train_result *r)
+{
+    r->ckpt_stall_s += t->stall_fence_s;
+    t->stall_last_s += t->stall_fence_s;
+    t->stall_fence_s = 0.0;
+    r->ckpt_stall_max_s = t->stall_last_s > r->ckpt_stall_max_s ? t->stall_last_s
+                                                                 : r->ckpt_stall_max_s;
+}
+
+enum rz_status tr_checkpoint_periodic(struct trainer *t, struct train_result *r,
+                                      struct rz_err *err)
+{
+    if (t->saved_step == t->step || t->submitted_step == t->step)
+        return RZ_OK;
+    fold_fence_waits(t, r);
+    double t0 = rz_now();
+    t->last_commit_s = 0.0;
+    enum rz_status st = t->ckpt_async ? save_behind(t, r, err) : tr_save_checkpoint(t, r, err);
+    if (st == RZ_OK) {
+        r->ckpt_commit_s += t->last_commit_s; /* in line; a write behind adds its own when said */
+        r->ckpt_count++;
+        t->stall_last_s = rz_now() - t0;
+        r->ckpt_stall_s += t->stall_last_s;
+        fold_fence_waits(t, r);
+    }
+    return st;
+}
+
+void tr_ckpt_writer_free(struct trainer *t, struct train_result *r)
+{
+    fold_fence_waits(t, r);
+    if (t->writer == NULL)
+        return;
+    tr_ckpt_poll(t, r, true); /* a write still in flight is finished and said, not dropped */
+    ckpt_writer_destroy(t->writer);
+    t->writer = NULL;
 }

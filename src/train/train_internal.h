@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ckpt/ckpt.h"
+#include "ckpt/ckpt_async.h"
 #include "comm/comm.h"
 #include "config/config.h"
 #include "core/status.h"
@@ -81,6 +82,16 @@ struct trainer {
     double loss_sum, train_time;
     int64_t restarts;
     int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
+    /* checkpoint.mode async (train_ckpt.c) */
+    bool ckpt_async;           /* every rank */
+    struct ckpt_writer *writer; /* rank 0 */
+    int64_t submitted_step;    /* the write behind training, every rank (-1: none) */
+    struct ckpt_write_result written; /* rank 0: a finished write the ranks have not agreed on */
+    bool written_held;
+    double stall_fence_s;      /* rank 0: the optimizer's waits for the snapshot copy, not yet
+                                * counted (tr_ckpt_fence) */
+    double stall_last_s;       /* the last periodic checkpoint's stall so far */
+    double last_commit_s;      /* rank 0: the last in-line commit (tr_save_checkpoint) */
     double last_lr, last_loss;
     struct train_live live;
     /* ZeRO (training.zero_stage 1 or 2: zero_* functions) */
@@ -140,8 +151,21 @@ enum rz_status tr_plan_resume(struct trainer *t, const char *path, struct rz_err
 /* Load it into the built trainer: progress, parameters, moments, the loss guard's state. */
 enum rz_status tr_load_checkpoint(struct trainer *t, const char *path, struct train_result *r,
                                   struct rz_err *err);
-/* Collective: commit the current state (nothing when it is on disk already) and prune. */
+/* Collective: commit the current state (nothing when it is on disk already) and prune, in line:
+ * a write behind training is finished and agreed on first.  For the stop signal and the end. */
 enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r, struct rz_err *err);
+/* Collective: the periodic checkpoint, behind training with checkpoint.mode async (after the
+ * previous one's outcome is agreed), else tr_save_checkpoint.  Counts the stall in r. */
+enum rz_status tr_checkpoint_periodic(struct trainer *t, struct train_result *r,
+                                      struct rz_err *err);
+/* checkpoint.mode async: start the writer (rank 0), and stop it (waiting for its write). */
+enum rz_status tr_ckpt_writer_init(struct trainer *t, struct rz_err *err);
+void tr_ckpt_writer_free(struct trainer *t, struct train_result *r);
+/* Rank 0: take a finished background write's result, saying so (block: wait for it).  Local; the
+ * ranks agree on it at the next checkpoint. */
+void tr_ckpt_poll(struct trainer *t, struct train_result *r, bool block);
+/* Before the optimizer changes the parameters or moments: the snapshot must have been copied. */
+void tr_ckpt_fence(struct trainer *t);
 
 /* ---- train_log.c: what the trainer prints (rank 0) ---- */
 

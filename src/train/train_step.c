@@ -320,6 +320,7 @@ enum rz_status tr_train_step(struct trainer *t, double lr, struct step_out *o,
     guard_step(t, o);
     if (o->guard != GUARD_ACCEPT)
         return RZ_OK; /* skipped: no update; the data position advances with the step */
+    tr_ckpt_fence(t); /* a checkpoint behind training has its copy of what update changes */
     t1 = rz_now();
     st = update(t, lr, o->grad_norm, err);
     o->optim_s += rz_now() - t1;
@@ -330,8 +331,10 @@ enum rz_status tr_train_step(struct trainer *t, double lr, struct step_out *o,
  * so the next sync check must catch it. */
 static void test_desync(struct trainer *t)
 {
-    if (RZ_HOOK(desync_rank, -1) == t->rank && t->world > 1)
+    if (RZ_HOOK(desync_rank, -1) == t->rank && t->world > 1) {
+        tr_ckpt_fence(t);
         model_params(t->model)[0] += 1e-3f;
+    }
 }
 
 enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o,
