@@ -524,14 +524,29 @@ START_TEST(decisions_and_budgets)
     h.requeues[RQ_PREEMPTION] = 1;
     h.requeues[RQ_TIME_LIMIT] = 1;
     step_decide(CLASS_SIGNAL, CAUSE_USER_SIGNAL, 75, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_END); /* restart.when_stuck fail: FAILED with a NO-GO */
+    ck_assert_str_eq(d.ended, "give_up");
+    ck_assert_int_eq(d.exit_status, 1);
+    ck_assert_msg(has(d.why, "restart.max_signal_requeues = 3") && !has(d.why, "held"), "%s",
+                  d.why);
+    b.hold_when_stuck = true;
+    step_decide(CLASS_SIGNAL, CAUSE_USER_SIGNAL, 75, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_HOLD);
     ck_assert_str_eq(d.ended, "give_up");
-    /* two attempts in a row without a new checkpoint: held */
+    ck_assert_msg(has(d.why, "held for a human"), "%s", d.why);
+    /* two attempts in a row without a new checkpoint: failed, or held when the config says so */
     memset(&h, 0, sizeof h);
     h.no_progress_run = 1;
+    b.hold_when_stuck = false;
+    step_decide(CLASS_SIGNAL, CAUSE_TIME_LIMIT, 75, false, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_END);
+    ck_assert_str_eq(d.ended, "no_progress");
+    ck_assert_int_eq(d.exit_status, 1);
+    b.hold_when_stuck = true;
     step_decide(CLASS_SIGNAL, CAUSE_TIME_LIMIT, 75, false, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_HOLD);
     ck_assert_str_eq(d.ended, "no_progress");
+    ck_assert_int_eq(d.exit_status, 75);
     step_decide(CLASS_SIGNAL, CAUSE_TIME_LIMIT, 75, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_REQUEUE); /* this one made progress */
 }
@@ -1040,22 +1055,44 @@ START_TEST(a_signal_that_disagrees_with_the_config_is_an_error_at_start)
 }
 END_TEST
 
-/* A stop before the step ran: no training, a clean requeue; the second attempt in a row without a
- * checkpoint is held with a NO-GO report (e.g. --time shorter than the signal lead). */
-START_TEST(a_stop_before_training_requeues_cleanly_then_holds)
+/* restart.when_stuck hold in phase p1's config. */
+static void p1_holds_when_stuck(void)
 {
-    struct world w;
-    world_init(&w, "RUNNING");
-    step_signals_note(SIGUSR2);
-    ck_assert_int_eq(run(&w), 75);
-    ck_assert_ptr_null(call(&w.f, "srun"));
-    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
-    world_free(&w);
-    world_init(&w, "RUNNING"); /* the next attempt, same directory, signal again */
-    ck_assert_int_eq(run(&w), 75);
-    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeuehold 100"));
-    assert_gate_ran_with(&w.f, "--ended no_progress");
-    world_free(&w);
+    char path[512];
+    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
+    write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n"
+                     "restart:\n  when_stuck: hold\n");
+}
+
+/* A stop before the step ran: no training, a clean requeue; the second attempt in a row without a
+ * checkpoint ends FAILED (exit 1) with a NO-GO report (e.g. --time shorter than the signal lead),
+ * or, with restart.when_stuck hold, is held with that report. */
+START_TEST(a_stop_before_training_requeues_cleanly_then_gives_up)
+{
+    for (int hold = 0; hold <= 1; hold++) {
+        struct world w;
+        world_init(&w, "RUNNING");
+        if (hold)
+            p1_holds_when_stuck();
+        step_signals_note(SIGUSR2);
+        ck_assert_int_eq(run(&w), 75);
+        ck_assert_ptr_null(call(&w.f, "srun"));
+        ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+        world_free(&w);
+        world_init(&w, "RUNNING"); /* the next attempt, same directory, signal again */
+        if (hold)
+            p1_holds_when_stuck();
+        ck_assert_int_eq(run(&w), hold ? 75 : 1);
+        ck_assert(hold == (call(&w.f, "scontrol requeuehold 100") != NULL));
+        assert_gate_ran_with(&w.f, "--ended no_progress");
+        char *ev = events_of(&w);
+        ck_assert_msg(has(ev, "\"event\":\"no_progress\""), "%s", ev);
+        free(ev);
+        char rd[sizeof w.rd];
+        snprintf(rd, sizeof rd, "%s", w.rd);
+        world_free(&w);
+        rz_test_rmtree(rd); /* the next round starts without this one's events */
+    }
 }
 END_TEST
 
@@ -1111,7 +1148,7 @@ START_TEST(an_exclusion_does_not_count_as_no_progress)
     ck_assert_msg(has(ev, "\"reason\":\"failure\"") && !has(ev, "no_progress"), "%s", ev);
     free(ev);
     world_free(&w);
-    /* the preflight fails on another node right after an exclusion: held */
+    /* the preflight fails on another node right after an exclusion: the job gives up (FAILED) */
     world_init(&w, "RUNNING");
     w.env.restart_count = 1;
     write_file(path, before);
@@ -1119,8 +1156,8 @@ START_TEST(an_exclusion_does_not_count_as_no_progress)
                                 .health = "{\"ok\":false,\"hosts\":[\"n1\",\"n2\"],"
                                           "\"failed_hosts\":[\"n2\"],\"ranks\":[]}\n"});
     rule(&w.f, "ryzen-gate", 0, "", 0);
-    ck_assert_int_eq(run(&w), 75);
-    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeuehold 100"));
+    ck_assert_int_eq(run(&w), 1);
+    ck_assert_ptr_null(call(&w.f, "scontrol requeuehold"));
     ck_assert_ptr_null(call(&w.f, "scontrol release"));
     ev = events_of(&w);
     ck_assert_msg(has(ev, "after an attempt that excluded nodes already"), "%s", ev);
@@ -1318,7 +1355,7 @@ static Suite *step_suite(void)
     tcase_add_test(core, a_start_inside_the_warning_window_does_not_train);
     tcase_add_test(core, a_busy_run_directory_is_refused);
     tcase_add_test(core, a_signal_that_disagrees_with_the_config_is_an_error_at_start);
-    tcase_add_test(core, a_stop_before_training_requeues_cleanly_then_holds);
+    tcase_add_test(core, a_stop_before_training_requeues_cleanly_then_gives_up);
     tcase_add_test(core, a_node_that_fails_the_preflight_is_excluded);
     tcase_add_test(core, an_exclusion_does_not_count_as_no_progress);
     tcase_add_test(core, nodes_are_parsed);

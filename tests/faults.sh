@@ -6,8 +6,9 @@
 #     counts a preemption, not a failure
 #   a node of a 2-node phase set DOWN mid-run: requeued, resumed on other nodes, bit-identical
 #   a real time limit with the template's --signal: checkpoint on the warning, 75, requeue, resume
-#   restart policy: stop-signal requeues have their own cap (then held, with a report); array
-#     tasks requeue as themselves; a node that fails the preflight is excluded and named
+#   restart policy: stop-signal requeues have their own cap (then held, as restart.when_stuck
+#     hold asks, with a report); array tasks requeue as themselves; a node that fails the
+#     preflight is excluded and named
 # Needs root (slurmd, node states); leaves the cluster up and every node in service.
 set -u
 src=${top_srcdir:-.}
@@ -101,10 +102,10 @@ check "... never hit the limit itself" sacct_lacks "$j" State TIMEOUT
 st=$(wait_done "$ref400" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref400 phase1_4proc)" "$r" 400
 
-echo "# stop-signal requeues have their own cap: then held, with a report"
+echo "# stop-signal requeues have their own cap: then held (restart.when_stuck hold), with a report"
 # holds after steps 10 and 25 (checkpoints), each until its signal: both signals reach a training job
 j=$(RYZEN_TEST_HOLD=10,25:$(hold_file cap) run cap rzuser $site "$P1" $small --set training.steps=400 \
-  --set restart.max_signal_requeues=1)
+  --set restart.max_signal_requeues=1 --set restart.when_stuck=hold)
 r=$(R cap phase1_4proc)
 await "... the job holds at step 10" 200 step_reached "$r" "$j" 10
 as rzuser scancel --signal=USR2 --batch "$j"

@@ -98,6 +98,7 @@ struct cfg_checkpoint {
 struct cfg_restart {
     int64_t max_restarts;        /* failure requeues */
     int64_t max_signal_requeues; /* signal, preemption and time-limit requeues */
+    char when_stuck[CFG_STR_MAX]; /* "fail" | "hold": restarts that ran out without progress */
 };
 
 struct cfg_health {

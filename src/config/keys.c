@@ -153,8 +153,14 @@ const struct cfg_key cfg_keys[] = {
     KEY_INT("restart.max_restarts", restart.max_restarts, 0, 1000, "3",
             "Requeues after a failure (a crash, a hang, a failed launch) before giving up."),
     KEY_INT("restart.max_signal_requeues", restart.max_signal_requeues, 0, 100000, "20",
-            "Requeues after a stop signal, a preemption or a time limit before the job is "
-            "held (two attempts in a row without a new checkpoint hold it sooner)."),
+            "Requeues after a stop signal, a preemption or a time limit before the job gives "
+            "up (two attempts in a row without a new checkpoint give up sooner): see "
+            "restart.when_stuck."),
+    KEY_ENUM("restart.when_stuck", restart.when_stuck, "fail|hold", "fail",
+             "What a phase job does when its restarts run out without progress (two attempts "
+             "in a row without a new checkpoint, or restart.max_signal_requeues spent): fail: "
+             "it ends FAILED (exit 1) with its NO-GO report, so sacct and Slurm's mail show it; "
+             "hold: it is requeued held (scontrol requeuehold) until someone releases it."),
 
     KEY_INT("health.sync_check_interval", health.sync_check_interval, 0, BIG, "50",
             "Check that ranks agree on parameters every N steps (0 disables)."),

@@ -169,8 +169,27 @@ static void end(struct step_decision *d, const char *ended, int status, const ch
     rz_fmt(d->why, sizeof d->why, "%s", why);
 }
 
+struct step_budget step_budget_of(const struct cfg *c)
+{
+    struct step_budget b = {c->restart.max_restarts, c->restart.max_signal_requeues,
+                            strcmp(c->restart.when_stuck, "hold") == 0};
+    return b;
+}
+
+void step_stuck(struct step_decision *d, const char *ended, const struct step_budget *b)
+{
+    d->ended = ended;
+    if (b->hold_when_stuck) {
+        d->action = ACT_HOLD;
+        d->exit_status = RZ_EXIT_REQUEUE;
+    } else {
+        d->action = ACT_END;
+        d->exit_status = 1; /* a NO-GO (docs/exit-codes.md): FAILED in sacct, Slurm's mail */
+    }
+}
+
 /* Requeues after a stop that is nobody's failure (signal, preemption, time limit) have their own
- * cap; a job that keeps stopping without a new checkpoint is held (see step_decide). */
+ * cap; a job that keeps stopping without a new checkpoint gives up (see step_decide). */
 static void requeue(struct step_decision *d, enum step_requeue reason, bool slurm_does_it,
                     const struct step_history *h, const struct step_budget *b)
 {
@@ -178,12 +197,10 @@ static void requeue(struct step_decision *d, enum step_requeue reason, bool slur
                        h->requeues[RQ_TIME_LIMIT];
     bool capped = reason == RQ_SIGNAL || reason == RQ_PREEMPTION || reason == RQ_TIME_LIMIT;
     if (capped && signal_like >= b->max_signal) {
-        d->action = ACT_HOLD;
-        d->ended = "give_up";
-        d->exit_status = RZ_EXIT_REQUEUE;
+        step_stuck(d, "give_up", b);
         rz_fmt(d->why, sizeof d->why, "%ld requeues after signals, preemptions and time limits "
-               "(restart.max_signal_requeues = %ld): held for a human", signal_like,
-               b->max_signal);
+               "(restart.max_signal_requeues = %ld)%s", signal_like, b->max_signal,
+               b->hold_when_stuck ? ": held for a human (restart.when_stuck hold)" : "");
         return;
     }
     d->action = slurm_does_it ? ACT_SLURM_REQUEUES : ACT_REQUEUE;
@@ -216,11 +233,9 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
     default: break;
     }
     /* Nothing was saved this attempt and nothing the time before: more of the same will not
-     * help, so a human decides (scontrol release). */
+     * help.  The job fails with its report, or waits for a human (restart.when_stuck). */
     if (!progress && h->no_progress_run >= 1) {
-        d->action = ACT_HOLD;
-        d->ended = "no_progress";
-        d->exit_status = RZ_EXIT_REQUEUE;
+        step_stuck(d, "no_progress", b);
         rz_fmt(d->why, sizeof d->why, "two attempts in a row committed no new checkpoint "
                "(this one ended: %s, %s)", step_class_name(cls), step_cause_name(cause));
         return;

@@ -224,7 +224,13 @@ struct step_decision {
 struct step_budget {
     long max_failures;          /* restart.max_restarts */
     long max_signal;            /* restart.max_signal_requeues: signal, preemption, time limit */
+    bool hold_when_stuck;       /* restart.when_stuck: hold (else fail) */
 };
+/* The budget the config sets. */
+struct step_budget step_budget_of(const struct cfg *c);
+/* Restarts ran out without progress: hold the job or end it FAILED (exit 1, a NO-GO), as the
+ * budget says; `ended` names it for the report, the caller writes d->why. */
+void step_stuck(struct step_decision *d, const char *ended, const struct step_budget *b);
 void step_decide(enum step_class cls, enum step_cause cause, int status, bool progress,
                  const struct step_history *h, const struct step_budget *b,
                  struct step_decision *d);

@@ -384,7 +384,8 @@ static int end_with_report(struct wrapper *w, const struct step_decision *d, int
     char msg[1200];
     rz_fmt(msg, sizeof msg, "%s: %s; not requeued", d->ended, d->why);
     struct step_kv kv[] = {{"ended", d->ended, 0}, {"status", NULL, status}};
-    step_event(&w->ev, strcmp(d->ended, "give_up") == 0 ? "give_up" : "ended", msg, kv, 2);
+    bool named = strcmp(d->ended, "give_up") == 0 || strcmp(d->ended, "no_progress") == 0;
+    step_event(&w->ev, named ? d->ended : "ended", msg, kv, 2); /* as a hold names them */
     chain_run_gate(w, d->ended, d->why, status);
     rz_fmt(msg, sizeof msg, "%s: NO-GO (%s)", w->phase, d->ended);
     chain_comment(w, msg);
@@ -458,7 +459,7 @@ static int conclude(struct wrapper *w, enum step_class cls, enum step_cause caus
                     bool progress, const char *who)
 {
     struct step_decision d;
-    struct step_budget b = {w->cfg.restart.max_restarts, w->cfg.restart.max_signal_requeues};
+    struct step_budget b = step_budget_of(&w->cfg);
     attempt_end(w, cls, cause, status, progress, who);
     step_decide(cls, cause, status, progress, &w->hist, &b, &d);
     return apply(w, &d, status);
@@ -538,9 +539,8 @@ static int preflight_failed(struct wrapper *w, int rc, const char *who)
     if (failed[0] == '\0' || !in_slurm(w))
         return apply(w, &d, rc);
     if (w->hist.no_progress_run >= 1 || w->hist.exclusion_run >= 1) {
-        d.action = ACT_HOLD;
-        d.ended = "no_progress";
-        d.exit_status = RZ_EXIT_REQUEUE;
+        struct step_budget b = step_budget_of(&w->cfg);
+        step_stuck(&d, "no_progress", &b);
         rz_fmt(d.why, sizeof d.why, "the preflight failed on %s after an attempt that %s",
                failed, w->hist.exclusion_run >= 1 ? "excluded nodes already"
                                                   : "committed no checkpoint either");
