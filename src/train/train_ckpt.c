@@ -327,12 +327,6 @@ void tr_ckpt_poll(struct trainer *t, struct train_result *r, bool block)
         health_watchdog_pause(t->watchdog, 0);
 }
 
-void tr_ckpt_fence(struct trainer *t)
-{
-    if (t->writer != NULL)
-        t->stall_fence_s += ckpt_writer_fence(t->writer);
-}
-
 /* Collective: the write behind training, if any, is finished (rank 0 waits for it) and every
  * rank learns its outcome; saved_step follows it. */
 static enum rz_status agree_written(struct trainer *t, struct train_result *r,
@@ -396,7 +390,7 @@ static enum rz_status save_behind(struct trainer *t, struct train_result *r, str
 }
 
 /* The stall of the last periodic checkpoint grows by the optimizer's waits for its snapshot
- * (tr_ckpt_fence), added here before the next one and at the end. */
+ * (train_step.c, before each update), added here before the next one and at the end. */
 static void fold_fence_waits(struct trainer *t, struct train_result *r)
 {
     r->ckpt_stall_s += t->stall_fence_s;

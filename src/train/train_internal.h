@@ -89,7 +89,7 @@ struct trainer {
     struct ckpt_write_result written; /* rank 0: a finished write the ranks have not agreed on */
     bool written_held;
     double stall_fence_s;      /* rank 0: the optimizer's waits for the snapshot copy, not yet
-                                * counted (tr_ckpt_fence) */
+                                * counted (train_step.c fences the update on the copy) */
     double stall_last_s;       /* the last periodic checkpoint's stall so far */
     double last_commit_s;      /* rank 0: the last in-line commit (tr_save_checkpoint) */
     double last_lr, last_loss;
@@ -164,8 +164,6 @@ void tr_ckpt_writer_free(struct trainer *t, struct train_result *r);
 /* Rank 0: take a finished background write's result, saying so (block: wait for it).  Local; the
  * ranks agree on it at the next checkpoint. */
 void tr_ckpt_poll(struct trainer *t, struct train_result *r, bool block);
-/* Before the optimizer changes the parameters or moments: the snapshot must have been copied. */
-void tr_ckpt_fence(struct trainer *t);
 
 /* ---- train_log.c: what the trainer prints (rank 0) ---- */
 
