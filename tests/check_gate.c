@@ -583,6 +583,12 @@ START_TEST(recoveries_from_the_runs_and_events)
     ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); requeued (slurm); "
                                         "network fault: n2 unreachable");
     ck_assert_str_eq(in.recov[0].lost, "n2");
+    /* a restart in the job's own allocation says so (restart.failures relaunch) */
+    ev[1] = (struct gate_event){.job = "7", .event = "relaunch", .reason = "failure", .t = 1021};
+    in.recov[0].lost[0] = in.recov[0].cause[0] = '\0';
+    gate_recoveries_causes(&in);
+    ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); relaunched in "
+                                        "the allocation (failure); network fault: n2 unreachable");
     /* the report: JSON, Markdown and HTML */
     char *text = NULL;
     size_t len = 0;

@@ -512,6 +512,13 @@ START_TEST(decisions_and_budgets)
     step_decide(CLASS_HANG, CAUSE_NONE, 76, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_REQUEUE);
     ck_assert_int_eq(d.reason, RQ_FAILURE);
+    b.relaunch = true; /* restart.failures relaunch: the same budget, a new step in place */
+    step_decide(CLASS_CRASH, CAUSE_NONE, 137, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_RELAUNCH);
+    ck_assert_int_eq(d.reason, RQ_FAILURE);
+    step_decide(CLASS_SIGNAL, CAUSE_USER_SIGNAL, 75, true, &h, &b, &d);
+    ck_assert_int_eq(d.action, ACT_REQUEUE); /* a stop signal still goes through the queue */
+    b.relaunch = false;
     h.requeues[RQ_FAILURE] = 2;
     step_decide(CLASS_CRASH, CAUSE_NONE, 137, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_END);
@@ -781,6 +788,21 @@ static void world_free(struct world *w)
     free(w->log);
 }
 
+/* Phase p1's config with a restart section added (e.g. "  when_stuck: hold\n"). */
+static void p1_restart(const char *restart)
+{
+    char path[512], text[512];
+    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
+    snprintf(text, sizeof text, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: "
+             "\"p2\"\nrestart:\n%s", restart);
+    write_file(path, text);
+}
+
+static void p1_holds_when_stuck(void)
+{
+    p1_restart("  when_stuck: hold\n");
+}
+
 /* GO: the next phase is submitted with this job's own flags, after it, in its lineage. */
 START_TEST(go_promotes_with_the_jobs_flags)
 {
@@ -921,14 +943,64 @@ START_TEST(a_diverged_run_rolls_back)
 END_TEST
 
 /* A crash within the budget requeues; with the budget spent: a NO-GO report that says why. */
-START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
+/* A crash after the last checkpoint, relaunched in the allocation: the phase is done (the
+ * relaunch finds the last step committed by an earlier attempt of this job), not "nothing to
+ * train". */
+START_TEST(a_relaunch_after_the_last_checkpoint_finishes_the_phase)
 {
     struct world w;
     world_init(&w, "RUNNING");
     step(&w, preflight_ok);
+    step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 20});
+    step(&w, preflight_ok);
+    rule(&w.f, "ryzen-gate", 0, "", 0);
+    rule(&w.f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(&w), 0);
+    char *ev = events_of(&w);
+    ck_assert_msg(has(ev, "\"event\":\"relaunch\"") &&
+                  has(ev, "training finished in an earlier attempt of this job"), "%s", ev);
+    ck_assert_msg(!has(ev, "nothing_to_train"), "%s", ev);
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
+START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
+{
+    struct world w;
+    /* restart.failures requeue: a crash goes back through the queue */
+    world_init(&w, "RUNNING");
+    p1_restart("  failures: requeue\n");
+    step(&w, preflight_ok);
     step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 5});
     ck_assert_int_eq(run(&w), 75);
     ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+    char rd[sizeof w.rd];
+    snprintf(rd, sizeof rd, "%s", w.rd);
+    world_free(&w);
+    rz_test_rmtree(rd); /* the next job's history starts empty */
+
+    /* relaunch (the default): each crash runs the preflight and the training again in this
+     * allocation, never through the queue, until restart.max_restarts (3) is spent */
+    world_init(&w, "RUNNING");
+    for (int i = 0; i < 4; i++) {
+        step(&w, preflight_ok);
+        step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 2 * (i + 1)});
+    }
+    ck_assert_int_eq(run(&w), 76);
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
+    ck_assert_int_eq(w.f.next_step, 8); /* 4 preflights, 4 trainings: all of them ran */
+    assert_gate_ran_with(&w.f, "--ended give_up --why the restart budget is spent (3 of 3");
+    char *ev = events_of(&w);
+    const char *p = ev;
+    int relaunches = 0;
+    while ((p = strstr(p, "\"event\":\"relaunch\"")) != NULL) {
+        relaunches++;
+        p++;
+    }
+    ck_assert_msg(relaunches == 3, "%d relaunches: %s", relaunches, ev);
+    ck_assert_msg(has(ev, "failure restart 3 of 3, restart.failures relaunch"), "%s", ev);
+    free(ev);
     world_free(&w);
 
     world_init(&w, "RUNNING");
@@ -1055,14 +1127,6 @@ START_TEST(a_signal_that_disagrees_with_the_config_is_an_error_at_start)
 }
 END_TEST
 
-/* restart.when_stuck hold in phase p1's config. */
-static void p1_holds_when_stuck(void)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
-    write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n"
-                     "restart:\n  when_stuck: hold\n");
-}
 
 /* A stop before the step ran: no training, a clean requeue; the second attempt in a row without a
  * checkpoint ends FAILED (exit 1) with a NO-GO report (e.g. --time shorter than the signal lead),
@@ -1141,11 +1205,15 @@ START_TEST(an_exclusion_does_not_count_as_no_progress)
     write_file(path, before);
     step(&w, preflight_ok);
     step(&w, (struct fake_step){.status = 139, .ranks_recorded = 0});
-    ck_assert_int_eq(run(&w), 75);
-    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
-    ck_assert_ptr_null(call(&w.f, "scontrol requeuehold"));
+    step(&w, preflight_ok); /* relaunched in the allocation; this time it trains to the end */
+    step(&w, ranks(0, 0, 20));
+    rule(&w.f, "ryzen-gate", 0, "", 0);
+    rule(&w.f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(&w), 0);
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
     char *ev = events_of(&w);
-    ck_assert_msg(has(ev, "\"reason\":\"failure\"") && !has(ev, "no_progress"), "%s", ev);
+    ck_assert_msg(has(ev, "\"event\":\"relaunch\"") && has(ev, "\"reason\":\"failure\"") &&
+                  !has(ev, "no_progress"), "%s", ev);
     free(ev);
     world_free(&w);
     /* the preflight fails on another node right after an exclusion: the job gives up (FAILED) */
@@ -1350,6 +1418,7 @@ static Suite *step_suite(void)
     tcase_add_test(core, a_rollback_with_nothing_to_train_is_not_submitted);
     tcase_add_test(core, a_diverged_run_rolls_back);
     tcase_add_test(core, crashes_spend_the_budget_then_give_up_with_a_report);
+    tcase_add_test(core, a_relaunch_after_the_last_checkpoint_finishes_the_phase);
     tcase_add_test(core, scancel_is_never_requeued);
     tcase_add_test(core, time_limit_warning_requeues);
     tcase_add_test(core, a_start_inside_the_warning_window_does_not_train);

@@ -247,7 +247,9 @@ check "... naming rank 2" has_event "$r" "$j" attempt_end 'rank 2 (pid [0-9]*) n
 kill -CONT "$victim" 2>/dev/null
 st=$(wait_done "$j" 400)
 ended "... then it completes" "$j" COMPLETED 0:0
-check "... after a failure requeue" has_event "$r" "$j" requeue '"reason":"failure"'
+check "... after a failure restart in its own allocation (restart.failures relaunch)" \
+  has_event "$r" "$j" relaunch '"reason":"failure"'
+check "... never through the queue: 1 attempt in accounting ($(attempts "$j"))" test "$(attempts "$j")" = 1
 same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
 
 echo "# kill -9 of a rank with the budget spent: a NO-GO report that says why, exit 76"

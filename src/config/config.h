@@ -99,6 +99,7 @@ struct cfg_restart {
     int64_t max_restarts;        /* failure requeues */
     int64_t max_signal_requeues; /* signal, preemption and time-limit requeues */
     char when_stuck[CFG_STR_MAX]; /* "fail" | "hold": restarts that ran out without progress */
+    char failures[CFG_STR_MAX];   /* "relaunch" | "requeue": how a crash or hang restarts */
 };
 
 struct cfg_health {

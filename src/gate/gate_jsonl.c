@@ -150,7 +150,7 @@ bool gate_is_verdict_event(const struct gate_event *e)
 {
     static const char *const names[] = {
         "start", "preflight_failed", "resume", "rollback_start", "attempt_end", "requeue",
-        "give_up", "no_progress", "owner_takeover", "finished", "verdict", "promote", "rollback",
+        "relaunch", "give_up", "no_progress", "owner_takeover", "finished", "verdict", "promote", "rollback",
         "gate_failed"};
     for (size_t i = 0; i < RZ_ARRAY_LEN(names); i++)
         if (strcmp(e->event, names[i]) == 0)

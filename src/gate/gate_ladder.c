@@ -210,7 +210,7 @@ static void gate_attempt_events(struct gate_ladder *l, struct gate_attempt *a)
         if (strcmp(e->event, "rollback") == 0 && gj_get_str(v, "new_job") != NULL)
             rz_fmt(a->handed_to, sizeof a->handed_to, "job %s (%s)", gj_get_str(v, "new_job"),
                    gj_get_str(v, "to_phase") != NULL ? gj_get_str(v, "to_phase") : "?");
-        if (strcmp(e->event, "requeue") == 0) {
+        if (strcmp(e->event, "requeue") == 0 || strcmp(e->event, "relaunch") == 0) {
             int r = 0;
             while (r < GATE_RQ_OTHER && strcmp(e->reason, gate_requeue_name(r)) != 0)
                 r++;

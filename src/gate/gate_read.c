@@ -326,8 +326,8 @@ static enum rz_status gate_classify_events(struct gate_input *in, struct rz_err 
         if (strcmp(e->job, in->job) != 0)
             continue;
         in->job_events[in->n_job_events++] = i;
-        if (strcmp(e->event, "requeue") == 0)
-            in->requeues[gate_requeue_of(e->reason)]++;
+        if (strcmp(e->event, "requeue") == 0 || strcmp(e->event, "relaunch") == 0)
+            in->requeues[gate_requeue_of(e->reason)]++; /* a relaunch is a restart as well */
         in->give_ups += strcmp(e->event, "give_up") == 0;
         /* a "resume" event with a checkpoint; a fresh start says "resume" too, without one */
         in->resumes += strcmp(e->event, "resume") == 0 && strstr(e->json, "\"checkpoint\":") != NULL;

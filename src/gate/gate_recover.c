@@ -52,6 +52,9 @@ void gate_recoveries_causes(struct gate_input *in)
                 rz_fmt(text, sizeof text, "network fault: %s unreachable", e->nodes);
             } else if (strcmp(e->event, "requeue") == 0) {
                 rz_fmt(text, sizeof text, "requeued (%s)", e->reason[0] ? e->reason : "?");
+            } else if (strcmp(e->event, "relaunch") == 0) {
+                rz_fmt(text, sizeof text, "relaunched in the allocation (%s)",
+                       e->reason[0] ? e->reason : "?");
             } else if (strcmp(e->event, "attempt_end") == 0) {
                 const char *m = e->summary; /* "status S: CLASS (CAUSE); ...": up to the ";" */
                 int len = (int)strcspn(m, ";");

@@ -147,7 +147,7 @@ static void history_line(const struct gj_value *o, void *user)
     const char *job = gj_get_str(o, "job");
     if (job == NULL || strcmp(job, s->job) != 0)
         return;
-    if (is_event(o, "requeue")) {
+    if (is_event(o, "requeue") || is_event(o, "relaunch")) { /* a relaunch is a restart too */
         const char *reason = gj_get_str(o, "reason");
         for (int r = 0; reason != NULL && r < RQ_N; r++)
             if (strcmp(reason, requeue_names[r]) == 0)

@@ -172,7 +172,8 @@ static void end(struct step_decision *d, const char *ended, int status, const ch
 struct step_budget step_budget_of(const struct cfg *c)
 {
     struct step_budget b = {c->restart.max_restarts, c->restart.max_signal_requeues,
-                            strcmp(c->restart.when_stuck, "hold") == 0};
+                            strcmp(c->restart.when_stuck, "hold") == 0,
+                            strcmp(c->restart.failures, "relaunch") == 0};
     return b;
 }
 
@@ -252,9 +253,9 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
         requeue(d, RQ_SIGNAL, false, h, b);
         return;
     }
-    /* A crash or a hang: the failure budget. */
+    /* A crash or a hang: the failure budget, spent by relaunches and requeues alike. */
     if (h->requeues[RQ_FAILURE] < b->max_failures) {
-        d->action = ACT_REQUEUE;
+        d->action = b->relaunch ? ACT_RELAUNCH : ACT_REQUEUE;
         d->reason = RQ_FAILURE;
         d->exit_status = RZ_EXIT_REQUEUE;
         return;

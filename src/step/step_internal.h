@@ -209,6 +209,7 @@ enum step_cause step_stop_cause(const struct slurm_job *j, long restarts_at_star
 enum step_action {
     ACT_FINISH,                 /* run the gate and the chain */
     ACT_REQUEUE,                /* scontrol requeue (ours to do) */
+    ACT_RELAUNCH,               /* a new job step in this allocation (restart.failures) */
     ACT_SLURM_REQUEUES,         /* Slurm requeues the job: record it, do nothing */
     ACT_HOLD,                   /* scontrol requeuehold + NO-GO report (no progress) */
     ACT_END,                    /* no requeue; a NO-GO report says why */
@@ -225,6 +226,7 @@ struct step_budget {
     long max_failures;          /* restart.max_restarts */
     long max_signal;            /* restart.max_signal_requeues: signal, preemption, time limit */
     bool hold_when_stuck;       /* restart.when_stuck: hold (else fail) */
+    bool relaunch;              /* restart.failures: relaunch (else requeue) */
 };
 /* The budget the config sets. */
 struct step_budget step_budget_of(const struct cfg *c);

@@ -24,6 +24,8 @@
 #define PREFLIGHT_TRIES 3
 #define PREFLIGHT_BACKOFF_S 5.0
 #define MAX_RECORDS 4096
+/* apply()'s answer for ACT_RELAUNCH: not an exit status (those are 0..255); attempts() loops */
+#define STEP_RELAUNCH (-2)
 
 /* ---- where things are ------------------------------------------------------------------------------ */
 
@@ -377,6 +379,21 @@ static int requeue_excluding(struct wrapper *w, const char *nodes, const char *w
     return RZ_EXIT_REQUEUE;
 }
 
+/* restart.failures relaunch: the attempt ends here and the next runs as new job steps of this
+ * allocation (step_main's loop): no trip through the queue.  Counted as a failure restart. */
+static int relaunch_self(struct wrapper *w, const char *why)
+{
+    char msg[1400];
+    long used = w->hist.requeues[RQ_FAILURE] + 1;
+    rz_fmt(msg, sizeof msg, "%s: the preflight and the training run again in this allocation "
+           "(failure restart %ld of %ld, restart.failures relaunch)", why, used,
+           (long)w->cfg.restart.max_restarts);
+    struct step_kv kv[] = {{"reason", step_requeue_name(RQ_FAILURE), 0},
+                           {"count", NULL, (double)used}};
+    step_event(&w->ev, "relaunch", msg, kv, 2);
+    return STEP_RELAUNCH;
+}
+
 /* A NO-GO (or HOLD) report for an end without a finished training; with the diverged guard the
  * NO-GO policy (rollback) applies too. */
 static int end_with_report(struct wrapper *w, const struct step_decision *d, int status)
@@ -402,6 +419,8 @@ static int apply(struct wrapper *w, const struct step_decision *d, int status)
         return chain_finish_phase(w);
     case ACT_REQUEUE:
         return requeue_self(w, d->reason, "the attempt ended");
+    case ACT_RELAUNCH:
+        return relaunch_self(w, "the attempt ended");
     case ACT_SLURM_REQUEUES: {
         rz_fmt(msg, sizeof msg, "Slurm requeues the job itself (%s)", step_requeue_name(d->reason));
         struct step_kv kv[] = {{"reason", step_requeue_name(d->reason), 0},
@@ -640,10 +659,11 @@ static int train(struct wrapper *w)
 {
     char resume[STEP_PATH_MAX], who[1024];
     int64_t start = choose_resume(w, resume, sizeof resume);
-    if (start == w->cfg.training.steps && w->env->restart_count > 0) {
+    if (start == w->cfg.training.steps && (w->env->restart_count > 0 || w->hist.attempts > 0)) {
         /* An earlier attempt of this job trained to the last step and was stopped before it
          * could say so (measured: a partitioned node that came back took the new attempt's
-         * step down, Slurm reusing the step's id after the requeue): the phase is done. */
+         * step down, Slurm reusing the step's id after the requeue; or a crash after the last
+         * checkpoint, relaunched in the allocation): the phase is done. */
         char msg[STEP_PATH_MAX + 200];
         rz_fmt(msg, sizeof msg, "training finished in an earlier attempt of this job: %s is "
                "at step %lld, the last, and verifies", resume, (long long)start);
@@ -667,6 +687,24 @@ static int train(struct wrapper *w)
 }
 
 /* ---- the sequence --------------------------------------------------------------------------------------- */
+
+/* The preflight, then the training; again, in this allocation, while the policy relaunches. */
+static int attempts(struct wrapper *w)
+{
+    for (;;) {
+        bool passed = false;
+        int rc;
+        if (stop_requested(w))
+            return stop_before_training(w, "before the preflight");
+        rc = preflight(w, &passed);
+        if (passed)
+            rc = step_signals_count() > 0 ? stop_before_training(w, "after the preflight")
+                                          : train(w);
+        if (rc != STEP_RELAUNCH)
+            return rc;
+        step_history_read(w->ev.path, w->env->job_id, &w->hist); /* the relaunch counted */
+    }
+}
 
 /* Where the config, the run directory and the programs are; false (after saying why) if not. */
 static bool locate(struct wrapper *w)
@@ -779,14 +817,8 @@ int step_main(const struct step_args *args, const struct step_env *env,
     }
     say_start(&w);
     int rc = prepare(&w);
-    bool passed = false;
-    if (rc == 0 && stop_requested(&w))
-        rc = stop_before_training(&w, "before the preflight");
-    else if (rc == 0)
-        rc = preflight(&w, &passed);
-    if (passed)
-        rc = step_signals_count() > 0 ? stop_before_training(&w, "after the preflight")
-                                      : train(&w);
+    if (rc == 0)
+        rc = attempts(&w);
     if (rc != RZ_EXIT_REQUEUE && w.owner_id[0] != '\0') /* a requeued job re-enters it */
         step_owner_release(w.run_dir, w.owner_id);
     step_events_close(&w.ev);
