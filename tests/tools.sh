@@ -155,6 +155,20 @@ expect "bench-rows: a bad round count is refused" 64 "usage: rz-bench-rows" -- "
 expect "tools/bench-rows: an unknown option is refused" 64 "usage: tools/bench-rows" \
   -- "$src/tools/bench-rows" --bogus
 
+# ---- tools/chaos: its refusals (the soak itself needs the cluster: tools/check's chaos phase) --
+chaos=$src/tools/chaos
+expect "chaos: an unknown option is refused" 64 "usage: tools/chaos" -- "$chaos" --bogus
+expect "chaos: --minutes must be a positive number" 64 "minutes takes a positive number" \
+  -- "$chaos" --minutes 0
+expect "chaos: --mean-interval must be a positive number" 64 "mean-interval takes a positive" \
+  -- "$chaos" --mean-interval x
+expect "chaos: --seed must be a whole number" 64 "seed takes a whole number" -- "$chaos" --seed 1.5
+expect "chaos: an unknown fault kind is refused, naming the kinds" 64 'unknown kind "fire" \(kill9' \
+  -- "$chaos" --faults "kill9 fire"
+expect "chaos: a phase without a config is refused" 64 "no configs/phase9.yaml" \
+  -- "$chaos" --phase phase9
+expect "chaos: --help says what it measures" 0 "goodput under faults" -- "$chaos" --help
+
 # ---- tools/bench --------------------------------------------------------------------------
 bench=$src/tools/bench
 # The stand-in trainer writes the summary.json fields the bench reads and the trainer's commit
