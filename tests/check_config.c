@@ -160,6 +160,8 @@ START_TEST(defaults_are_the_reference_workload)
     ck_assert_int_eq(c.checkpoint.interval, 100);
     ck_assert_int_eq(c.checkpoint.keep, 3);
     ck_assert_str_eq(c.checkpoint.mode, "sync");
+    ck_assert_str_eq(c.checkpoint.policy, "fixed");
+    ck_assert(c.checkpoint.mtbf_s == 0.0);
     ck_assert_str_eq(c.restart.when_stuck, "fail");
     ck_assert_str_eq(c.restart.failures, "relaunch");
     ck_assert_int_eq(c.restart.max_restarts, 3);
@@ -184,7 +186,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 95);
+    ck_assert_uint_eq(cfg_n_keys, 97);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;
@@ -284,10 +286,12 @@ START_TEST(full_file_sets_every_key)
     ck_assert_str_eq(c.data.path, "data/train: tokens #1.bin");
     ck_assert_str_eq(c.kernels.backend, "ref");
     ck_assert_str_eq(c.checkpoint.mode, "async");
+    ck_assert_str_eq(c.checkpoint.policy, "young_daly");
+    ck_assert(c.checkpoint.mtbf_s == 86400.0);
     ck_assert_str_eq(c.restart.when_stuck, "hold");
     ck_assert_str_eq(c.restart.failures, "requeue");
     ck_assert_int_eq(c.health.sync_check_interval, 0);
-    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 59);
+    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 61);
     /* data.val_fraction and data.val_path exclude each other: one problem, then valid */
     ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
     ck_assert_int_eq(count_lines(err.msg), 1);

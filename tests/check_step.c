@@ -965,6 +965,52 @@ START_TEST(a_relaunch_after_the_last_checkpoint_finishes_the_phase)
 }
 END_TEST
 
+/* checkpoint.policy young_daly without an MTBF: the job's own failures so far give one, from its
+ * first start to its last attempt's end (two failures in 1200 s: 600 s), passed to the trainer;
+ * with no failure, or with an MTBF of the config's own, nothing is added. */
+START_TEST(young_daly_gets_the_observed_mtbf)
+{
+    struct world w;
+    char path[700];
+    const char *history =
+        "{\"t\":1000,\"job\":\"100\",\"event\":\"start\"}\n"
+        "{\"t\":1600,\"job\":\"100\",\"event\":\"attempt_end\",\"class\":\"crash\",\"progress\":1}\n"
+        "{\"t\":1700,\"job\":\"100\",\"event\":\"start\"}\n"
+        "{\"t\":2200,\"job\":\"100\",\"event\":\"attempt_end\",\"class\":\"hang\",\"progress\":1}\n"
+        "{\"t\":2300,\"job\":\"100\",\"event\":\"attempt_end\",\"class\":\"signal\",\"progress\":1}\n";
+    struct step_history h;
+    snprintf(path, sizeof path, "%s/history.jsonl", dir);
+    write_file(path, history);
+    step_history_read(path, "100", &h);
+    ck_assert_int_eq(h.failures, 2);
+    ck_assert_double_eq_tol(step_observed_mtbf(&h), 650.0, 1e-9); /* (2300 - 1000) / 2 */
+    step_history_read(path, "999", &h);
+    ck_assert_double_eq(step_observed_mtbf(&h), 0.0);
+    for (int own = 0; own <= 1; own++) {
+        world_init(&w, "RUNNING");
+        snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
+        write_file(path, own ? "training:\n  steps: 20\ncheckpoint:\n  policy: young_daly\n"
+                               "  mtbf_s: 7200\n"
+                             : "training:\n  steps: 20\ncheckpoint:\n  policy: young_daly\n");
+        snprintf(path, sizeof path, "%s/events.jsonl", w.rd);
+        write_file(path, history);
+        w.env.restart_count = 3;
+        step(&w, preflight_ok);
+        step(&w, ranks(0, 0, 20));
+        rule(&w.f, "ryzen-gate", 0, "", 0);
+        ck_assert_int_eq(run(&w), 0);
+        const char *srun = call(&w.f, "srun");
+        ck_assert_ptr_nonnull(srun);
+        ck_assert_msg(own ? !has(srun, "checkpoint.mtbf_s=")
+                          : has(srun, "--set checkpoint.mtbf_s=650.0 "), "%s", srun);
+        char rd[sizeof w.rd];
+        snprintf(rd, sizeof rd, "%s", w.rd);
+        world_free(&w);
+        rz_test_rmtree(rd);
+    }
+}
+END_TEST
+
 START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
 {
     struct world w;
@@ -1418,6 +1464,7 @@ static Suite *step_suite(void)
     tcase_add_test(core, a_rollback_with_nothing_to_train_is_not_submitted);
     tcase_add_test(core, a_diverged_run_rolls_back);
     tcase_add_test(core, crashes_spend_the_budget_then_give_up_with_a_report);
+    tcase_add_test(core, young_daly_gets_the_observed_mtbf);
     tcase_add_test(core, a_relaunch_after_the_last_checkpoint_finishes_the_phase);
     tcase_add_test(core, scancel_is_never_requeued);
     tcase_add_test(core, time_limit_warning_requeues);

@@ -226,6 +226,54 @@ START_TEST(async_checkpoints_are_the_sync_files)
 }
 END_TEST
 
+/* checkpoint.policy young_daly: sqrt(2 C M) seconds of training over the step time, rounded;
+ * unknown figures give 0 (the interval stays), the result is at least 1 and at most the run. */
+START_TEST(young_daly_interval_by_hand)
+{
+    ck_assert_int_eq(train_young_daly_steps(0.05, 3600.0, 0.5, 10000), 38); /* 18.97 s / 0.5 */
+    ck_assert_int_eq(train_young_daly_steps(0.036, 60.0, 0.162, 10000), 13); /* 2.08 s */
+    ck_assert_int_eq(train_young_daly_steps(1e-6, 1.0, 10.0, 100), 1);
+    ck_assert_int_eq(train_young_daly_steps(10.0, 1e7, 0.01, 500), 500);
+    ck_assert_int_eq(train_young_daly_steps(0.0, 3600.0, 0.5, 100), 0);
+    ck_assert_int_eq(train_young_daly_steps(0.05, 0.0, 0.5, 100), 0);
+    ck_assert_int_eq(train_young_daly_steps(0.05, 3600.0, 0.0, 100), 0);
+    ck_assert_int_eq(train_young_daly_steps(0.05, 3600.0, NAN, 100), 0);
+}
+END_TEST
+
+/* A young_daly run starts at checkpoint.interval, then checkpoints at the interval its first
+ * checkpoint's cost gives, counted from that checkpoint; the summary says which and why. */
+START_TEST(young_daly_run_moves_its_interval)
+{
+    struct cfg c;
+    small_markov(&c);
+    c.training.steps = 30;
+    c.checkpoint.interval = 2;
+    c.checkpoint.keep = 100;
+    snprintf(c.checkpoint.policy, sizeof c.checkpoint.policy, "young_daly");
+    c.checkpoint.mtbf_s = 1e9; /* failures so rare that the run's end comes first */
+    struct train_result r;
+    struct rz_err err;
+    ck_assert_msg(run(&c, "yd", NULL, &r, &err) == RZ_OK, "%s", err.msg);
+    char path[256];
+    snprintf(path, sizeof path, "%s/yd/checkpoints/step-00000002.h5", run_root);
+    ck_assert_msg(access(path, F_OK) == 0, "no checkpoint at checkpoint.interval's step 2");
+    ck_assert_int_eq(r.ckpt_count, 1); /* then none before the end: the interval is the run's */
+    ck_assert_int_eq(r.ckpt_interval, 30);
+    ck_assert_msg(strstr(r.ckpt_interval_why, "young_daly: sqrt(2 x ") != NULL, "%s",
+                  r.ckpt_interval_why);
+    snprintf(path, sizeof path, "%s/yd/checkpoints/step-00000004.h5", run_root);
+    ck_assert_msg(access(path, F_OK) != 0, "a checkpoint at step 4: the interval did not move");
+    /* without an MTBF it stays at checkpoint.interval, and says why */
+    c.checkpoint.mtbf_s = 0.0;
+    ck_assert_msg(run(&c, "yd0", NULL, &r, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_int_eq(r.ckpt_count, 15);
+    ck_assert_int_eq(r.ckpt_interval, 2);
+    ck_assert_msg(strstr(r.ckpt_interval_why, "until an MTBF is configured or observed") != NULL,
+                  "%s", r.ckpt_interval_why);
+}
+END_TEST
+
 START_TEST(metrics_and_summary_files)
 {
     struct cfg c;
@@ -594,6 +642,8 @@ static Suite *train_suite(void)
     tcase_add_test(core, grad_accum_matches_a_larger_batch);
     tcase_add_test(core, metrics_and_summary_files);
     tcase_add_test(core, async_checkpoints_are_the_sync_files);
+    tcase_add_test(core, young_daly_interval_by_hand);
+    tcase_add_test(core, young_daly_run_moves_its_interval);
     tcase_add_test(core, validation_on_schedule_leaves_training_alone);
     tcase_add_test(core, recompute_trains_the_same_bits);
     tcase_add_test(core, guard_skips_non_finite_and_outliers);

@@ -93,6 +93,8 @@ struct cfg_checkpoint {
     int64_t interval;           /* steps; 0 disables periodic checkpoints */
     int64_t keep;
     char mode[CFG_STR_MAX];     /* "sync" | "async": periodic checkpoints written behind training */
+    char policy[CFG_STR_MAX];   /* "fixed" | "young_daly": how the interval is chosen */
+    double mtbf_s;              /* young_daly: the mean time between failures; 0: observed */
 };
 
 struct cfg_restart {

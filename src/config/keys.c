@@ -143,6 +143,16 @@ const struct cfg_key cfg_keys[] = {
     KEY_INT("checkpoint.interval", checkpoint.interval, 0, BIG, "100",
             "Checkpoint every N steps (0: only at the end and on a stop signal)."),
     KEY_INT("checkpoint.keep", checkpoint.keep, 1, 1000, "3", "Checkpoints kept on disk."),
+    KEY_ENUM("checkpoint.policy", checkpoint.policy, "fixed|young_daly", "fixed",
+             "fixed: every checkpoint.interval steps; young_daly: every sqrt(2 x C x MTBF) "
+             "seconds of training (Young 1974, Daly 2006), C the stall a checkpoint costs "
+             "this run (measured at each one), MTBF checkpoint.mtbf_s, rounded to steps; "
+             "checkpoint.interval until both are known (the log and summary.json say which "
+             "interval ran and why)."),
+    KEY_FLOAT("checkpoint.mtbf_s", checkpoint.mtbf_s, 0.0, 1e9, 0u, "0",
+              "young_daly's mean time between failures, in seconds; 0: what ryzen-step "
+              "observed in the run directory's history (training time over the crashes, "
+              "hangs and lost nodes of this job's earlier attempts), none before the first."),
     KEY_ENUM("checkpoint.mode", checkpoint.mode, "sync|async", "sync",
              "sync: training waits while a periodic checkpoint is written, fsynced and committed; "
              "async: rank 0 copies the state to a snapshot on a writer thread and training goes "

@@ -157,6 +157,10 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
     rz_json_kv_double(&j, "stall_ms_max", s->ckpt_stall_max_s * 1e3);
     rz_json_kv_double(&j, "commit_ms_mean",
                       s->ckpt_count > 0 ? s->ckpt_commit_s * 1e3 / (double)s->ckpt_count : 0.0);
+    rz_json_kv_string(&j, "policy", s->ckpt_policy != NULL ? s->ckpt_policy : "fixed");
+    rz_json_kv_int(&j, "interval_steps", s->ckpt_interval);
+    rz_json_kv_string(&j, "interval_why", s->ckpt_interval_why != NULL ? s->ckpt_interval_why
+                                                                      : "");
     rz_json_object_end(&j);
     rz_json_kv_string(&j, "config", s->config_path != NULL ? s->config_path : "");
     rz_json_kv_string(&j, "resumed_from", s->resumed_from != NULL ? s->resumed_from : "");

@@ -115,6 +115,9 @@ struct metrics_summary {
     double ckpt_stall_s;         /* training's wait for them, in total */
     double ckpt_stall_max_s;     /* ... the longest */
     double ckpt_commit_s;        /* their writes, in total (behind training when async) */
+    const char *ckpt_policy;     /* checkpoint.policy */
+    int64_t ckpt_interval;       /* the interval in steps at the end, and why */
+    const char *ckpt_interval_why;
     const struct metrics_rank_result *ranks; /* num_processes entries */
 };
 

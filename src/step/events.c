@@ -160,11 +160,18 @@ static void history_line(const struct gj_value *o, void *user)
             s->h->no_progress_run = 0;
         s->h->exclusion_run = excluded ? s->h->exclusion_run + 1 : 0;
     } else if (is_event(o, "attempt_end")) {
-        double progress = 0.0;
+        double progress = 0.0, t = 0.0;
         gj_get_num(o, "progress", &progress);
+        gj_get_num(o, "t", &t);
+        const char *cls = gj_get_str(o, "class");
+        s->h->failures += cls != NULL && (strcmp(cls, "crash") == 0 || strcmp(cls, "hang") == 0);
+        s->h->last_end_t = t > s->h->last_end_t ? t : s->h->last_end_t;
         s->h->attempts++;
         s->h->no_progress_run = progress != 0.0 ? 0 : s->h->no_progress_run + 1;
     } else if (is_event(o, "start")) {
+        double t = 0.0;
+        if (gj_get_num(o, "t", &t) && (s->h->first_start_t == 0.0 || t < s->h->first_start_t))
+            s->h->first_start_t = t;
         /* the newest start is this attempt's: keep the one before it */
         const char *nodes = gj_get_str(o, "node_list");
         double restart = -1;
@@ -174,10 +181,18 @@ static void history_line(const struct gj_value *o, void *user)
         rz_fmt(s->last_nodes, sizeof s->last_nodes, "%s", nodes != NULL ? nodes : "");
         s->last_restart = (long)restart;
     } else if (is_event(o, "preflight_failed") || is_event(o, "nodes_lost")) {
+        s->h->failures += is_event(o, "nodes_lost"); /* a node the job lost: its attempt failed */
         const char *nodes = gj_get_str(o, "excluded_nodes");
         if (nodes != NULL)
             add_names(s->h->excluded, sizeof s->h->excluded, nodes);
     }
+}
+
+double step_observed_mtbf(const struct step_history *h)
+{
+    if (h->failures <= 0 || h->first_start_t <= 0.0 || h->last_end_t <= h->first_start_t)
+        return 0.0;
+    return (h->last_end_t - h->first_start_t) / (double)h->failures;
 }
 
 void step_history_read(const char *events_path, const char *job, struct step_history *h)

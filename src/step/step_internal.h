@@ -86,7 +86,12 @@ struct step_history {
     char excluded[512];         /* nodes excluded after preflight failures ("" none) */
     char prev_nodes[512];       /* node_list of the attempt before this one ("" none) */
     long prev_restart;          /* ... and its restart count */
+    long failures;              /* attempts that ended in a crash or a hang, and lost nodes */
+    double first_start_t, last_end_t; /* the job's first start and last attempt_end (0: none) */
 };
+/* The mean time between this job's failures so far (checkpoint.mtbf_s 0, young_daly): the span
+ * from its first start to its last attempt's end over the failures in it; 0 with none. */
+double step_observed_mtbf(const struct step_history *h);
 void step_history_read(const char *events_path, const char *job, struct step_history *h);
 
 /* Job ids this lineage submitted (promote / rollback events in any events.jsonl under root),

@@ -273,6 +273,16 @@ static enum rz_status trainer_argv(const struct wrapper *w, struct step_argv *v,
         if (st == RZ_OK)
             st = step_argv_add(v, w->sets[i], err);
     }
+    /* checkpoint.policy young_daly without an MTBF of its own: what this job's history shows
+     * (the trainer keeps checkpoint.interval while there is none) */
+    char mtbf[96];
+    double seen = step_observed_mtbf(&w->hist);
+    if (st == RZ_OK && strcmp(w->cfg.checkpoint.policy, "young_daly") == 0 &&
+        w->cfg.checkpoint.mtbf_s <= 0.0 && seen > 0.0) {
+        rz_fmt(mtbf, sizeof mtbf, "checkpoint.mtbf_s=%.1f", seen);
+        const char *set[] = {"--set", mtbf, NULL};
+        st = step_argv_addv(v, set, err);
+    }
     const char *dir[] = {"--run-dir", w->run_dir, NULL};
     if (st == RZ_OK)
         st = step_argv_addv(v, dir, err);

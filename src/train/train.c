@@ -269,6 +269,7 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
                           ? t->opts->stop_at_step : steps;
     struct loop_stats ls = {.t_start = rz_now()};
     ls.t_steady = ls.t_start;
+    tr_ckpt_interval_init(t, r);
     double held = test_hold(t, r, stop_at); /* RYZEN_TEST_HOLD=0:FILE */
     train_net_start(&t->live.net, t->live.node_first, t->rank, comm_host(t->comm));
     ls.t_start += held;
@@ -300,10 +301,9 @@ static enum rz_status run_loop(struct trainer *t, struct train_result *r, struct
             tr_profile_add(t, &o, dt);
         }
         st = after_step(t, &o, dt, &ls, r, err);
-        int64_t every = c->checkpoint.interval;
         if (st == RZ_OK && o.stop)
             st = tr_save_checkpoint(t, r, err);
-        else if (st == RZ_OK && every > 0 && t->step % every == 0)
+        else if (st == RZ_OK && tr_checkpoint_due(t))
             st = tr_checkpoint_periodic(t, r, err);
         tr_ckpt_poll(t, r, false); /* a write behind training that ended is said now */
         if (st == RZ_OK)
@@ -394,7 +394,8 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
             .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples,
             .ckpt_mode = t->cfg->checkpoint.mode, .ckpt_count = r->ckpt_count,
             .ckpt_stall_s = r->ckpt_stall_s, .ckpt_stall_max_s = r->ckpt_stall_max_s,
-            .ckpt_commit_s = r->ckpt_commit_s};
+            .ckpt_commit_s = r->ckpt_commit_s, .ckpt_policy = t->cfg->checkpoint.policy,
+            .ckpt_interval = r->ckpt_interval, .ckpt_interval_why = r->ckpt_interval_why};
         for (int q = 0; q < t->world; q++) { /* the worst rank, measured and predicted */
             s.peak_rss_bytes = all[q].peak_rss_bytes > s.peak_rss_bytes ? all[q].peak_rss_bytes
                                                                         : s.peak_rss_bytes;

@@ -67,6 +67,8 @@ struct train_result {
     double ckpt_stall_s;     /* training's wait for them, in total (train_ckpt.c) */
     double ckpt_stall_max_s; /* ... the longest one */
     double ckpt_commit_s;    /* their writes (ckpt_save), in total */
+    int64_t ckpt_interval;   /* the interval in steps at the end (checkpoint.policy) */
+    char ckpt_interval_why[256]; /* why that interval */
     char resumed_from[4096]; /* checkpoint resumed from ("" if fresh) */
     char end_reason[32];     /* why the run ended when the status alone does not say it:
                               * "diverged" (the loss guard stopped it, RZ_EHEALTH); "" otherwise */
@@ -74,5 +76,10 @@ struct train_result {
 
 enum rz_status train_run(const struct train_opts *opts, struct train_result *res,
                          struct rz_err *err);
+
+/* checkpoint.policy young_daly: the checkpoint interval in steps, sqrt(2 x cost_s x mtbf_s)
+ * seconds of training (Young 1974; Daly 2006) over step_s, rounded to the nearest step, at
+ * least 1 and at most max_steps; 0 when a figure is not positive (unknown: keep the interval). */
+int64_t train_young_daly_steps(double cost_s, double mtbf_s, double step_s, int64_t max_steps);
 
 #endif

@@ -6,6 +6,7 @@
  * outcome. */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,6 +401,9 @@ static void fold_fence_waits(struct trainer *t, struct train_result *r)
                                                                  : r->ckpt_stall_max_s;
 }
 
+static enum rz_status young_daly_update(struct trainer *t, struct train_result *r,
+                                        double stall_s, struct rz_err *err);
+
 enum rz_status tr_checkpoint_periodic(struct trainer *t, struct train_result *r,
                                       struct rz_err *err)
 {
@@ -415,6 +419,7 @@ enum rz_status tr_checkpoint_periodic(struct trainer *t, struct train_result *r,
         t->stall_last_s = rz_now() - t0;
         r->ckpt_stall_s += t->stall_last_s;
         fold_fence_waits(t, r);
+        st = young_daly_update(t, r, t->stall_last_s, err);
     }
     return st;
 }
@@ -427,4 +432,76 @@ void tr_ckpt_writer_free(struct trainer *t, struct train_result *r)
     tr_ckpt_poll(t, r, true); /* a write still in flight is finished and said, not dropped */
     ckpt_writer_destroy(t->writer);
     t->writer = NULL;
+}
+
+/* ---- the interval (checkpoint.policy) -------------------------------------------------------- */
+
+int64_t train_young_daly_steps(double cost_s, double mtbf_s, double step_s, int64_t max_steps)
+{
+    if (!(cost_s > 0.0) || !(mtbf_s > 0.0) || !(step_s > 0.0) || max_steps < 1)
+        return 0;
+    double steps = sqrt(2.0 * cost_s * mtbf_s) / step_s + 0.5;
+    if (steps < 1.0)
+        return 1;
+    return steps >= (double)max_steps ? max_steps : (int64_t)steps;
+}
+
+void tr_ckpt_interval_init(struct trainer *t, struct train_result *r)
+{
+    const struct cfg_checkpoint *c = &t->cfg->checkpoint;
+    t->ckpt_every = c->interval;
+    t->ckpt_from = t->step;
+    r->ckpt_interval = t->ckpt_every;
+    if (strcmp(c->policy, "young_daly") != 0) {
+        rz_fmt(r->ckpt_interval_why, sizeof r->ckpt_interval_why,
+               "checkpoint.policy fixed: checkpoint.interval");
+        return;
+    }
+    rz_fmt(r->ckpt_interval_why, sizeof r->ckpt_interval_why,
+           "checkpoint.policy young_daly: checkpoint.interval until %s", c->mtbf_s > 0.0
+           ? "the first checkpoint has measured its cost" : "an MTBF is configured or observed "
+           "(checkpoint.mtbf_s 0 and no failure in this job's history)");
+    tr_say(t, "checkpoint: every %lld steps (%s)", (long long)t->ckpt_every, r->ckpt_interval_why);
+}
+
+bool tr_checkpoint_due(const struct trainer *t)
+{
+    if (t->ckpt_every <= 0)
+        return false;
+    if (strcmp(t->cfg->checkpoint.policy, "young_daly") == 0)
+        return t->step - t->ckpt_from >= t->ckpt_every;
+    return t->step % t->ckpt_every == 0;
+}
+
+/* Collective, after a periodic checkpoint under young_daly: rank 0 folds in what it cost and
+ * sets the interval from then on; every rank takes rank 0's (they must checkpoint together). */
+static enum rz_status young_daly_update(struct trainer *t, struct train_result *r,
+                                        double stall_s, struct rz_err *err)
+{
+    const struct cfg_checkpoint *c = &t->cfg->checkpoint;
+    t->ckpt_from = t->step;
+    if (strcmp(c->policy, "young_daly") != 0 || !(c->mtbf_s > 0.0))
+        return RZ_OK;
+    int64_t every = t->ckpt_every;
+    if (t->rank == 0) {
+        t->ckpt_cost_s += stall_s;
+        t->ckpt_costs++;
+        double cost = t->ckpt_cost_s / (double)t->ckpt_costs;
+        double step = t->step > 0 ? t->train_time / (double)t->step : 0.0;
+        int64_t yd = train_young_daly_steps(cost, c->mtbf_s, step, t->cfg->training.steps);
+        if (yd > 0) {
+            every = yd;
+            rz_fmt(r->ckpt_interval_why, sizeof r->ckpt_interval_why, "checkpoint.policy "
+                   "young_daly: sqrt(2 x %.3f s a checkpoint x %.0f s MTBF) = %.1f s of training, "
+                   "%.3f s a step", cost, c->mtbf_s, sqrt(2.0 * cost * c->mtbf_s), step);
+        }
+    }
+    enum rz_status st = comm_bcast_bytes(t->comm, &every, sizeof every, err);
+    if (st == RZ_OK && every != t->ckpt_every) {
+        tr_say(t, "checkpoint: every %lld steps from step %lld (%s)", (long long)every,
+            (long long)t->step, r->ckpt_interval_why);
+        t->ckpt_every = every;
+    }
+    r->ckpt_interval = t->ckpt_every;
+    return st;
 }

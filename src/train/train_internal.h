@@ -92,6 +92,11 @@ struct trainer {
                                 * counted (train_step.c fences the update on the copy) */
     double stall_last_s;       /* the last periodic checkpoint's stall so far */
     double last_commit_s;      /* rank 0: the last in-line commit (tr_save_checkpoint) */
+    /* checkpoint.policy (train_ckpt.c): the interval in force, every rank */
+    int64_t ckpt_every;        /* steps; 0: no periodic checkpoints */
+    int64_t ckpt_from;         /* young_daly counts from this step (the last periodic one) */
+    double ckpt_cost_s;        /* young_daly: the periodic checkpoints' stall so far (rank 0) */
+    int64_t ckpt_costs;
     double last_lr, last_loss;
     struct train_live live;
     /* ZeRO (training.zero_stage 1 or 2: zero_* functions) */
@@ -158,6 +163,9 @@ enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r, str
  * previous one's outcome is agreed), else tr_save_checkpoint.  Counts the stall in r. */
 enum rz_status tr_checkpoint_periodic(struct trainer *t, struct train_result *r,
                                       struct rz_err *err);
+/* checkpoint.policy: the interval to start with (and why, in r), and whether one is due now. */
+void tr_ckpt_interval_init(struct trainer *t, struct train_result *r);
+bool tr_checkpoint_due(const struct trainer *t);
 /* checkpoint.mode async: start the writer (rank 0), and stop it (waiting for its write). */
 enum rz_status tr_ckpt_writer_init(struct trainer *t, struct rz_err *err);
 void tr_ckpt_writer_free(struct trainer *t, struct train_result *r);
