@@ -604,7 +604,20 @@ START_TEST(recoveries_from_the_runs_and_events)
                   "%s", text);
     ck_assert_ptr_nonnull(strstr(text, "| 17 | 16 | 40.0 | 2 | attempt ended"));
     ck_assert_ptr_nonnull(strstr(text, "<table id=\"recoveries\">"));
+    /* the time lost, by kind: a lost node is the stop's kind, above the relaunch after it */
+    ck_assert_str_eq(in.recov[0].kind, "lost node");
+    ck_assert_msg(strstr(text, "\"time_lost_by_kind\":[{\"kind\":\"lost node\",\"seconds\":40,"
+                               "\"stops\":1,\"steps_redone\":2}]") != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "Time lost by kind of restart: lost node 40.0 s in 1 "
+                                       "stop(s), 2 step(s) redone."));
+    ck_assert_ptr_nonnull(strstr(text, "<p id=\"time-lost\">Time lost by kind of restart: lost "
+                                       "node 40.0 s"));
     free(text);
+    /* without a lost node, the relaunch is the kind */
+    ev[2].event = "start";
+    in.recov[0].kind[0] = in.recov[0].cause[0] = in.recov[0].lost[0] = '\0';
+    gate_recoveries_causes(&in);
+    ck_assert_str_eq(in.recov[0].kind, "relaunch (failure)");
     /* metrics without times: the recovery is there, its time unknown */
     for (size_t i = 0; i < n; i++)
         rows[i].time = NAN;

@@ -156,6 +156,8 @@ struct gate_recovery {
     double last_t, first_t, seconds;  /* NaN when the metrics have no time */
     char cause[GATE_NOTE_MAX];
     char lost[128];             /* nodes an attempt found unreachable (nodes_lost), "" none */
+    char kind[64];              /* how it restarted: "lost node", "relaunch (failure)", "requeue
+                                 * (REASON)", "other": the report sums the time lost by kind */
 };
 
 /* Where the ranks ran (health.json's ranks): per node, its machine (the kernel's boot id: nodes

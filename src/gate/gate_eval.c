@@ -469,8 +469,8 @@ static void gate_failures_uptime(struct gate_result *res, const struct gate_inpu
     }
     double up = train / (last - first);
     gate_measure(ku, fmin(up, 1.0), (int64_t)in->n_steps);
-    gate_note(ku, "%.6g s of steps / %.6g s from the first start to the last event", train,
-              last - first);
+    gate_note(ku, "goodput: %.6g s of steps (each step once, however often it was trained) / "
+              "%.6g s from the first start to the last event", train, last - first);
     if (up > 1.0)
         gate_note(ku, "capped at 1 (event times have 1 s resolution)");
 }

@@ -47,14 +47,19 @@ void gate_recoveries_causes(struct gate_input *in)
             const struct gate_event *e = &in->events[in->job_events[i]];
             if (isnan(r->last_t) || e->t < r->last_t || e->t > r->first_t)
                 continue;
+            const char *why = e->reason[0] ? e->reason : "?";
             if (strcmp(e->event, "nodes_lost") == 0) {
                 rz_fmt(r->lost, sizeof r->lost, "%s", e->nodes);
                 rz_fmt(text, sizeof text, "network fault: %s unreachable", e->nodes);
+                rz_fmt(r->kind, sizeof r->kind, "lost node"); /* the stop's cause, above all */
             } else if (strcmp(e->event, "requeue") == 0) {
-                rz_fmt(text, sizeof text, "requeued (%s)", e->reason[0] ? e->reason : "?");
+                rz_fmt(text, sizeof text, "requeued (%s)", why);
+                if (r->lost[0] == '\0')
+                    rz_fmt(r->kind, sizeof r->kind, "requeue (%s)", why);
             } else if (strcmp(e->event, "relaunch") == 0) {
-                rz_fmt(text, sizeof text, "relaunched in the allocation (%s)",
-                       e->reason[0] ? e->reason : "?");
+                rz_fmt(text, sizeof text, "relaunched in the allocation (%s)", why);
+                if (r->lost[0] == '\0')
+                    rz_fmt(r->kind, sizeof r->kind, "relaunch (%s)", why);
             } else if (strcmp(e->event, "attempt_end") == 0) {
                 const char *m = e->summary; /* "status S: CLASS (CAUSE); ...": up to the ";" */
                 int len = (int)strcspn(m, ";");
@@ -69,7 +74,34 @@ void gate_recoveries_causes(struct gate_input *in)
         if (r->cause[0] == '\0')
             rz_fmt(r->cause, sizeof r->cause, "%s", isnan(r->last_t) ? "unknown (no times in the "
                    "metrics)" : "no event between the two runs");
+        if (r->kind[0] == '\0')
+            rz_fmt(r->kind, sizeof r->kind, "other");
     }
+}
+
+/* The time lost by kind of restart: seconds, stops and steps redone, in order of first sight. */
+struct lost_kind {
+    const char *kind;
+    double seconds;
+    int count;
+    int64_t redone;
+};
+
+static int lost_by_kind(const struct gate_input *in, struct lost_kind *out)
+{
+    int n = 0;
+    for (int k = 0; k < in->n_recov; k++) {
+        const struct gate_recovery *r = &in->recov[k];
+        int i = 0;
+        while (i < n && strcmp(out[i].kind, r->kind) != 0)
+            i++;
+        if (i == n)
+            out[n++] = (struct lost_kind){.kind = r->kind};
+        out[i].seconds += isnan(r->seconds) ? 0.0 : r->seconds;
+        out[i].count++;
+        out[i].redone += r->redone;
+    }
+    return n;
 }
 
 void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
@@ -85,6 +117,20 @@ void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
         rz_json_kv_double(j, "seconds", r->seconds);
         rz_json_kv_string(j, "lost_nodes", r->lost);
         rz_json_kv_string(j, "cause", r->cause);
+        rz_json_kv_string(j, "kind", r->kind);
+        rz_json_object_end(j);
+    }
+    rz_json_array_end(j);
+    struct lost_kind by[GATE_MAX_RECOVERIES];
+    int n = lost_by_kind(in, by);
+    rz_json_key(j, "time_lost_by_kind");
+    rz_json_array_begin(j);
+    for (int i = 0; i < n; i++) {
+        rz_json_object_begin(j);
+        rz_json_kv_string(j, "kind", by[i].kind);
+        rz_json_kv_double(j, "seconds", by[i].seconds);
+        rz_json_kv_int(j, "stops", by[i].count);
+        rz_json_kv_int(j, "steps_redone", by[i].redone);
         rz_json_object_end(j);
     }
     rz_json_array_end(j);
@@ -104,7 +150,13 @@ void gate_md_recoveries(FILE *f, const struct gate_input *in)
         fprintf(f, "| %lld | %lld | %.1f | %lld | %s |\n", (long long)r->last_step,
                 (long long)r->first_step, r->seconds, (long long)r->redone, r->cause);
     }
-    fputc('\n', f);
+    struct lost_kind by[GATE_MAX_RECOVERIES];
+    int n = lost_by_kind(in, by);
+    fputs("\nTime lost by kind of restart:", f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s %s %.1f s in %d stop(s), %lld step(s) redone", i ? ";" : "", by[i].kind,
+                by[i].seconds, by[i].count, (long long)by[i].redone);
+    fputs(".\n\n", f);
 }
 
 void gate_html_recoveries(FILE *f, const struct gate_input *in)
@@ -123,5 +175,14 @@ void gate_html_recoveries(FILE *f, const struct gate_input *in)
         gate_html_text(f, r->cause);
         fputs("</td></tr>\n", f);
     }
-    fputs("</table>\n", f);
+    fputs("</table>\n<p id=\"time-lost\">Time lost by kind of restart:", f);
+    struct lost_kind by[GATE_MAX_RECOVERIES];
+    int n = lost_by_kind(in, by);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? "; " : " ", f);
+        gate_html_text(f, by[i].kind);
+        fprintf(f, " %.1f s in %d stop(s), %lld step(s) redone", by[i].seconds, by[i].count,
+                (long long)by[i].redone);
+    }
+    fputs(".</p>\n", f);
 }
