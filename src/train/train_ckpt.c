@@ -312,19 +312,26 @@ static void say_written(struct trainer *t, struct train_result *r,
         w->prune_ms);
 }
 
-void tr_ckpt_poll(struct trainer *t, struct train_result *r, bool block)
+/* Rank 0: take the finished write's result (block: wait for it first). */
+static void collect(struct trainer *t, struct train_result *r, bool block)
 {
     if (t->writer == NULL || t->written_held)
         return;
     if (!block && !ckpt_writer_ready(t->writer))
         return;
-    if (block)
-        health_watchdog_pause(t->watchdog, 1);
     if (ckpt_writer_wait(t->writer, &t->written, NULL)) {
         t->written_held = true;
         say_written(t, r, &t->written);
     }
-    if (block)
+}
+
+void tr_ckpt_poll(struct trainer *t, struct train_result *r, bool block)
+{
+    bool waits = block && t->writer != NULL && ckpt_writer_pending(t->writer);
+    if (waits) /* a write of gigabytes is no hang: the commit's own limit applies */
+        health_watchdog_pause(t->watchdog, 1);
+    collect(t, r, block);
+    if (waits)
         health_watchdog_pause(t->watchdog, 0);
 }
 
@@ -336,14 +343,17 @@ static enum rz_status agree_written(struct trainer *t, struct train_result *r,
     if (t->submitted_step < 0)
         return RZ_OK;
     enum rz_status st = RZ_OK;
+    /* every rank: the others wait here while rank 0's write ends, as in an in-line commit */
+    health_watchdog_pause(t->watchdog, 1);
     if (t->rank == 0) {
-        tr_ckpt_poll(t, r, true);
+        collect(t, r, true);
         if (t->written_held && t->written.status != RZ_OK)
             st = rz_fail(err, t->written.status, "checkpoint of step %lld (behind training): %s",
                          (long long)t->written.step, t->written.err.msg);
         t->written_held = false;
     }
     st = tr_agree(t, st, err);
+    health_watchdog_pause(t->watchdog, 0);
     if (st == RZ_OK)
         t->saved_step = t->submitted_step;
     t->submitted_step = -1;
