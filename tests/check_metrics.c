@@ -158,6 +158,7 @@ static struct metrics_prom_doc doc3(const char *node)
         .running = true, .world = 3, .ranks = live3, .hosts = hosts3, .step = 40,
         .samples_seen = 480, .loss = NAN, .lr = 5e-4, .rank_samples_per_step = 4, .restarts = 1,
         .skipped_steps = 2, .last_ckpt_unix = 1800000000, .ckpt_interval_steps = 10,
+        .useful_train_s = 123.5,
         .update_interval_steps = 20, .memory_limit_bytes = 4294967296.0,
         .throughput_no_go = 200, .straggler_no_go = 1.5};
     return d;
@@ -197,6 +198,9 @@ START_TEST(node_textfile_series)
         "node=\"n1\"} 10\n",
         "ryzen_train_checkpoint_interval_seconds{slurm_job_id=\"77\",phase=\"phase1_4proc\","
         "node=\"n1\"} 5\n",
+        "# TYPE ryzen_train_useful_seconds gauge\n",
+        "ryzen_train_useful_seconds{slurm_job_id=\"77\",phase=\"phase1_4proc\",node=\"n1\"} "
+        "123.5\n",
         "# TYPE ryzen_train_loss gauge\n",
         "ryzen_train_loss{slurm_job_id=\"77\",phase=\"phase1_4proc\",rank=\"1\",node=\"n1\"} NaN\n",
         "ryzen_train_samples_per_second{slurm_job_id=\"77\",phase=\"phase1_4proc\",rank=\"0\","

@@ -213,6 +213,7 @@ static double g_ckpt_interval(const struct prom_ctx *x)
 {
     return (double)x->d->ckpt_interval_steps * node_step_s(x);
 }
+static double g_useful(const struct prom_ctx *x) { return x->d->useful_train_s; }
 
 static const struct prom_row file_rows[] = {
     {"ryzen_last_update_timestamp_seconds", "gauge", "When this file was written (Unix "
@@ -224,8 +225,12 @@ static const struct prom_row file_rows[] = {
     {"ryzen_train_last_checkpoint_timestamp_seconds", "gauge", "When the last checkpoint was "
      "committed (Unix seconds).", g_last_ckpt},
     {"ryzen_train_checkpoint_interval_seconds", "gauge", "Expected seconds between periodic "
-     "checkpoints (checkpoint.interval steps; 0: only at the end and on signals).",
-     g_ckpt_interval},
+     "checkpoints (the interval in force, checkpoint.interval or checkpoint.policy's; 0: only at "
+     "the end and on signals).", g_ckpt_interval},
+    {"ryzen_train_useful_seconds", "gauge", "Training time of the steps this run keeps: the "
+     "checkpointed progress and the steps since.  A restart from an older checkpoint lowers it "
+     "by the work lost, and it stands still while the job is down: its change over a window, "
+     "over the window, is the goodput (docs/reliability.md).", g_useful},
 };
 
 static double g_world(const struct prom_ctx *x) { return x->d->world; }

@@ -75,6 +75,7 @@ struct metrics_prom_doc {
     double rank_samples_per_step;       /* samples one rank processes per optimizer step */
     int64_t restarts, skipped_steps;
     double last_ckpt_unix;              /* 0: none committed yet */
+    double useful_train_s;              /* training time of the steps kept (ryzen_train_useful_seconds) */
     int64_t ckpt_interval_steps, update_interval_steps;
     double memory_limit_bytes;
     double throughput_no_go, straggler_no_go, packet_loss_no_go; /* the phase's gates */
