@@ -614,7 +614,7 @@ START_TEST(recoveries_from_the_runs_and_events)
                                        "node 40.0 s"));
     free(text);
     /* without a lost node, the relaunch is the kind */
-    ev[2].event = "start";
+    snprintf(ev[2].event, sizeof ev[2].event, "start");
     in.recov[0].kind[0] = in.recov[0].cause[0] = in.recov[0].lost[0] = '\0';
     gate_recoveries_causes(&in);
     ck_assert_str_eq(in.recov[0].kind, "relaunch (failure)");
@@ -1432,7 +1432,11 @@ static void ladder_report_placed(const char *phase, const char *job, int w, int 
     char rel[256], text[4096], links[1024] = "";
     size_t used = 0;
     if (nodes > 1) {
-        used += (size_t)snprintf(links, sizeof links, "{\"gbps\":[");
+        used += (size_t)snprintf(links, sizeof links, "{\"hosts\":[");
+        for (int i = 0; i < nodes; i++)
+            used += (size_t)snprintf(links + used, sizeof links - used, "%s\"n%d\"", i ? "," : "",
+                                     i + 1);
+        used += (size_t)snprintf(links + used, sizeof links - used, "],\"gbps\":[");
         for (int i = 0; i < nodes; i++) {
             used += (size_t)snprintf(links + used, sizeof links - used, "%s[", i ? "," : "");
             for (int k = 0; k < nodes; k++)

@@ -42,24 +42,7 @@ void gate_json_links(struct rz_json *j, const struct gate_input *in)
         return;
     }
     rz_json_object_begin(j);
-    rz_json_key(j, "hosts");
-    rz_json_array_begin(j);
-    for (int h = 0; h < l->n_hosts; h++)
-        rz_json_string(j, l->hosts[h]);
-    rz_json_array_end(j);
-    rz_json_kv_int(j, "probe_bytes", l->probe_bytes);
-    const char *keys[2] = {"gbps", "latency_us"};
-    for (int k = 0; k < 2; k++) {
-        rz_json_key(j, keys[k]);
-        rz_json_array_begin(j);
-        for (int a = 0; a < l->n_hosts; a++) {
-            rz_json_array_begin(j);
-            for (int b = 0; b < l->n_hosts; b++)
-                rz_json_double(j, k == 0 ? l->gbps[a][b] : l->latency_us[a][b]);
-            rz_json_array_end(j);
-        }
-        rz_json_array_end(j);
-    }
+    health_links_fields(j, l); /* health.json's links, and the slowest link after them */
     int from, to;
     rz_json_key(j, "slowest");
     if (slowest(l, &from, &to)) {

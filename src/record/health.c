@@ -58,14 +58,19 @@ static void write_matrix(struct rz_json *j, const char *key, int n,
     rz_json_array_end(j);
 }
 
-static void write_links(struct rz_json *j, const struct health_links *l)
+void health_links_fields(struct rz_json *j, const struct health_links *l)
 {
-    rz_json_key(j, "links");
-    rz_json_object_begin(j);
     write_names(j, "hosts", (char (*)[HEALTH_HOST_LEN])l->hosts, l->n_hosts);
     rz_json_kv_int(j, "probe_bytes", l->probe_bytes);
     write_matrix(j, "gbps", l->n_hosts, l->gbps);
     write_matrix(j, "latency_us", l->n_hosts, l->latency_us);
+}
+
+static void write_links(struct rz_json *j, const struct health_links *l)
+{
+    rz_json_key(j, "links");
+    rz_json_object_begin(j);
+    health_links_fields(j, l);
     rz_json_object_end(j);
 }
 
@@ -187,7 +192,7 @@ static enum rz_status read_matrix(const struct gj_value *m, int n, double (*out)
     return RZ_OK;
 }
 
-static enum rz_status read_links(const struct gj_value *o, struct health_links *l,
+enum rz_status health_links_read(const struct gj_value *o, struct health_links *l,
                                  const char *path, struct rz_err *err)
 {
     l->n_hosts = read_names(gj_get(o, "hosts"), l->hosts);
@@ -230,7 +235,7 @@ enum rz_status health_read(const char *path, struct health_doc *h, struct rz_err
         h->n_ranks += st == RZ_OK;
     }
     if (st == RZ_OK && links != NULL && links->type == GJ_OBJ) {
-        st = read_links(links, &h->links, path, err);
+        st = health_links_read(links, &h->links, path, err);
         h->has_links = st == RZ_OK;
     }
     gj_free(v);

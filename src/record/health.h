@@ -77,4 +77,14 @@ enum rz_status health_write(const char *path, const struct health_doc *h, struct
 enum rz_status health_read(const char *path, struct health_doc *h, struct rz_err *err);
 void health_free(struct health_doc *h);
 
+/* The links object as health.json and report.json hold it ({hosts, probe_bytes, gbps,
+ * latency_us}): its fields, written into an object the caller has opened (the report adds its
+ * own after them), and read back strictly (hosts name the rows of the two square matrices); the
+ * message names the file. */
+struct rz_json;
+struct gj_value;
+void health_links_fields(struct rz_json *j, const struct health_links *l);
+enum rz_status health_links_read(const struct gj_value *o, struct health_links *l,
+                                 const char *path, struct rz_err *err);
+
 #endif

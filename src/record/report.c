@@ -131,36 +131,18 @@ static void report_topology(struct report_rec *r, const struct gj_value *v)
     r->machines = (int)machines;
 }
 
-/* links.gbps[i][k] and links.latency_us[i][k] (the matrix is square over links.hosts). */
+/* links: the format health.json's reader knows (a report without links has none). */
 static enum rz_status report_links(struct report_rec *r, const struct gj_value *v,
                                    struct rz_err *err)
 {
     const struct gj_value *l = gj_get(v, "links");
-    const struct gj_value *g = l != NULL ? gj_get(l, "gbps") : NULL;
-    const struct gj_value *u = l != NULL ? gj_get(l, "latency_us") : NULL;
-    if (g == NULL || g->type != GJ_ARR || g->n == 0)
+    if (l == NULL || l->type != GJ_OBJ)
         return RZ_OK;
     struct health_links *m = calloc(1, sizeof *m);
     if (m == NULL)
         return rz_fail(err, RZ_ENOMEM, "%s: out of memory", r->path);
     r->links = m;
-    m->n_hosts = (int)(g->n < HEALTH_MAX_HOSTS ? g->n : HEALTH_MAX_HOSTS);
-    const struct gj_value *h = gj_get(l, "hosts");
-    for (int i = 0; i < m->n_hosts; i++) {
-        const struct gj_value *gi = &g->items[i];
-        const struct gj_value *ui = u != NULL && u->type == GJ_ARR && (size_t)i < u->n
-                                        ? &u->items[i] : NULL;
-        if (h != NULL && h->type == GJ_ARR && (size_t)i < h->n && h->items[i].type == GJ_STR)
-            rz_fmt(m->hosts[i], sizeof m->hosts[i], "%s", h->items[i].str);
-        for (int k = 0; k < m->n_hosts; k++) {
-            if (gi->type == GJ_ARR && (size_t)k < gi->n && gi->items[k].type == GJ_NUM)
-                m->gbps[i][k] = gi->items[k].num;
-            if (ui != NULL && ui->type == GJ_ARR && (size_t)k < ui->n &&
-                ui->items[k].type == GJ_NUM)
-                m->latency_us[i][k] = ui->items[k].num;
-        }
-    }
-    return RZ_OK;
+    return health_links_read(l, m, r->path, err);
 }
 
 static enum rz_status report_fields(struct report_rec *r, const struct gj_value *v,

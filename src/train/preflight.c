@@ -149,8 +149,8 @@ static double cgroup_tightest(const char *controller, cgroup_limit_fn at, char *
  * of a machine (a container's or the dev cluster's quota).  Every rank of the node shares it. */
 static void probe_cpu_quota(struct probe *p)
 {
-    p->cpu_quota = cgroup_tightest("cpu", cgroup_cpu_at, p->quota_source,
-                                   sizeof p->quota_source);
+    char where[160]; /* the cgroup that sets it: not reported (health.json has the share) */
+    p->cpu_quota = cgroup_tightest("cpu", cgroup_cpu_at, where, sizeof where);
 }
 
 /* The job's own limit on this node: the cgroup's, --mem (SLURM_MEM_PER_NODE) and --mem-per-cpu

@@ -48,7 +48,6 @@ struct probe {
                               * their hosts are called ("" unknown) */
     char root_err[160];      /* why not */
     double cpu_quota;        /* cores of CPU time its cgroup allows (0: no quota) */
-    char quota_source[160];  /* the cgroup that sets it */
 };
 
 extern const char *const pf_check_names[N_CHECKS];
