@@ -950,6 +950,7 @@ START_TEST(a_relaunch_after_the_last_checkpoint_finishes_the_phase)
 {
     struct world w;
     world_init(&w, "RUNNING");
+    p1_restart("  failures: relaunch\n");
     step(&w, preflight_ok);
     step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 20});
     step(&w, preflight_ok);
@@ -1014,9 +1015,8 @@ END_TEST
 START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
 {
     struct world w;
-    /* restart.failures requeue: a crash goes back through the queue */
+    /* restart.failures requeue (the default): a crash goes back through the queue */
     world_init(&w, "RUNNING");
-    p1_restart("  failures: requeue\n");
     step(&w, preflight_ok);
     step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 5});
     ck_assert_int_eq(run(&w), 75);
@@ -1026,9 +1026,10 @@ START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
     world_free(&w);
     rz_test_rmtree(rd); /* the next job's history starts empty */
 
-    /* relaunch (the default): each crash runs the preflight and the training again in this
-     * allocation, never through the queue, until restart.max_restarts (3) is spent */
+    /* relaunch: each crash runs the preflight and the training again in this allocation,
+     * never through the queue, until restart.max_restarts (3) is spent */
     world_init(&w, "RUNNING");
+    p1_restart("  failures: relaunch\n");
     for (int i = 0; i < 4; i++) {
         step(&w, preflight_ok);
         step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 2 * (i + 1)});
@@ -1246,6 +1247,7 @@ START_TEST(an_exclusion_does_not_count_as_no_progress)
         "{\"time\":\"x\",\"t\":2,\"job\":\"100\",\"restart\":0,\"event\":\"requeue\","
         "\"message\":\"\",\"reason\":\"preflight_node\",\"excluded_nodes\":\"n3\"}\n";
     world_init(&w, "RUNNING");
+    p1_restart("  failures: relaunch\n");
     w.env.restart_count = 1;
     snprintf(path, sizeof path, "%s/events.jsonl", w.rd);
     write_file(path, before);

@@ -234,7 +234,8 @@ echo "# a hung rank (SIGSTOP): the watchdog's 76 reaches the report as a hang na
 # once went unwatched until CI's time).
 # held after step 12 until rank 2 is stopped: the others then go on and wait for it in a collective
 j=$(RYZEN_TEST_HOLD=12:$(hold_file hang) run hang rzuser $site "$P1" $small --set training.steps=40 \
-  --set health.watchdog_floor_s=4 --set health.watchdog_checkpoint_s=15)
+  --set health.watchdog_floor_s=4 --set health.watchdog_checkpoint_s=15 \
+  --set restart.failures=relaunch)
 r=$(R hang phase1_4proc)
 await "... it holds at step 12" 200 step_reached "$r" "$j" 12
 victim=$(sed -n 's/.* pid \([0-9]*\) .*/\1/p' "$r/health/rank-00002.hb")

@@ -166,12 +166,13 @@ const struct cfg_key cfg_keys[] = {
             "Requeues after a stop signal, a preemption or a time limit before the job gives "
             "up (two attempts in a row without a new checkpoint give up sooner): see "
             "restart.when_stuck."),
-    KEY_ENUM("restart.failures", restart.failures, "relaunch|requeue", "relaunch",
+    KEY_ENUM("restart.failures", restart.failures, "relaunch|requeue", "requeue",
              "How a phase job restarts after a crash or a hang (within restart.max_restarts): "
-             "relaunch: ryzen-step runs the preflight and the training again as new job steps "
-             "of the same allocation, without a trip through the queue; requeue: scontrol "
-             "requeue, the next attempt waits for the scheduler.  Slurm's own requeues (a node "
-             "that went down) and stop signals are requeues either way."),
+             "requeue: scontrol requeue, the next attempt waits for the scheduler; relaunch: "
+             "ryzen-step runs the preflight and the training again as new job steps of the same "
+             "allocation, without a trip through the queue (not yet the default: "
+             "docs/reliability.md).  Slurm's own requeues (a node that went down) and stop "
+             "signals are requeues either way."),
     KEY_ENUM("restart.when_stuck", restart.when_stuck, "fail|hold", "fail",
              "What a phase job does when its restarts run out without progress (two attempts "
              "in a row without a new checkpoint, or restart.max_signal_requeues spent): fail: "
