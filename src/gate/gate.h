@@ -257,6 +257,13 @@ struct gate_input {
     struct gate_topology topo;  /* health.json's ranks (n_nodes 0: none) */
     struct gate_recovery recov[GATE_MAX_RECOVERIES]; /* rank 0's runs, in order */
     int n_recov;
+    struct gate_lost_kind {     /* the recoveries' time summed by kind, in order of first sight */
+        char kind[64];
+        double seconds;
+        int count;
+        int64_t redone;
+    } lost[GATE_MAX_RECOVERIES];
+    int n_lost;
     bool has_health;
     bool health_ok;
     struct gate_check *checks;  /* health.json's checks */

@@ -38,6 +38,28 @@ static void append(char *out, size_t len, const char *text)
     rz_fmt(out + used, len - used, "%s%s", used ? "; " : "", text);
 }
 
+/* The time lost by kind of restart: seconds, stops and steps redone, in order of first sight
+ * (in->lost, part of the document the writers below format). */
+static void sum_lost_by_kind(struct gate_input *in)
+{
+    in->n_lost = 0;
+    for (int k = 0; k < in->n_recov; k++) {
+        const struct gate_recovery *r = &in->recov[k];
+        int i = 0;
+        while (i < in->n_lost && strcmp(in->lost[i].kind, r->kind) != 0)
+            i++;
+        struct gate_lost_kind *l = &in->lost[i];
+        if (i == in->n_lost) {
+            memset(l, 0, sizeof *l);
+            rz_fmt(l->kind, sizeof l->kind, "%s", r->kind);
+            in->n_lost++;
+        }
+        l->seconds += isnan(r->seconds) ? 0.0 : r->seconds;
+        l->count++;
+        l->redone += r->redone;
+    }
+}
+
 void gate_recoveries_causes(struct gate_input *in)
 {
     for (int k = 0; k < in->n_recov; k++) {
@@ -77,31 +99,7 @@ void gate_recoveries_causes(struct gate_input *in)
         if (r->kind[0] == '\0')
             rz_fmt(r->kind, sizeof r->kind, "other");
     }
-}
-
-/* The time lost by kind of restart: seconds, stops and steps redone, in order of first sight. */
-struct lost_kind {
-    const char *kind;
-    double seconds;
-    int count;
-    int64_t redone;
-};
-
-static int lost_by_kind(const struct gate_input *in, struct lost_kind *out)
-{
-    int n = 0;
-    for (int k = 0; k < in->n_recov; k++) {
-        const struct gate_recovery *r = &in->recov[k];
-        int i = 0;
-        while (i < n && strcmp(out[i].kind, r->kind) != 0)
-            i++;
-        if (i == n)
-            out[n++] = (struct lost_kind){.kind = r->kind};
-        out[i].seconds += isnan(r->seconds) ? 0.0 : r->seconds;
-        out[i].count++;
-        out[i].redone += r->redone;
-    }
-    return n;
+    sum_lost_by_kind(in);
 }
 
 void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
@@ -121,16 +119,15 @@ void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
         rz_json_object_end(j);
     }
     rz_json_array_end(j);
-    struct lost_kind by[GATE_MAX_RECOVERIES];
-    int n = lost_by_kind(in, by);
     rz_json_key(j, "time_lost_by_kind");
     rz_json_array_begin(j);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < in->n_lost; i++) {
+        const struct gate_lost_kind *l = &in->lost[i];
         rz_json_object_begin(j);
-        rz_json_kv_string(j, "kind", by[i].kind);
-        rz_json_kv_double(j, "seconds", by[i].seconds);
-        rz_json_kv_int(j, "stops", by[i].count);
-        rz_json_kv_int(j, "steps_redone", by[i].redone);
+        rz_json_kv_string(j, "kind", l->kind);
+        rz_json_kv_double(j, "seconds", l->seconds);
+        rz_json_kv_int(j, "stops", l->count);
+        rz_json_kv_int(j, "steps_redone", l->redone);
         rz_json_object_end(j);
     }
     rz_json_array_end(j);
@@ -150,12 +147,11 @@ void gate_md_recoveries(FILE *f, const struct gate_input *in)
         fprintf(f, "| %lld | %lld | %.1f | %lld | %s |\n", (long long)r->last_step,
                 (long long)r->first_step, r->seconds, (long long)r->redone, r->cause);
     }
-    struct lost_kind by[GATE_MAX_RECOVERIES];
-    int n = lost_by_kind(in, by);
     fputs("\nTime lost by kind of restart:", f);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s %s %.1f s in %d stop(s), %lld step(s) redone", i ? ";" : "", by[i].kind,
-                by[i].seconds, by[i].count, (long long)by[i].redone);
+    for (int i = 0; i < in->n_lost; i++)
+        fprintf(f, "%s %s %.1f s in %d stop(s), %lld step(s) redone", i ? ";" : "",
+                in->lost[i].kind, in->lost[i].seconds, in->lost[i].count,
+                (long long)in->lost[i].redone);
     fputs(".\n\n", f);
 }
 
@@ -176,13 +172,11 @@ void gate_html_recoveries(FILE *f, const struct gate_input *in)
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n<p id=\"time-lost\">Time lost by kind of restart:", f);
-    struct lost_kind by[GATE_MAX_RECOVERIES];
-    int n = lost_by_kind(in, by);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < in->n_lost; i++) {
         fputs(i ? "; " : " ", f);
-        gate_html_text(f, by[i].kind);
-        fprintf(f, " %.1f s in %d stop(s), %lld step(s) redone", by[i].seconds, by[i].count,
-                (long long)by[i].redone);
+        gate_html_text(f, in->lost[i].kind);
+        fprintf(f, " %.1f s in %d stop(s), %lld step(s) redone", in->lost[i].seconds,
+                in->lost[i].count, (long long)in->lost[i].redone);
     }
     fputs(".</p>\n", f);
 }

@@ -461,8 +461,9 @@ void tr_ckpt_interval_init(struct trainer *t, struct train_result *r)
     const struct cfg_checkpoint *c = &t->cfg->checkpoint;
     t->ckpt_every = c->interval;
     t->ckpt_from = t->step;
+    t->ckpt_young_daly = strcmp(c->policy, "young_daly") == 0;
     r->ckpt_interval = t->ckpt_every;
-    if (strcmp(c->policy, "young_daly") != 0) {
+    if (!t->ckpt_young_daly) {
         rz_fmt(r->ckpt_interval_why, sizeof r->ckpt_interval_why,
                "checkpoint.policy fixed: checkpoint.interval");
         return;
@@ -478,7 +479,7 @@ bool tr_checkpoint_due(const struct trainer *t)
 {
     if (t->ckpt_every <= 0)
         return false;
-    if (strcmp(t->cfg->checkpoint.policy, "young_daly") == 0)
+    if (t->ckpt_young_daly)
         return t->step - t->ckpt_from >= t->ckpt_every;
     return t->step % t->ckpt_every == 0;
 }
@@ -490,7 +491,7 @@ static enum rz_status young_daly_update(struct trainer *t, struct train_result *
 {
     const struct cfg_checkpoint *c = &t->cfg->checkpoint;
     t->ckpt_from = t->step;
-    if (strcmp(c->policy, "young_daly") != 0 || !(c->mtbf_s > 0.0))
+    if (!t->ckpt_young_daly || !(c->mtbf_s > 0.0))
         return RZ_OK;
     int64_t every = t->ckpt_every;
     if (t->rank == 0) {

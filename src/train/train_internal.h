@@ -94,6 +94,7 @@ struct trainer {
     double last_commit_s;      /* rank 0: the last in-line commit (tr_save_checkpoint) */
     /* checkpoint.policy (train_ckpt.c): the interval in force, every rank */
     int64_t ckpt_every;        /* steps; 0: no periodic checkpoints */
+    bool ckpt_young_daly;      /* checkpoint.policy young_daly (else fixed) */
     int64_t ckpt_from;         /* young_daly counts from this step (the last periodic one) */
     double ckpt_cost_s;        /* young_daly: the periodic checkpoints' stall so far (rank 0) */
     int64_t ckpt_costs;
