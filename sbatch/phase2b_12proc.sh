@@ -7,7 +7,10 @@
 # task come from sbatch's own flags (or SBATCH_* variables); nothing site-specific is written
 # here, and promotion and rollback give the next job the same flags.  The warning signal gives
 # ryzen-step 120 s to checkpoint before the time limit; health.stop_signal must name the same
-# signal (ryzen-step checks it at start).
+# signal (ryzen-step checks it at start).  A spare node (`sbatch -N <one more> --no-kill`) keeps
+# the phase's ranks after a node is lost: ryzen-step runs the steps again without it
+# (docs/reliability.md).  Not the default: under --no-kill Slurm ends the job FAILED, not
+# requeued, when the lost node is the batch host.
 #SBATCH --job-name=ryzen-phase2b_12proc
 #SBATCH --nodes=3
 #SBATCH --ntasks-per-node=4

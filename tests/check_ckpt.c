@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "config/config.h"
 #include "ckpt/ckpt_async.h"
 #include "ckpt/ckpt_debug.h"
 #include "core/hooks.h"
@@ -803,6 +804,19 @@ START_TEST(prune_trusts_known_files_until_they_change)
     ck_assert_uint_eq(known.next, 3);
     ckpt_known_add(&known, "/nonexistent/step-00000001.h5"); /* cannot stat: ignored */
     ck_assert_uint_eq(known.n, CKPT_KNOWN_MAX);
+
+    /* ... and holds every file the config lets retention keep, so no kept file is read again
+     * at each save: a keep above the record is refused by the config */
+    struct cfg c;
+    cfg_defaults(&c);
+    char set[64];
+    snprintf(set, sizeof set, "checkpoint.keep=%d", CKPT_KNOWN_MAX + 1);
+    ck_assert_int_ne(cfg_set(&c, set, &err), RZ_OK);
+    memset(&known, 0, sizeof known);
+    for (int s = 4; s <= 24; s++)
+        save_step(&a, s, p1, sizeof p1);
+    ck_assert_int_eq(ckpt_prune(tmpdir, 20, &known, &err), RZ_OK);
+    ck_assert_uint_ge(known.n, 20); /* all twenty kept, each verified once */
     tiny_free(&a);
 }
 END_TEST

@@ -154,6 +154,24 @@ START_TEST(shards_partition_the_buffer)
 }
 END_TEST
 
+/* Comma-separated sets of names: whole names only, each once, never cut. */
+START_TEST(name_lists)
+{
+    ck_assert(rz_list_has("n1,n12,n3", "n12"));
+    ck_assert(rz_list_has("n1,n12,n3", "n3"));
+    ck_assert(!rz_list_has("n1,n12,n3", "n2"));
+    ck_assert(!rz_list_has("n12", "n1"));
+    ck_assert(!rz_list_has("n1", ""));
+    char out[12] = "n4";
+    rz_list_add(out, sizeof out, "n2,n4,,n2");
+    ck_assert_str_eq(out, "n4,n2");
+    rz_list_add(out, sizeof out, "n10,n7"); /* n10 fits (10 bytes with the NUL), n7 would need 13 */
+    ck_assert_str_eq(out, "n4,n2,n10");
+    rz_list_add(out, sizeof out, "n7");
+    ck_assert_str_eq(out, "n4,n2,n10");
+}
+END_TEST
+
 START_TEST(rng_is_a_pure_function)
 {
     ck_assert_uint_eq(rz_rand64(7, 11), rz_rand64(7, 11));
@@ -488,6 +506,7 @@ static Suite *core_suite(void)
     tcase_add_test(core, json_fixed_keeps_unix_time_precision);
     tcase_add_test(core, rng_is_a_pure_function);
     tcase_add_test(core, shards_partition_the_buffer);
+    tcase_add_test(core, name_lists);
     tcase_add_test(core, isa_levels_parse_and_set);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);

@@ -567,18 +567,19 @@ START_TEST(recoveries_from_the_runs_and_events)
     ck_assert_int_eq(in.recov[0].first_step, 16);
     ck_assert_int_eq(in.recov[0].redone, 2);
     ck_assert_double_eq_tol(in.recov[0].seconds, 40.0, 1e-9);
-    struct gate_event ev[4] = {
+    struct gate_event ev[5] = {
         {.job = "7", .event = "attempt_end", .t = 1020, .summary = "status 0: crash (requeued); "
                                                                   "a new checkpoint"},
         {.job = "7", .event = "requeue", .reason = "slurm", .t = 1021},
         {.job = "7", .event = "nodes_lost", .nodes = "n2", .t = 1050},
         {.job = "7", .event = "start", .t = 1100}, /* after the second run began: not its cause */
+        {.job = "7", .event = "node_excluded", .nodes = "n2", .t = 1101},
     };
-    size_t idx[4] = {0, 1, 2, 3};
+    size_t idx[5] = {0, 1, 2, 3, 4};
     in.events = ev;
-    in.n_events = 4;
+    in.n_events = 5;
     in.job_events = idx;
-    in.n_job_events = 4;
+    in.n_job_events = 5;
     gate_recoveries_causes(&in);
     ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); requeued (slurm); "
                                         "network fault: n2 unreachable");
@@ -589,6 +590,13 @@ START_TEST(recoveries_from_the_runs_and_events)
     gate_recoveries_causes(&in);
     ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); relaunched in "
                                         "the allocation (failure); network fault: n2 unreachable");
+    /* the nodes it lost and those excluded for the ladder; the checkpoint interval and why */
+    ck_assert_str_eq(in.nodes_failed, "n2");
+    ck_assert_str_eq(in.nodes_excluded, "n2");
+    in.ckpt_policy = (struct gate_ckpt_policy){.known = true, .mode = "async",
+                                               .policy = "young_daly", .interval_steps = 13,
+                                               .stall_ms_mean = 0.04, .commit_ms_mean = 37,
+                                               .why = "checkpoint.policy young_daly: sqrt(...)"};
     /* the report: JSON, Markdown and HTML */
     char *text = NULL;
     size_t len = 0;
@@ -612,6 +620,14 @@ START_TEST(recoveries_from_the_runs_and_events)
                                        "stop(s), 2 step(s) redone."));
     ck_assert_ptr_nonnull(strstr(text, "<p id=\"time-lost\">Time lost by kind of restart: lost "
                                        "node 40.0 s"));
+    ck_assert_msg(strstr(text, "\"nodes_lost\":\"n2\",\"nodes_excluded\":\"n2\","
+                               "\"checkpoint_interval\":{\"mode\":\"async\",\"policy\":"
+                               "\"young_daly\",\"steps\":13,\"why\":\"checkpoint.policy "
+                               "young_daly: sqrt(...)\"") != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "## Checkpoints and nodes\n\nCheckpoints: async, every 13 "
+                                       "steps (checkpoint.policy young_daly: sqrt(...)); "));
+    ck_assert_ptr_nonnull(strstr(text, "Nodes lost: n2. Excluded for the rest of the ladder"));
+    ck_assert_ptr_nonnull(strstr(text, "<p id=\"checkpoint-interval\">Checkpoints: async"));
     free(text);
     /* without a lost node, the relaunch is the kind */
     snprintf(ev[2].event, sizeof ev[2].event, "start");
@@ -1347,7 +1363,10 @@ static void ladder_report(const char *lineage, const char *job, int w, double x,
     snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"%.*s\",\"job\":\"%s\",\"time\":"
              "\"2026-11-22T10:00:0%sZ\",\"world_size\":%d,\"throughput\":%.9g,\"allreduce_p50_ms\":"
              "%.9g,\"steps\":40,\"skipped_steps\":0,\"ended\":null,\"criteria\":[{\"name\":"
-             "\"comm\",\"measured\":0.05},{\"name\":\"allreduce_p99_ms\",\"measured\":0.5}],"
+             "\"comm\",\"measured\":0.05},{\"name\":\"allreduce_p99_ms\",\"measured\":0.5},"
+             "{\"name\":\"uptime\",\"measured\":0.9}],\"time_lost_by_kind\":[{\"kind\":"
+             "\"relaunch (failure)\",\"seconds\":5.5,\"stops\":2}],\"nodes_lost\":\"n3\","
+             "\"nodes_excluded\":\"n3\","
              "\"environment\":{\"global_batch\":%d,\"num_parameters\":1000000},\"per_rank\":[]}\n",
              (int)strcspn(lineage, "/"), lineage, job, job, w, x, p50, 16 * w);
     put(rel, "w", text);
@@ -1407,17 +1426,27 @@ START_TEST(ladder_fit_predictions_and_flags)
     ck_assert_ptr_nonnull(strstr(md, "## Efficiency above 100%\n\n- p2/rollback-3 job 4 on 2 "
                                      "ranks: 105.0%."));
     ck_assert_ptr_nonnull(strstr(md, "| 2 | p2/rollback-3 | 4 | GO | 210 |"));
+    /* goodput and the time lost, each attempt; the nodes excluded, once */
+    ck_assert_msg(strstr(md, " | 90.0% | relaunch (failure) 5.5 s in 2 stops |\n") != NULL, "%s",
+                  md);
+    ck_assert_uint_eq(count(md, "Nodes excluded for the rest of the ladder (each failed twice in "
+                                "this run root): n3.\n"), 1);
     free(md);
     ck_assert_int_eq(gate_ladder_write(&l, &err), RZ_OK);
     char path[600];
     snprintf(path, sizeof path, "%s/ladder.json", root);
     char *json = slurp(path);
     ck_assert_ptr_nonnull(strstr(json, "\"efficiency\":1.05,\"efficiency_above_100\":true"));
+    ck_assert_ptr_nonnull(strstr(json, "\"goodput\":0.9,\"time_lost_by_kind\":[{\"kind\":"
+                                       "\"relaunch (failure)\",\"seconds\":5.5,\"stops\":2}],"
+                                       "\"nodes_lost\":\"n3\",\"nodes_excluded\":\"n3\""));
     free(json);
     snprintf(path, sizeof path, "%s/ladder.html", root);
     char *html = slurp(path);
     assert_balanced(html);
     ck_assert_uint_eq(count(html, "<circle class=\"pt over\""), 1);
+    ck_assert_ptr_nonnull(strstr(html, "<td>90.0%</td><td>relaunch (failure) 5.5 s in 2 stops</td>"));
+    ck_assert_ptr_nonnull(strstr(html, "<p id=\"excluded\">Nodes excluded"));
     free(html);
     gate_ladder_free(&l);
     teardown_fixture();

@@ -120,8 +120,10 @@ int64_t ckpt_newest_committed(const char *dir);
  * kept file again at each save.  A file is known by its device, inode, size and modification
  * time: rewriting, truncating or replacing it makes it unknown again.  Damage that changes none
  * of those (a bit flipped on the disk) is still caught when the file is loaded, as ever.  A
- * plain value: zero it to start; the oldest entry makes room when it is full. */
-#define CKPT_KNOWN_MAX 16
+ * plain value: zero it to start; the oldest entry makes room when it is full.  It holds every
+ * file checkpoint.keep allows (at most 1000): with 16 (before) a soak that kept 1000 verified
+ * each of the kept files again at every save, 3.7 s a save at 329 files, measured. */
+#define CKPT_KNOWN_MAX 1024
 struct ckpt_known {
     struct ckpt_known_file {
         uint64_t dev, ino;

@@ -22,6 +22,33 @@ void rz_fmt(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+bool rz_list_has(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0)
+        return false;
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p++)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+void rz_list_add(char *out, size_t len, const char *names)
+{
+    const char *p = names;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ",");
+        char name[256];
+        rz_fmt(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        size_t used = strlen(out);
+        if (name[0] != '\0' && !rz_list_has(out, name) && used + (used ? 1 : 0) + strlen(name) < len)
+            rz_fmt(out + used, len - used, "%s%s", used ? "," : "", name);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+}
+
 void rz_shard(size_t n, int parts, int index, size_t align, size_t *lo, size_t *hi)
 {
     size_t units = (n + align - 1) / align; /* whole alignment units, the last may be short */

@@ -57,6 +57,11 @@ void rz_shard(size_t n, int parts, int index, size_t align, size_t *lo, size_t *
 /* snprintf for messages and labels that may be cut at len - 1 bytes without harm. */
 void rz_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Sets of names as comma-separated lists ("n1,n3"): whether name is one of list; the names of
+ * `names` (itself a list) added to out, each once, as far as len allows. */
+bool rz_list_has(const char *list, const char *name);
+void rz_list_add(char *out, size_t len, const char *names);
+
 #define RZ_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

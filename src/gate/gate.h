@@ -32,6 +32,7 @@
 
 struct health_links; /* record/health.h */
 #include "core/status.h"
+#include "record/report.h"
 
 /* Criterion status; the values are the ryzen_gate_criterion_status codes in gate.prom. */
 enum gate_status { GATE_GO = 0, GATE_NO_GO = 1, GATE_HOLD = 2, GATE_NOT_JUDGED = 3, GATE_NA = 4 };
@@ -264,6 +265,16 @@ struct gate_input {
         int64_t redone;
     } lost[GATE_MAX_RECOVERIES];
     int n_lost;
+    /* the job's nodes lost (node_failed, nodes_lost events) and excluded for the rest of the
+     * ladder (node_excluded), comma-separated ("" none) */
+    char nodes_failed[256], nodes_excluded[256];
+    struct gate_ckpt_policy {   /* summary.json's checkpoints (known false: not there) */
+        bool known;
+        char mode[16], policy[16];
+        int64_t interval_steps;
+        double stall_ms_mean, commit_ms_mean; /* NaN unknown */
+        char why[GATE_NOTE_MAX];
+    } ckpt_policy;
     bool has_health;
     bool health_ok;
     struct gate_check *checks;  /* health.json's checks */
@@ -418,6 +429,10 @@ struct gate_attempt {
     char rollback_ckpt[4096];   /* the report's rollback checkpoint ("" none) */
     char handed_to[128];        /* "job J (phase)" its checkpoint was handed to by a rollback */
     int64_t requeues[GATE_N_RQ];
+    double goodput;             /* the report's uptime: useful training time / wall time (NaN) */
+    struct report_lost lost[REPORT_MAX_LOST]; /* the report's time lost by kind of restart */
+    int n_lost;
+    char nodes_lost[256], nodes_excluded[256];
 };
 
 #define GATE_LADDER_RUNGS 5     /* predictions at 8, 12, 16, 32 and 64 ranks */

@@ -81,6 +81,11 @@ static void gate_attempt_parse(struct gate_attempt *a, const struct report_rec *
     a->params = r->num_parameters;
     a->per_rank_batch = r->global_batch / a->world;
     a->efficiency = NAN;
+    a->goodput = report_measured(r, "uptime");
+    a->n_lost = r->n_lost;
+    memcpy(a->lost, r->lost, sizeof a->lost);
+    rz_fmt(a->nodes_lost, sizeof a->nodes_lost, "%s", r->nodes_lost);
+    rz_fmt(a->nodes_excluded, sizeof a->nodes_excluded, "%s", r->nodes_excluded);
     gate_attempt_place(a, r);
 }
 

@@ -76,7 +76,45 @@ static void gate_lj_attempt(struct rz_json *j, const struct gate_ladder *l,
     rz_json_kv_string(j, "handed_to", a->handed_to);
     rz_json_kv_string(j, "planned_action", a->action);
     rz_json_kv_string(j, "planned_phase", a->action_phase);
+    rz_json_kv_double(j, "goodput", a->goodput);
+    rz_json_key(j, "time_lost_by_kind");
+    rz_json_array_begin(j);
+    for (int i = 0; i < a->n_lost; i++) {
+        rz_json_object_begin(j);
+        rz_json_kv_string(j, "kind", a->lost[i].kind);
+        rz_json_kv_double(j, "seconds", a->lost[i].seconds);
+        rz_json_kv_int(j, "stops", a->lost[i].stops);
+        rz_json_object_end(j);
+    }
+    rz_json_array_end(j);
+    rz_json_kv_string(j, "nodes_lost", a->nodes_lost);
+    rz_json_kv_string(j, "nodes_excluded", a->nodes_excluded);
     rz_json_object_end(j);
+}
+
+/* "relaunch (failure) 12.3 s x2; requeue (slurm) 9.9 s" ("-" none). */
+static const char *gate_lost_text(char *buf, size_t len, const struct gate_attempt *a)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < a->n_lost; i++) {
+        size_t used = strlen(buf);
+        rz_fmt(buf + used, len - used, "%s%s %.1f s", i ? "; " : "", a->lost[i].kind,
+               a->lost[i].seconds);
+        used = strlen(buf);
+        if (a->lost[i].stops > 1)
+            rz_fmt(buf + used, len - used, " in %lld stops", (long long)a->lost[i].stops);
+    }
+    if (buf[0] == '\0')
+        rz_fmt(buf, len, "-");
+    return buf;
+}
+
+/* Every attempt's nodes_excluded, once each ("" none). */
+static void gate_ladder_excluded(const struct gate_ladder *l, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < l->n_att; i++)
+        rz_list_add(out, len, l->att[i].nodes_excluded);
 }
 
 /* The early fit's prediction for a measured attempt of more than GATE_EARLY_RANKS ranks. */
@@ -227,15 +265,16 @@ static void gate_lm_attempts(FILE *f, const struct gate_ladder *l)
 {
     fputs("## Phases and attempts\n\n| ranks | phase | job | verdict | samples/s | model | "
           "efficiency | comm | allreduce p99 ms | straggler | skipped | requeues (failure/"
-          "other) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", f);
+          "other) | goodput | time lost |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+          f);
     for (size_t i = 0; i < l->n_att; i++) {
         const struct gate_attempt *a = &l->att[i];
-        char tp[32], mo[32], ef[32], cm[32], p9[32], sg[32];
+        char tp[32], mo[32], ef[32], cm[32], p9[32], sg[32], gp[32], lost[600];
         int64_t other = 0;
         for (int r = 1; r < GATE_N_RQ; r++)
             other += a->requeues[r];
         fprintf(f, "| %d | %s | %s | %s%s%s | %s | %s | %s%s | %s | %s | %s | %lld | %lld/%lld "
-                   "|\n", a->world, a->lineage, a->job, a->verdict, a->ended[0] ? ", ended: " : "",
+                   "| %s | %s |\n", a->world, a->lineage, a->job, a->verdict, a->ended[0] ? ", ended: " : "",
                 a->ended, gate_num(tp, sizeof tp, a->throughput, 1),
                 gate_num(mo, sizeof mo, gate_attempt_model(l, a),
                          1),
@@ -243,8 +282,17 @@ static void gate_lm_attempts(FILE *f, const struct gate_ladder *l)
                 gate_over_100(a->efficiency) ? " **(above 100%)**" : "",
                 gate_num(cm, sizeof cm, a->comm, 1), gate_num(p9, sizeof p9, a->p99_ms, 1),
                 gate_num(sg, sizeof sg, a->straggler, 1), (long long)a->skipped,
-                (long long)a->requeues[GATE_RQ_FAILURE], (long long)other);
+                (long long)a->requeues[GATE_RQ_FAILURE], (long long)other,
+                gate_pct(gp, sizeof gp, a->goodput), gate_lost_text(lost, sizeof lost, a));
     }
+    char excl[600];
+    gate_ladder_excluded(l, excl, sizeof excl);
+    fputs("\nGoodput: each attempt's training time (each step once) over its wall time from its "
+          "first start, restarts included; time lost: from the last step before a stop to the "
+          "first after it, by kind of restart.\n", f);
+    if (excl[0] != '\0')
+        fprintf(f, "\nNodes excluded for the rest of the ladder (each failed twice in this run "
+                "root): %s.\n", excl);
     fputc('\n', f);
 }
 
@@ -499,10 +547,10 @@ static void gate_lh_attempts(FILE *f, const struct gate_ladder *l)
     fputs("<h2>Phases and attempts</h2>\n<table id=\"attempts\"><tr><th>ranks</th><th>lineage"
           "</th><th>job</th><th>verdict</th><th>samples/s</th><th>model</th><th>efficiency</th>"
           "<th>comm</th><th>allreduce p99 ms</th><th>straggler</th><th>skipped</th><th>requeues"
-          " (failure / other)</th></tr>\n", f);
+          " (failure / other)</th><th>goodput</th><th>time lost</th></tr>\n", f);
     for (size_t i = 0; i < l->n_att; i++) {
         const struct gate_attempt *a = &l->att[i];
-        char v[6][32];
+        char v[7][32], lost[600];
         int64_t other = 0;
         for (int r = 1; r < GATE_N_RQ; r++)
             other += a->requeues[r];
@@ -513,15 +561,26 @@ static void gate_lh_attempts(FILE *f, const struct gate_ladder *l)
         fprintf(f, "<td>%s%s", a->verdict, a->ended[0] ? " (ended: " : "");
         gate_html_text(f, a->ended);
         fprintf(f, "%s</td><td>%s</td><td>%s</td><td%s>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                   "<td>%lld</td><td>%lld / %lld</td></tr>\n", a->ended[0] ? ")" : "",
+                   "<td>%lld</td><td>%lld / %lld</td><td>%s</td>", a->ended[0] ? ")" : "",
                 gate_num(v[0], 32, a->throughput, 1),
                 gate_num(v[1], 32, gate_attempt_model(l, a), 1),
                 gate_over_100(a->efficiency) ? " class=\"flag\"" : "",
                 gate_pct(v[2], 32, a->efficiency), gate_num(v[3], 32, a->comm, 1),
                 gate_num(v[4], 32, a->p99_ms, 1), gate_num(v[5], 32, a->straggler, 1),
-                (long long)a->skipped, (long long)a->requeues[GATE_RQ_FAILURE], (long long)other);
+                (long long)a->skipped, (long long)a->requeues[GATE_RQ_FAILURE], (long long)other,
+                gate_pct(v[6], 32, a->goodput));
+        gate_lh_td(f, gate_lost_text(lost, sizeof lost, a));
+        fputs("</tr>\n", f);
     }
     fputs("</table>\n", f);
+    char excl[600];
+    gate_ladder_excluded(l, excl, sizeof excl);
+    if (excl[0] != '\0') {
+        fputs("<p id=\"excluded\">Nodes excluded for the rest of the ladder (each failed twice in "
+              "this run root): ", f);
+        gate_html_text(f, excl);
+        fputs(".</p>\n", f);
+    }
 }
 
 static void gate_lh_hindcast(FILE *f, const struct gate_ladder *l)

@@ -108,6 +108,12 @@ void gate_write_prom(FILE *f, const struct gate_doc *d)
     for (int r = 0; r < GATE_N_RQ; r++)
         gate_prom_sample(f, "ryzen_gate_requeues", in, "reason",
                          gate_requeue_name((enum gate_requeue)r), (double)in->requeues[r]);
+    metrics_prom_head(f, "ryzen_gate_time_lost_seconds", "gauge",
+                      "Wall time from the last step before a stop to the first step after it, "
+                      "summed by kind of restart.");
+    for (int i = 0; i < in->n_lost; i++)
+        gate_prom_sample(f, "ryzen_gate_time_lost_seconds", in, "kind", in->lost[i].kind,
+                         in->lost[i].seconds);
     gate_prom_one(f, in, "ryzen_gate_restarts", "Resumed runs within the judged job's metrics.",
                   (double)res->n_restarts);
     gate_prom_one(f, in, "ryzen_gate_world_size", "Ranks of the judged job.", in->world_size);

@@ -376,6 +376,25 @@ static void read_node_net(struct gate_input *in, const struct gj_value *rr, cons
     }
 }
 
+/* summary.json's checkpoints: how they were written, and at which interval and why. */
+static void gate_read_ckpt_policy(struct gate_input *in, const struct gj_value *c)
+{
+    struct gate_ckpt_policy *p = &in->ckpt_policy;
+    memset(p, 0, sizeof *p);
+    p->stall_ms_mean = p->commit_ms_mean = NAN;
+    if (c == NULL || c->type != GJ_OBJ)
+        return;
+    const char *mode = gj_get_str(c, "mode"), *policy = gj_get_str(c, "policy");
+    const char *why = gj_get_str(c, "interval_why");
+    p->known = mode != NULL;
+    rz_fmt(p->mode, sizeof p->mode, "%s", mode != NULL ? mode : "");
+    rz_fmt(p->policy, sizeof p->policy, "%s", policy != NULL ? policy : "fixed");
+    rz_fmt(p->why, sizeof p->why, "%s", why != NULL ? why : "");
+    (void)gj_get_int(c, "interval_steps", &p->interval_steps);
+    (void)gj_get_num(c, "stall_ms_mean", &p->stall_ms_mean);
+    (void)gj_get_num(c, "commit_ms_mean", &p->commit_ms_mean);
+}
+
 static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *err)
 {
     char path[4200];
@@ -396,6 +415,7 @@ static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *er
     (void)gj_get_num(agg, "entropy_floor", &in->entropy_floor);
     (void)gj_get_num(agg, "num_parameters", &in->num_parameters);
     (void)gj_get_int(agg, "restarts", &in->summary_restarts);
+    gate_read_ckpt_policy(in, gj_get(v, "checkpoints"));
     const struct gj_value *rr = gj_get(v, "rank_results");
     for (size_t i = 0; rr != NULL && rr->type == GJ_ARR && i < rr->n; i++) {
         int64_t rank;

@@ -1,6 +1,8 @@
 /* gate_recover.c: the stops of a phase and the runs after them: how long from the last step
  * before a stop to the first step after it, how many steps were trained twice, and what the
- * job's events say stopped it (a lost node, a requeue and why, how the attempt ended).  Read from
+ * job's events say stopped it (a lost node, a requeue and why, how the attempt ended); the
+ * nodes the job lost and those excluded for the rest of the ladder; and the checkpoint interval
+ * it trained with, and why (summary.json).  Read from
  * rank 0's metrics in the order they were written, where each run counts its steps from 1
  * again (run_step), and from events.jsonl. */
 #include "config.h"
@@ -60,8 +62,24 @@ static void sum_lost_by_kind(struct gate_input *in)
     }
 }
 
+/* The job's node_failed / nodes_lost and node_excluded events, as two sets of names. */
+static void collect_nodes(struct gate_input *in)
+{
+    in->nodes_failed[0] = in->nodes_excluded[0] = '\0';
+    for (size_t i = 0; i < in->n_job_events; i++) {
+        const struct gate_event *e = &in->events[in->job_events[i]];
+        bool failed = strcmp(e->event, "node_failed") == 0 || strcmp(e->event, "nodes_lost") == 0;
+        char *set = failed ? in->nodes_failed
+                    : strcmp(e->event, "node_excluded") == 0 ? in->nodes_excluded : NULL;
+        size_t len = failed ? sizeof in->nodes_failed : sizeof in->nodes_excluded;
+        if (set != NULL)
+            rz_list_add(set, len, e->nodes);
+    }
+}
+
 void gate_recoveries_causes(struct gate_input *in)
 {
+    collect_nodes(in);
     for (int k = 0; k < in->n_recov; k++) {
         struct gate_recovery *r = &in->recov[k];
         char text[GATE_NOTE_MAX];
@@ -70,7 +88,7 @@ void gate_recoveries_causes(struct gate_input *in)
             if (isnan(r->last_t) || e->t < r->last_t || e->t > r->first_t)
                 continue;
             const char *why = e->reason[0] ? e->reason : "?";
-            if (strcmp(e->event, "nodes_lost") == 0) {
+            if (strcmp(e->event, "nodes_lost") == 0 || strcmp(e->event, "node_failed") == 0) {
                 rz_fmt(r->lost, sizeof r->lost, "%s", e->nodes);
                 rz_fmt(text, sizeof text, "network fault: %s unreachable", e->nodes);
                 rz_fmt(r->kind, sizeof r->kind, "lost node"); /* the stop's cause, above all */
@@ -131,10 +149,49 @@ void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
         rz_json_object_end(j);
     }
     rz_json_array_end(j);
+    rz_json_kv_string(j, "nodes_lost", in->nodes_failed);
+    rz_json_kv_string(j, "nodes_excluded", in->nodes_excluded);
+    const struct gate_ckpt_policy *p = &in->ckpt_policy;
+    rz_json_key(j, "checkpoint_interval");
+    if (!p->known) {
+        rz_json_null(j);
+        return;
+    }
+    rz_json_object_begin(j);
+    rz_json_kv_string(j, "mode", p->mode);
+    rz_json_kv_string(j, "policy", p->policy);
+    rz_json_kv_int(j, "steps", p->interval_steps);
+    rz_json_kv_string(j, "why", p->why);
+    rz_json_kv_double(j, "stall_ms_mean", p->stall_ms_mean);
+    rz_json_kv_double(j, "commit_ms_mean", p->commit_ms_mean);
+    rz_json_object_end(j);
+}
+
+/* The lines the Markdown and HTML reports share: the interval and why; lost and excluded
+ * nodes.  Each one sentence ("" none). */
+static void reliability_lines(const struct gate_input *in, char *ckpt, size_t clen, char *nodes,
+                              size_t nlen)
+{
+    const struct gate_ckpt_policy *p = &in->ckpt_policy;
+    ckpt[0] = nodes[0] = '\0';
+    if (p->known)
+        rz_fmt(ckpt, clen, "Checkpoints: %s, every %lld steps (%s); training waited %.3g ms per "
+               "checkpoint on average, the write took %.3g ms.", p->mode,
+               (long long)p->interval_steps, p->why[0] ? p->why : p->policy, p->stall_ms_mean,
+               p->commit_ms_mean);
+    if (in->nodes_failed[0] != '\0' || in->nodes_excluded[0] != '\0')
+        rz_fmt(nodes, nlen, "Nodes lost: %s. Excluded for the rest of the ladder (failed twice "
+               "in this run root): %s.", in->nodes_failed[0] ? in->nodes_failed : "none",
+               in->nodes_excluded[0] ? in->nodes_excluded : "none");
 }
 
 void gate_md_recoveries(FILE *f, const struct gate_input *in)
 {
+    char ckpt[GATE_NOTE_MAX + 200], nodes[700];
+    reliability_lines(in, ckpt, sizeof ckpt, nodes, sizeof nodes);
+    if (ckpt[0] != '\0' || nodes[0] != '\0')
+        fprintf(f, "## Checkpoints and nodes\n\n%s%s%s\n\n", ckpt, ckpt[0] && nodes[0] ? "\n" : "",
+                nodes);
     if (in->n_recov == 0)
         return;
     fputs("## Recoveries\n\nEach stop and the run after it: from the last step completed before "
@@ -157,6 +214,20 @@ void gate_md_recoveries(FILE *f, const struct gate_input *in)
 
 void gate_html_recoveries(FILE *f, const struct gate_input *in)
 {
+    char ckpt[GATE_NOTE_MAX + 200], nodes[700];
+    reliability_lines(in, ckpt, sizeof ckpt, nodes, sizeof nodes);
+    if (ckpt[0] != '\0' || nodes[0] != '\0')
+        fputs("<h2>Checkpoints and nodes</h2>\n", f);
+    if (ckpt[0] != '\0') {
+        fputs("<p id=\"checkpoint-interval\">", f);
+        gate_html_text(f, ckpt);
+        fputs("</p>\n", f);
+    }
+    if (nodes[0] != '\0') {
+        fputs("<p id=\"nodes\">", f);
+        gate_html_text(f, nodes);
+        fputs("</p>\n", f);
+    }
     if (in->n_recov == 0)
         return;
     fputs("<h2>Recoveries</h2>\n<p>Each stop and the run after it: from the last step completed "

@@ -114,6 +114,24 @@ static void report_criteria(struct report_rec *r, const struct gj_value *v)
     }
 }
 
+static void report_reliability(struct report_rec *r, const struct gj_value *v)
+{
+    const struct gj_value *l = gj_get(v, "time_lost_by_kind");
+    for (size_t i = 0; l != NULL && l->type == GJ_ARR && i < l->n && r->n_lost < REPORT_MAX_LOST;
+         i++) {
+        const char *kind = gj_get_str(&l->items[i], "kind");
+        struct report_lost *x = &r->lost[r->n_lost];
+        if (kind == NULL || !gj_get_num(&l->items[i], "seconds", &x->seconds))
+            continue;
+        rz_fmt(x->kind, sizeof x->kind, "%s", kind);
+        (void)gj_get_int(&l->items[i], "stops", &x->stops);
+        r->n_lost++;
+    }
+    const char *lost = gj_get_str(v, "nodes_lost"), *excl = gj_get_str(v, "nodes_excluded");
+    rz_fmt(r->nodes_lost, sizeof r->nodes_lost, "%s", lost != NULL ? lost : "");
+    rz_fmt(r->nodes_excluded, sizeof r->nodes_excluded, "%s", excl != NULL ? excl : "");
+}
+
 static void report_topology(struct report_rec *r, const struct gj_value *v)
 {
     const struct gj_value *t = gj_get(v, "topology");
@@ -174,6 +192,7 @@ static enum rz_status report_fields(struct report_rec *r, const struct gj_value 
     r->median_compute_s = report_median_compute(v);
     report_criteria(r, v);
     report_topology(r, v);
+    report_reliability(r, v);
     const struct gj_value *lc = gj_get(v, "loss_curve"), *vc = gj_get(v, "val_loss_curve");
     r->has_curve = lc != NULL;
     enum rz_status st = RZ_OK;

@@ -25,6 +25,8 @@ struct report_criterion {
     double measured;            /* NaN when not measured */
 };
 
+#define REPORT_MAX_LOST 8
+
 struct report_rec {
     char path[4096];
     char phase[REPORT_NAME_MAX], job[64];
@@ -45,6 +47,14 @@ struct report_rec {
     int nodes, machines;
     double cores_per_rank, machine_cpus;
     struct health_links *links; /* the preflight's link matrix; NULL when it had none */
+    /* reliability: time_lost_by_kind, nodes_lost, nodes_excluded ("" / 0 when absent) */
+    struct report_lost {
+        char kind[64];
+        double seconds;
+        int64_t stops;
+    } lost[REPORT_MAX_LOST];
+    int n_lost;
+    char nodes_lost[256], nodes_excluded[256];
 };
 
 /* RUN_DIR/reports/JOB/report.json into out; false when it does not fit. */

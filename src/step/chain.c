@@ -85,8 +85,16 @@ static bool submit(struct wrapper *w, const char *phase, const char *const *extr
     rz_fmt(script, sizeof script, "%s/%s.sh", w->sbatch_dir, phase);
     const char *head[] = {"sbatch", "--parsable", NULL};
     const char *lineage[] = {script, "--lineage", w->lineage, NULL};
+    /* a job with spare nodes asks the next phase for as many beyond its template's, and for
+     * --no-kill, without which a spare is of no use (the job ends with its lost node) */
+    char nodes[48] = "";
+    long asks = w->place.spare > 0 ? slurm_template_nodes(script) : 0;
+    if (asks > 0)
+        rz_fmt(nodes, sizeof nodes, "--nodes=%ld", asks + w->place.spare);
+    const char *spare[] = {nodes, "--no-kill", NULL};
     enum rz_status st = step_argv_addv(&v, head, &err);
     if (st == RZ_OK) st = slurm_job_flags(&w->job, w->signal_flag, &v, &err);
+    if (st == RZ_OK && nodes[0] != '\0') st = step_argv_addv(&v, spare, &err);
     if (st == RZ_OK) st = step_argv_addv(&v, extra, &err);
     if (st == RZ_OK) st = step_argv_addv(&v, lineage, &err);
     if (st == RZ_OK) st = step_argv_addv(&v, args, &err);

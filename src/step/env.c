@@ -53,6 +53,9 @@ void step_env_parse(struct step_env *e, char *const *envp)
     e->restart_count = number(envp, "SLURM_RESTART_COUNT", 0);
     e->ntasks = number(envp, "SLURM_NTASKS", 1);
     e->nnodes = number(envp, "SLURM_NNODES", 1);
+    /* "4", or "4(x2)" in some Slurm versions: the leading number */
+    const char *tpn = rz_env_value(envp, "SLURM_NTASKS_PER_NODE");
+    e->ntasks_per_node = tpn != NULL ? strtol(tpn, NULL, 10) : 0;
     e->cpus_per_task = number(envp, "SLURM_CPUS_PER_TASK", 0);
     e->omp_threads = number(envp, "OMP_NUM_THREADS", 0);
     e->mem_per_node_mb = number(envp, "SLURM_MEM_PER_NODE", 0);
@@ -72,3 +75,5 @@ void step_env_parse(struct step_env *e, char *const *envp)
     copy(e->sbatch_signal, sizeof e->sbatch_signal, envp, "SBATCH_SIGNAL", "");
     self_dir(e->self_dir, sizeof e->self_dir);
 }
+
+bool step_env_in_slurm(const struct step_env *e) { return strcmp(e->job_id, "local") != 0; }

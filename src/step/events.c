@@ -116,28 +116,11 @@ static bool is_event(const struct gj_value *o, const char *name)
     return e != NULL && strcmp(e, name) == 0;
 }
 
-/* Add the comma-separated names of `list` to the set in out (no duplicates). */
-static void add_names(char *out, size_t len, const char *list)
-{
-    char buf[512];
-    rz_fmt(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *name = strtok_r(buf, ",", &save); name != NULL;
-         name = strtok_r(NULL, ",", &save)) {
-        char probe[600];
-        rz_fmt(probe, sizeof probe, ",%s,", out);
-        char needle[140];
-        rz_fmt(needle, sizeof needle, ",%s,", name);
-        if (name[0] == '\0' || strstr(probe, needle) != NULL)
-            continue;
-        size_t used = strlen(out);
-        rz_fmt(out + used, len - used, "%s%s", used ? "," : "", name);
-    }
-}
-
 struct history_scan {
     const char *job;
     struct step_history *h;
     char last_nodes[512];       /* the newest start's node_list so far */
+    char cur_failed[512];       /* node_failed nodes since the newest start so far */
     long last_restart;
 };
 
@@ -150,8 +133,10 @@ static void history_line(const struct gj_value *o, void *user)
     if (is_event(o, "requeue") || is_event(o, "relaunch")) { /* a relaunch is a restart too */
         const char *reason = gj_get_str(o, "reason");
         for (int r = 0; reason != NULL && r < RQ_N; r++)
-            if (strcmp(reason, requeue_names[r]) == 0)
+            if (strcmp(reason, requeue_names[r]) == 0) {
                 s->h->requeues[r]++;
+                s->h->pending_reason = r; /* down until the next training starts */
+            }
         /* An attempt that excluded a node its preflight failed did what it could: the next one
          * runs without that node, not "more of the same" (the no-progress hold is for that).
          * Two exclusions in a row are counted apart (exclusion_run). */
@@ -166,8 +151,19 @@ static void history_line(const struct gj_value *o, void *user)
         const char *cls = gj_get_str(o, "class");
         s->h->failures += cls != NULL && (strcmp(cls, "crash") == 0 || strcmp(cls, "hang") == 0);
         s->h->last_end_t = t > s->h->last_end_t ? t : s->h->last_end_t;
+        s->h->pending_end_t = t;
         s->h->attempts++;
-        s->h->no_progress_run = progress != 0.0 ? 0 : s->h->no_progress_run + 1;
+        const char *cause = gj_get_str(o, "cause");
+        if (progress != 0.0)
+            s->h->no_progress_run = 0;
+        else if (cause == NULL || !step_cause_name_outside(cause))
+            s->h->no_progress_run++; /* a stop from outside leaves the count as it was */
+    } else if (is_event(o, "train_start")) {
+        double t = 0.0;
+        if (s->h->pending_reason >= 0 && s->h->pending_end_t > 0.0 && gj_get_num(o, "t", &t) &&
+            t >= s->h->pending_end_t)
+            s->h->down_s[s->h->pending_reason] += t - s->h->pending_end_t;
+        s->h->pending_reason = -1;
     } else if (is_event(o, "start")) {
         double t = 0.0;
         if (gj_get_num(o, "t", &t) && (s->h->first_start_t == 0.0 || t < s->h->first_start_t))
@@ -177,14 +173,20 @@ static void history_line(const struct gj_value *o, void *user)
         double restart = -1;
         gj_get_num(o, "restart", &restart);
         rz_fmt(s->h->prev_nodes, sizeof s->h->prev_nodes, "%s", s->last_nodes);
+        rz_fmt(s->h->prev_failed, sizeof s->h->prev_failed, "%s", s->cur_failed);
+        s->cur_failed[0] = '\0';
         s->h->prev_restart = s->last_restart;
         rz_fmt(s->last_nodes, sizeof s->last_nodes, "%s", nodes != NULL ? nodes : "");
         s->last_restart = (long)restart;
+    } else if (is_event(o, "node_failed")) {
+        const char *nodes = gj_get_str(o, "nodes");
+        if (nodes != NULL)
+            rz_list_add(s->cur_failed, sizeof s->cur_failed, nodes);
     } else if (is_event(o, "preflight_failed") || is_event(o, "nodes_lost")) {
         s->h->failures += is_event(o, "nodes_lost"); /* a node the job lost: its attempt failed */
         const char *nodes = gj_get_str(o, "excluded_nodes");
         if (nodes != NULL)
-            add_names(s->h->excluded, sizeof s->h->excluded, nodes);
+            rz_list_add(s->h->excluded, sizeof s->h->excluded, nodes);
     }
 }
 
@@ -200,7 +202,29 @@ void step_history_read(const char *events_path, const char *job, struct step_his
     memset(h, 0, sizeof *h);
     struct history_scan s = {.job = job, .h = h, .last_restart = -1};
     h->prev_restart = -1;
+    h->pending_reason = -1;
     each_event(events_path, history_line, &s);
+}
+
+/* Call fn for every line of every events.jsonl at most `depth` directories below dir
+ * (PHASE/rollback-JOB/task-N): the whole run root's history. */
+static void scan_tree(const char *dir, int depth, line_fn fn, void *user)
+{
+    char path[STEP_PATH_MAX + 512];
+    rz_fmt(path, sizeof path, "%s/events.jsonl", dir);
+    each_event(path, fn, user);
+    DIR *d = depth > 0 ? opendir(dir) : NULL;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        struct stat sb;
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "checkpoints") == 0 ||
+            strcmp(e->d_name, "metrics") == 0 || strcmp(e->d_name, "reports") == 0)
+            continue;
+        rz_fmt(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            scan_tree(path, depth - 1, fn, user);
+    }
+    if (d != NULL)
+        closedir(d);
 }
 
 struct lineage_scan {
@@ -221,34 +245,49 @@ static void lineage_line(const struct gj_value *o, void *user)
     if (id == NULL || id[0] == '\0')
         return;
     size_t before = strlen(s->out);
-    add_names(s->out, s->len, id);
+    rz_list_add(s->out, s->len, id);
     s->n += strlen(s->out) != before;
-}
-
-/* Every events.jsonl at most `depth` directories below dir (PHASE/rollback-JOB/task-N). */
-static void scan_tree(const char *dir, int depth, struct lineage_scan *s)
-{
-    char path[STEP_PATH_MAX + 512];
-    rz_fmt(path, sizeof path, "%s/events.jsonl", dir);
-    each_event(path, lineage_line, s);
-    DIR *d = depth > 0 ? opendir(dir) : NULL;
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
-        struct stat sb;
-        if (e->d_name[0] == '.' || strcmp(e->d_name, "checkpoints") == 0 ||
-            strcmp(e->d_name, "metrics") == 0 || strcmp(e->d_name, "reports") == 0)
-            continue;
-        rz_fmt(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-            scan_tree(path, depth - 1, s);
-    }
-    if (d != NULL)
-        closedir(d);
 }
 
 int step_lineage_jobs(const char *run_root, const char *lineage, char *out, size_t len)
 {
     out[0] = '\0';
     struct lineage_scan s = {lineage, out, len, 0};
-    scan_tree(run_root, 3, &s);
+    scan_tree(run_root, 3, lineage_line, &s);
     return s.n;
+}
+
+static void tally_line(const struct gj_value *o, void *user)
+{
+    struct step_node_tally *t = user;
+    const char *nodes = is_event(o, "node_failed") ? gj_get_str(o, "nodes") : NULL;
+    char buf[512];
+    rz_fmt(buf, sizeof buf, "%s", nodes != NULL ? nodes : "");
+    for (char *save = NULL, *name = strtok_r(buf, ",", &save); name != NULL;
+         name = strtok_r(NULL, ",", &save)) {
+        int i = 0;
+        while (i < t->n && strcmp(t->node[i].name, name) != 0)
+            i++;
+        if (i == t->n) {
+            if (t->n == STEP_MAX_TALLY)
+                continue;
+            rz_fmt(t->node[t->n].name, sizeof t->node[t->n].name, "%s", name);
+            t->node[t->n++].failures = 0;
+        }
+        t->node[i].failures++;
+    }
+}
+
+void step_node_tally(const char *run_root, struct step_node_tally *t)
+{
+    memset(t, 0, sizeof *t);
+    scan_tree(run_root, 3, tally_line, t);
+}
+
+int step_node_failures(const struct step_node_tally *t, const char *node)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->node[i].name, node) == 0)
+            return t->node[i].failures;
+    return 0;
 }

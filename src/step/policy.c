@@ -20,8 +20,22 @@ const char *step_class_name(enum step_class c)
 const char *step_cause_name(enum step_cause c)
 {
     static const char *const names[] = {"none", "cancelled", "preempted", "time limit",
-                                        "requeued", "node failure", "stop signal"};
+                                        "requeued", "node failure", "stop signal",
+                                        "node lost"};
     return (unsigned)c < RZ_ARRAY_LEN(names) ? names[c] : "?";
+}
+
+bool step_cause_outside(enum step_cause c)
+{
+    return c == CAUSE_REQUEUED || c == CAUSE_NODE_FAILURE || c == CAUSE_NODE_LOST;
+}
+
+bool step_cause_name_outside(const char *name)
+{
+    for (int c = CAUSE_NONE; c <= CAUSE_NODE_LOST; c++)
+        if (strcmp(name, step_cause_name((enum step_cause)c)) == 0)
+            return step_cause_outside((enum step_cause)c);
+    return false;
 }
 
 /* ---- exit records ------------------------------------------------------------------------------- */
@@ -234,8 +248,13 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
     default: break;
     }
     /* Nothing was saved this attempt and nothing the time before: more of the same will not
-     * help.  The job fails with its report, or waits for a human (restart.when_stuck). */
-    if (!progress && h->no_progress_run >= 1) {
+     * help.  The job fails with its report, or waits for a human (restart.when_stuck).  An
+     * attempt that a requeue or a lost node stopped is not "the same": it does not count (a
+     * time limit or a preemption without a checkpoint does: with too short a --time that is
+     * exactly the same again) (measured: a node that stopped answering
+     * during phase2b's preflight, then Open MPI's crash at the start of training, gave up a
+     * ladder that a plain restart would have finished). */
+    if (!progress && h->no_progress_run >= 1 && !step_cause_outside(cause)) {
         step_stuck(d, "no_progress", b);
         rz_fmt(d->why, sizeof d->why, "two attempts in a row committed no new checkpoint "
                "(this one ended: %s, %s)", step_class_name(cls), step_cause_name(cause));
@@ -247,6 +266,12 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
     case CAUSE_NODE_FAILURE: requeue(d, RQ_NODE_FAILURE, true, h, b); return;
     case CAUSE_TIME_LIMIT: requeue(d, RQ_TIME_LIMIT, false, h, b); return;
     case CAUSE_USER_SIGNAL: requeue(d, RQ_SIGNAL, false, h, b); return;
+    case CAUSE_NODE_LOST: /* not a failure of ours: no budget; a node that fails twice is
+                           * excluded for the ladder (place.c), so the nodes bound it */
+        d->action = b->relaunch ? ACT_RELAUNCH : ACT_REQUEUE;
+        d->reason = RQ_NODE_FAILURE;
+        d->exit_status = RZ_EXIT_REQUEUE;
+        return;
     default: break;
     }
     if (cls == CLASS_SIGNAL) { /* the ranks stopped on a signal the wrapper never saw */

@@ -376,6 +376,46 @@ void slurm_job_signal(const struct step_runner *r, const char *job, const struct
         rz_fmt(s->source, sizeof s->source, "%s (unreadable: %s)", source, text);
 }
 
+long slurm_script_nodes(const char *text)
+{
+    long nodes = 0;
+    const char *line = text;
+    while (line != NULL && *line != '\0') {
+        const char *end = strchr(line, '\n');
+        size_t n = end != NULL ? (size_t)(end - line) : strlen(line);
+        char buf[512];
+        rz_fmt(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
+        if (buf[0] != '#' && buf[0] != '\0')
+            break; /* sbatch reads #SBATCH lines only up to the first command */
+        char *save = NULL;
+        bool sb = strncmp(buf, "#SBATCH", 7) == 0;
+        char *w = sb ? strtok_r(buf + 7, " \t=", &save) : NULL;
+        for (; w != NULL; w = strtok_r(NULL, " \t=", &save)) {
+            const char *v = NULL;
+            if (strcmp(w, "--nodes") == 0 || strcmp(w, "-N") == 0)
+                v = strtok_r(NULL, " \t=", &save);
+            else if (strncmp(w, "-N", 2) == 0 && w[2] >= '0' && w[2] <= '9')
+                v = w + 2;
+            char *stop = NULL;
+            long k = v != NULL ? strtol(v, &stop, 10) : 0;
+            if (k > 0 && stop != NULL && (*stop == '\0' || *stop == '-'))
+                nodes = k; /* "N-M": the least it runs on */
+        }
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return nodes;
+}
+
+long slurm_template_nodes(const char *path)
+{
+    char *text = NULL;
+    if (rz_read_file(path, &text, NULL, NULL) != RZ_OK)
+        return 0;
+    long nodes = slurm_script_nodes(text);
+    free(text);
+    return nodes;
+}
+
 /* ---- scontrol ------------------------------------------------------------------------------------------ */
 
 int slurm_control(const struct step_runner *r, const char *verb, const char *job, const char *arg,

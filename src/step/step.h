@@ -39,6 +39,7 @@ struct step_env {
     char display_id[128];       /* "ARRAY_TASK" for an array task, else job_id */
     long restart_count;         /* SLURM_RESTART_COUNT (0 when unset) */
     long ntasks, nnodes;        /* SLURM_NTASKS, SLURM_NNODES */
+    long ntasks_per_node;       /* SLURM_NTASKS_PER_NODE (0: not given) */
     long cpus_per_task;         /* SLURM_CPUS_PER_TASK (0: not given) */
     long omp_threads;           /* OMP_NUM_THREADS (0: not set) */
     long mem_per_node_mb;       /* SLURM_MEM_PER_NODE (0: not set) */
@@ -57,6 +58,8 @@ struct step_env {
 
 /* Fill e from an environment array (main passes environ) and the process itself. */
 void step_env_parse(struct step_env *e, char *const *envp);
+/* Whether it runs as a Slurm job (SLURM_JOB_ID set). */
+bool step_env_in_slurm(const struct step_env *e);
 
 /* ---- arguments ----------------------------------------------------------------------------------- */
 

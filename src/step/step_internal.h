@@ -85,14 +85,29 @@ struct step_history {
     int exclusion_run;          /* requeues in a row, newest last, that excluded nodes */
     char excluded[512];         /* nodes excluded after preflight failures ("" none) */
     char prev_nodes[512];       /* node_list of the attempt before this one ("" none) */
+    char prev_failed[512];      /* nodes that attempt named in node_failed events */
     long prev_restart;          /* ... and its restart count */
     long failures;              /* attempts that ended in a crash or a hang, and lost nodes */
     double first_start_t, last_end_t; /* the job's first start and last attempt_end (0: none) */
+    double down_s[RQ_N];        /* by restart reason: from the attempt's end to the next
+                                 * training launch, summed */
+    int pending_reason;         /* a restart whose training has not started yet (-1: none) ... */
+    double pending_end_t;       /* ... and when the attempt before it ended */
 };
 /* The mean time between this job's failures so far (checkpoint.mtbf_s 0, young_daly): the span
  * from its first start to its last attempt's end over the failures in it; 0 with none. */
 double step_observed_mtbf(const struct step_history *h);
 void step_history_read(const char *events_path, const char *job, struct step_history *h);
+
+/* Failures of each node in the whole run root (node_failed events of every phase and job): a
+ * node that fails twice is excluded for the rest of the ladder (place.c). */
+#define STEP_MAX_TALLY 64
+struct step_node_tally {
+    int n;
+    struct { char name[64]; int failures; } node[STEP_MAX_TALLY];
+};
+void step_node_tally(const char *run_root, struct step_node_tally *t);
+int step_node_failures(const struct step_node_tally *t, const char *node);
 
 /* Job ids this lineage submitted (promote / rollback events in any events.jsonl under root),
  * comma-separated into out; the number found. */
@@ -130,6 +145,12 @@ enum rz_status slurm_nodes_query(const struct step_runner *r, const char *names,
                                  struct slurm_node *out, int max, int *n, struct rz_err *err);
 /* Slurm has lost contact with it: NOT_RESPONDING, or DOWN. */
 bool slurm_node_unreachable(const struct slurm_node *n);
+
+/* The nodes a batch script asks for (#SBATCH --nodes=N, -N N, -NN; "N-M" gives N), read as
+ * sbatch does, up to its first command; 0 when it does not say. */
+long slurm_script_nodes(const char *text);
+/* The same of a template file (0: unreadable, or not said). */
+long slurm_template_nodes(const char *path);
 
 /* "1-02:03:04", "02:03:04", "03:04", "UNLIMITED" -> seconds (-1 unlimited or bad). */
 long slurm_parse_duration(const char *s);
@@ -204,8 +225,13 @@ enum step_cause {
     CAUSE_REQUEUED,             /* scontrol requeue by someone: Slurm requeues */
     CAUSE_NODE_FAILURE,         /* a node went down: Slurm requeues */
     CAUSE_USER_SIGNAL,          /* a stop signal by hand: requeue */
+    CAUSE_NODE_LOST,            /* a node left the allocation (--no-kill): ours to restart */
 };
 const char *step_cause_name(enum step_cause c);
+/* Stopped from outside the job by a requeue (Slurm's, an operator's) or a node failure or
+ * loss: such an attempt does not count as one without progress. */
+bool step_cause_outside(enum step_cause c);
+bool step_cause_name_outside(const char *name);
 /* restarts_at_start: SLURM_RESTART_COUNT of this attempt (a higher Restarts means Slurm is
  * requeueing the job already). */
 enum step_cause step_stop_cause(const struct slurm_job *j, long restarts_at_start, bool signalled,
@@ -244,6 +270,19 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
 
 /* ---- the wrapper's state ---------------------------------------------------------------------------------- */
 
+/* Where an attempt's job steps run (place.c). */
+struct step_place {
+    long needed;                /* nodes the phase needs: its template's --nodes */
+    long ranks;                 /* its ranks: SLURM_NTASKS, less the spare nodes' share */
+    long spare;                 /* nodes the job has beyond those (sbatch -N) */
+    int usable;                 /* nodes of the allocation that can run it */
+    bool shaped;                /* srun gets --nodes/--ntasks (and --exclude): the allocation
+                                 * was read */
+    char nodes[512];            /* the allocation at launch (Slurm's NodeList) */
+    char lost[512];             /* ... that Slurm cannot reach */
+    char exclude[512];          /* ... left out: lost, or excluded for the ladder */
+};
+
 struct wrapper {
     const struct step_args *args;
     const struct step_env *env;
@@ -264,9 +303,57 @@ struct wrapper {
     struct step_events ev;
     struct step_history hist;
     char owner_id[160];                  /* RUN_DIR/owner as we claimed it ("" not ours) */
+    struct step_place place;             /* where this attempt's steps run (place.c) */
+    char attempt_lost[512];              /* nodes this attempt lost ("" none) */
+    char job_lost[512];                  /* ... and every attempt of this job so far */
+    char ladder_bad[512];                /* nodes excluded for the rest of the ladder */
 };
 
-/* lost.c: on a restarted attempt, the nodes of the attempt before that Slurm cannot reach now,
+/* ends.c: how an attempt ends. */
+/* step_apply's answer for ACT_RELAUNCH: not an exit status (those are 0..255); the attempt
+ * loop runs again */
+#define STEP_RELAUNCH (-2)
+void step_attempt_end(struct wrapper *w, enum step_class cls, enum step_cause cause, int status,
+                      bool progress, const char *who);
+/* Record how the attempt ended, decide what to do (policy.c) and do it; the exit status. */
+int step_conclude(struct wrapper *w, enum step_class cls, enum step_cause cause, int status,
+                  bool progress, const char *who);
+int step_apply(struct wrapper *w, const struct step_decision *d, int status);
+/* A NO-GO (or HOLD) report for an end without a finished training. */
+int step_end_with_report(struct wrapper *w, const struct step_decision *d, int status);
+/* Requeue with the nodes added to the job's ExcNodeList (requeuehold, update, release). */
+int step_requeue_excluding(struct wrapper *w, enum step_requeue reason, const char *nodes,
+                           const char *why);
+/* The allocation cannot hold the phase any more (step_place false): requeued without the nodes
+ * it left out. */
+int step_cannot_place(struct wrapper *w);
+
+/* place.c: where the steps run; lost nodes; nodes excluded for the rest of the ladder. */
+/* The nodes and ranks the phase needs in this allocation, from its template's --nodes
+ * (template_nodes; 0 unknown: all of the allocation) into p->needed, p->ranks, p->spare. */
+void step_place_size(const struct step_env *e, long template_nodes, struct step_place *p);
+/* Before a launch: the allocation now, without unreachable and ladder-excluded nodes, into
+ * w->place; false when fewer usable nodes are left than the phase needs. */
+bool step_place(struct wrapper *w);
+/* srun's --nodes, --ntasks and --exclude for that placement (nothing when Slurm's own fits). */
+enum rz_status step_place_args(const struct wrapper *w, struct step_argv *v, struct rz_err *err);
+
+/* A job with spare nodes requeued with these exclusions: the nodes to ask for when its
+ * partition (sinfo) has fewer usable ones outside them than the job asks (at least the phase's
+ * own; the spare given up), else 0 (as it is). */
+long step_spare_ask(struct wrapper *w, const char *excluded);
+/* After a failed attempt: the nodes it ran on that Slurm cannot reach now or took out of the
+ * allocation, into w->attempt_lost and a node_failed event. */
+void step_nodes_check(struct wrapper *w);
+/* A node_failed event (cause: unreachable, preflight); nodes at their second failure in the run
+ * root are excluded for the rest of the ladder (node_excluded). */
+void step_node_failed(struct wrapper *w, const char *nodes, const char *cause, const char *why);
+
+/* live.c: RUN_DIR/prom/ryzen-<job>-step.prom (metrics.prom_dir), written at each training
+ * launch: this job's restarts and down time by reason, live (docs/monitoring.md). */
+void step_live_write(const struct wrapper *w);
+
+/* On a restarted attempt, the nodes of the attempt before that Slurm cannot reach now,
  * named in a nodes_lost event (a network fault: a cut link or a dead host). */
 void step_lost_nodes(struct wrapper *w);
 

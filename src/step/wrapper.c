@@ -24,8 +24,6 @@
 #define PREFLIGHT_TRIES 3
 #define PREFLIGHT_BACKOFF_S 5.0
 #define MAX_RECORDS 4096
-/* apply()'s answer for ACT_RELAUNCH: not an exit status (those are 0..255); attempts() loops */
-#define STEP_RELAUNCH (-2)
 
 /* ---- where things are ------------------------------------------------------------------------------ */
 
@@ -106,8 +104,6 @@ static void template_dir(const struct wrapper *w, char *out, size_t len)
 
 /* ---- small helpers ----------------------------------------------------------------------------------- */
 
-static bool in_slurm(const struct wrapper *w) { return strcmp(w->env->job_id, "local") != 0; }
-
 static void on_quarantine(void *user, const char *path, const char *reason)
 {
     struct wrapper *w = user;
@@ -183,7 +179,7 @@ static int claim_run_dir(struct wrapper *w)
     char owner[128], msg[1024], host[256] = "";
     struct rz_err err;
     enum step_owner how;
-    if (in_slurm(w))
+    if (step_env_in_slurm(w->env))
         rz_fmt(w->owner_id, sizeof w->owner_id, "%s", w->env->job_id);
     else {
         gethostname(host, sizeof host);
@@ -218,7 +214,7 @@ static int check_signal(struct wrapper *w)
 {
     char msg[1024];
     const struct slurm_signal *s = &w->signal;
-    if (!in_slurm(w))
+    if (!step_env_in_slurm(w->env))
         return 0;
     if (!s->found) {
         rz_fmt(msg, sizeof msg, "the job has no usable --signal%s%s: at the time limit Slurm "
@@ -265,6 +261,8 @@ static enum rz_status trainer_argv(const struct wrapper *w, struct step_argv *v,
         const char *flags[] = {cpus, bind, NULL};
         st = step_argv_addv(v, flags, err);
     }
+    if (st == RZ_OK)
+        st = step_place_args(w, v, err);
     const char *train[] = {w->train, "--config", w->config, NULL};
     if (st == RZ_OK)
         st = step_argv_addv(v, train, err);
@@ -331,167 +329,8 @@ static int run_step(struct wrapper *w, const char *what, const char *const *extr
     step_argv_free(&v);
     rc = w->r->wait(w->r, handle, forward ? w->stop_signo : SIGCONT, w->out);
     exit_records_read(dir, rec, MAX_RECORDS, &n);
-    *cls = step_classify(rc, rec, n, w->env->ntasks, who, who_len);
+    *cls = step_classify(rc, rec, n, w->place.ranks, who, who_len);
     return rc;
-}
-
-/* ---- ends of an attempt ------------------------------------------------------------------------------ */
-
-static int requeue_self(struct wrapper *w, enum step_requeue reason, const char *why)
-{
-    char msg[1400];
-    struct rz_err err;
-    long used = w->hist.requeues[reason] + 1;
-    rz_fmt(msg, sizeof msg, "%s: scontrol requeue %s (%s requeue %ld)", why, w->env->display_id,
-           step_requeue_name(reason), used);
-    struct step_kv kv[] = {{"reason", step_requeue_name(reason), 0}, {"count", NULL, (double)used}};
-    step_event(&w->ev, "requeue", msg, kv, 2);
-    if (!in_slurm(w)) {
-        step_event(&w->ev, "requeue_skipped", "not a Slurm job: nothing to requeue", NULL, 0);
-        return RZ_EXIT_REQUEUE;
-    }
-    int rc = slurm_control(w->r, "requeue", w->env->display_id, NULL, &err);
-    if (rc == 0)
-        return RZ_EXIT_REQUEUE;
-    struct slurm_job now;
-    if (slurm_job_query(w->r, w->env->display_id, &now, &err) == RZ_OK &&
-        now.restarts > w->env->restart_count)
-        return RZ_EXIT_REQUEUE; /* requeued already, by Slurm or by someone */
-    rz_fmt(msg, sizeof msg, "scontrol requeue %s failed (status %d): the job ends here; the last "
-           "checkpoint stays, and a new submission resumes from it", w->env->display_id, rc);
-    step_event(&w->ev, "requeue_failed", msg, NULL, 0);
-    return RZ_EXIT_REQUEUE;
-}
-
-/* requeuehold, change the job, release: nothing runs in between. */
-static int requeue_excluding(struct wrapper *w, const char *nodes, const char *why)
-{
-    char arg[1024], msg[1600];
-    struct rz_err err;
-    char all[600];
-    rz_fmt(all, sizeof all, "%s%s%s", w->job.exc_nodes, w->job.exc_nodes[0] ? "," : "", nodes);
-    rz_fmt(msg, sizeof msg, "%s: requeued without node(s) %s", why, nodes);
-    struct step_kv kv[] = {{"reason", step_requeue_name(RQ_PREFLIGHT_NODE), 0},
-                           {"excluded_nodes", all, 0}};
-    step_event(&w->ev, "requeue", msg, kv, 2);
-    if (!in_slurm(w))
-        return RZ_EXIT_HEALTH;
-    rz_fmt(arg, sizeof arg, "ExcNodeList=%s", all);
-    int rc = slurm_control(w->r, "requeuehold", w->env->display_id, NULL, &err);
-    if (rc == 0)
-        rc = slurm_control(w->r, "update", w->env->display_id, arg, &err);
-    int rel = slurm_control(w->r, "release", w->env->display_id, NULL, &err);
-    if (rc != 0 || rel != 0) {
-        rz_fmt(msg, sizeof msg, "excluding %s failed (scontrol status %d, release %d): "
-               "scontrol release %s by hand", all, rc, rel, w->env->display_id);
-        step_event(&w->ev, "requeue_failed", msg, NULL, 0);
-    }
-    return RZ_EXIT_REQUEUE;
-}
-
-/* restart.failures relaunch: the attempt ends here and the next runs as new job steps of this
- * allocation (step_main's loop): no trip through the queue.  Counted as a failure restart. */
-static int relaunch_self(struct wrapper *w, const char *why)
-{
-    char msg[1400];
-    long used = w->hist.requeues[RQ_FAILURE] + 1;
-    rz_fmt(msg, sizeof msg, "%s: the preflight and the training run again in this allocation "
-           "(failure restart %ld of %ld, restart.failures relaunch)", why, used,
-           (long)w->cfg.restart.max_restarts);
-    struct step_kv kv[] = {{"reason", step_requeue_name(RQ_FAILURE), 0},
-                           {"count", NULL, (double)used}};
-    step_event(&w->ev, "relaunch", msg, kv, 2);
-    return STEP_RELAUNCH;
-}
-
-/* A NO-GO (or HOLD) report for an end without a finished training; with the diverged guard the
- * NO-GO policy (rollback) applies too. */
-static int end_with_report(struct wrapper *w, const struct step_decision *d, int status)
-{
-    char msg[1200];
-    rz_fmt(msg, sizeof msg, "%s: %s; not requeued", d->ended, d->why);
-    struct step_kv kv[] = {{"ended", d->ended, 0}, {"status", NULL, status}};
-    bool named = strcmp(d->ended, "give_up") == 0 || strcmp(d->ended, "no_progress") == 0;
-    step_event(&w->ev, named ? d->ended : "ended", msg, kv, 2); /* as a hold names them */
-    chain_run_gate(w, d->ended, d->why, status);
-    rz_fmt(msg, sizeof msg, "%s: NO-GO (%s)", w->phase, d->ended);
-    chain_comment(w, msg);
-    return d->exit_status;
-}
-
-static int apply(struct wrapper *w, const struct step_decision *d, int status)
-{
-    char msg[1200];
-    struct rz_err err;
-    switch (d->action) {
-    case ACT_FINISH:
-        step_event(&w->ev, "finished", "training finished", NULL, 0);
-        return chain_finish_phase(w);
-    case ACT_REQUEUE:
-        return requeue_self(w, d->reason, "the attempt ended");
-    case ACT_RELAUNCH:
-        return relaunch_self(w, "the attempt ended");
-    case ACT_SLURM_REQUEUES: {
-        rz_fmt(msg, sizeof msg, "Slurm requeues the job itself (%s)", step_requeue_name(d->reason));
-        struct step_kv kv[] = {{"reason", step_requeue_name(d->reason), 0},
-                               {"count", NULL, (double)(w->hist.requeues[d->reason] + 1)}};
-        step_event(&w->ev, "requeue", msg, kv, 2);
-        return RZ_EXIT_REQUEUE;
-    }
-    case ACT_HOLD:
-        rz_fmt(msg, sizeof msg, "%s: scontrol requeuehold %s; `scontrol release %s` lets it run "
-               "again", d->why, w->env->display_id, w->env->display_id);
-        step_event(&w->ev, d->ended, msg, NULL, 0);
-        chain_run_gate(w, d->ended, d->why, status);
-        rz_fmt(msg, sizeof msg, "%s: NO-GO (%s), held", w->phase, d->ended);
-        chain_comment(w, msg);
-        if (in_slurm(w) &&
-            slurm_control(w->r, "requeuehold", w->env->display_id, NULL, &err) != 0)
-            step_event(&w->ev, "requeue_failed", "scontrol requeuehold failed: the job ends",
-                       NULL, 0);
-        return d->exit_status;
-    case ACT_END: {
-        int rc = end_with_report(w, d, status);
-        if (strcmp(d->ended, "diverged") == 0) /* a NO-GO: the phase's policy applies */
-            chain_no_go(w, "diverged");
-        return rc;
-    }
-    case ACT_CANCELLED:
-        step_event(&w->ev, "cancelled", d->why, NULL, 0);
-        rz_fmt(msg, sizeof msg, "%s: cancelled", w->phase);
-        chain_comment(w, msg);
-        return d->exit_status;
-    }
-    return 1;
-}
-
-static void attempt_end(struct wrapper *w, enum step_class cls, enum step_cause cause, int status,
-                        bool progress, const char *who)
-{
-    char msg[1400];
-    rz_fmt(msg, sizeof msg, "status %d: %s%s%s%s; %s", status, step_class_name(cls),
-           cause != CAUSE_NONE ? " (" : "", cause != CAUSE_NONE ? step_cause_name(cause) : "",
-           cause != CAUSE_NONE ? ")" : "", progress ? "a new checkpoint was committed"
-                                                     : "no new checkpoint");
-    if (who[0] != '\0') {
-        size_t used = strlen(msg);
-        rz_fmt(msg + used, sizeof msg - used, "; %s", who);
-    }
-    struct step_kv kv[] = {{"status", NULL, status}, {"class", step_class_name(cls), 0},
-                           {"cause", step_cause_name(cause), 0},
-                           {"progress", NULL, progress ? 1 : 0}, {"who", who, 0}};
-    step_event(&w->ev, "attempt_end", msg, kv, 5);
-}
-
-/* Record how the attempt ended, decide what to do (policy.c) and do it; the exit status. */
-static int conclude(struct wrapper *w, enum step_class cls, enum step_cause cause, int status,
-                    bool progress, const char *who)
-{
-    struct step_decision d;
-    struct step_budget b = step_budget_of(&w->cfg);
-    attempt_end(w, cls, cause, status, progress, who);
-    step_decide(cls, cause, status, progress, &w->hist, &b, &d);
-    return apply(w, &d, status);
 }
 
 /* What Slurm says stopped the job (it may have changed since the start). */
@@ -499,7 +338,7 @@ static enum step_cause stop_cause(struct wrapper *w, bool signalled)
 {
     struct slurm_job now;
     struct rz_err err;
-    if (!in_slurm(w))
+    if (!step_env_in_slurm(w->env))
         return signalled ? CAUSE_USER_SIGNAL : CAUSE_NONE;
     if (slurm_job_query(w->r, w->env->display_id, &now, &err) != RZ_OK)
         now = w->job;
@@ -530,7 +369,7 @@ static int stop_before_training(struct wrapper *w, const char *stage)
     rz_fmt(msg, sizeof msg, "a stop (%s) came %s: no training in this attempt",
            step_cause_name(cause), stage);
     step_event(&w->ev, "stop_before_training", msg, NULL, 0);
-    return conclude(w, CLASS_SIGNAL, cause, RZ_EXIT_REQUEUE, false, "");
+    return step_conclude(w, CLASS_SIGNAL, cause, RZ_EXIT_REQUEUE, false, "");
 }
 
 /* health.json's hosts that failed for a reason of their own (another node may pass). */
@@ -564,18 +403,20 @@ static int preflight_failed(struct wrapper *w, int rc, const char *who)
     struct step_kv kv[] = {{"status", NULL, rc}, {"failed_hosts", failed, 0},
                            {"excluded_nodes", failed, 0}};
     step_event(&w->ev, "preflight_failed", msg, kv, 3);
-    attempt_end(w, CLASS_HEALTH, CAUSE_NONE, rc, false, who);
-    if (failed[0] == '\0' || !in_slurm(w))
-        return apply(w, &d, rc);
+    step_attempt_end(w, CLASS_HEALTH, CAUSE_NONE, rc, false, who);
+    if (failed[0] == '\0' || !step_env_in_slurm(w->env))
+        return step_apply(w, &d, rc);
     if (w->hist.no_progress_run >= 1 || w->hist.exclusion_run >= 1) {
         struct step_budget b = step_budget_of(&w->cfg);
         step_stuck(&d, "no_progress", &b);
         rz_fmt(d.why, sizeof d.why, "the preflight failed on %s after an attempt that %s",
                failed, w->hist.exclusion_run >= 1 ? "excluded nodes already"
                                                   : "committed no checkpoint either");
-        return apply(w, &d, rc);
+        return step_apply(w, &d, rc);
     }
-    return requeue_excluding(w, failed, "the preflight failed on some nodes");
+    step_node_failed(w, failed, "preflight", msg);
+    return step_requeue_excluding(w, RQ_PREFLIGHT_NODE, failed,
+                                  "the preflight failed on some nodes");
 }
 
 static bool health_written_since(const struct wrapper *w, double since)
@@ -617,7 +458,7 @@ static int preflight(struct wrapper *w, bool *passed)
             w->r->sleep(w->r, PREFLIGHT_BACKOFF_S * attempt);
             continue;
         }
-        return conclude(w, CLASS_CRASH, stop_cause(w, false), rc, false, who);
+        return step_conclude(w, CLASS_CRASH, stop_cause(w, false), rc, false, who);
     }
 }
 
@@ -685,15 +526,16 @@ static int train(struct wrapper *w)
         rz_fmt(d.why, sizeof d.why, "the checkpoint to resume from is at step %lld and "
                "training.steps is %lld: nothing left to train (raise training.steps to go on)",
                (long long)start, (long long)w->cfg.training.steps);
-        return end_with_report(w, &d, 0);
+        return step_end_with_report(w, &d, 0);
     }
     int64_t before = committed(w);
+    step_live_write(w); /* restarts and down time so far, live */
     const char *extra[] = {"--resume", resume, NULL};
     enum step_class cls;
     int rc = run_step(w, "train", extra, true, &cls, who, sizeof who);
     bool progress = committed(w) > before;
     bool signalled = step_signals_count() > 0 || cls == CLASS_SIGNAL;
-    return conclude(w, cls, stop_cause(w, signalled), rc, progress, who);
+    return step_conclude(w, cls, stop_cause(w, signalled), rc, progress, who);
 }
 
 /* ---- the sequence --------------------------------------------------------------------------------------- */
@@ -706,6 +548,8 @@ static int attempts(struct wrapper *w)
         int rc;
         if (stop_requested(w))
             return stop_before_training(w, "before the preflight");
+        if (!step_place(w))
+            return step_cannot_place(w);
         rc = preflight(w, &passed);
         if (passed)
             rc = step_signals_count() > 0 ? stop_before_training(w, "after the preflight")
@@ -722,7 +566,7 @@ static bool locate(struct wrapper *w)
     const struct step_env *e = w->env;
     char tdir[STEP_PATH_MAX];
     struct rz_err err;
-    if (in_slurm(w) && slurm_job_query(w->r, e->display_id, &w->job, &err) != RZ_OK)
+    if (step_env_in_slurm(w->env) && slurm_job_query(w->r, e->display_id, &w->job, &err) != RZ_OK)
         fprintf(w->out, "ryzen-step: warning: %s (the job's flags and state are unknown)\n",
                 err.msg);
     template_dir(w, tdir, sizeof tdir);
@@ -795,9 +639,9 @@ static int prepare(struct wrapper *w)
     if (rc != 0)
         return rc;
     step_history_read(w->ev.path, w->env->job_id, &w->hist);
-    if (in_slurm(w))
+    if (step_env_in_slurm(w->env))
         step_lost_nodes(w);
-    if (in_slurm(w))
+    if (step_env_in_slurm(w->env))
         slurm_job_signal(w->r, w->env->display_id, &w->job, w->env->sbatch_signal, &w->signal);
     rc = check_signal(w);
     if (rc != 0)
