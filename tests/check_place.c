@@ -97,20 +97,25 @@ START_TEST(the_nodes_a_phase_needs)
 }
 END_TEST
 
+/* A relaunching job on n[1-3] (one spare) whose first placement sees every node up, and
+ * every query after it `after` (the crash's nodes). */
+static void spare_world(struct world *w, const char *after)
+{
+    world_init(w, "RUNNING");
+    p1_restart("  failures: relaunch\n");
+    eight_ranks(w, "n[1-3]", 3);
+    rule_first(&w->f, "scontrol show node -o n[1-3]", 0, NODE("n1", "MIXED") NODE("n2", "IDLE")
+               NODE("n3", "MIXED"), 1);
+    rule(&w->f, "scontrol show node -o n[1-3]", 0, after, 0);
+}
+
 /* A spare node: the steps run on 2 of the 3 nodes with the phase's 8 ranks; the crash that lost
  * n2 (DOWN) is named, and the relaunch keeps 8 ranks on the two nodes left, without n2 and
  * without a trip through the queue. */
 START_TEST(a_spare_node_keeps_the_ranks)
 {
     struct world w;
-    world_init(&w, "RUNNING");
-    p1_restart("  failures: relaunch\n");
-    eight_ranks(&w, "n[1-3]", 3);
-    /* the first placement sees n2 up; from the crash on it is down */
-    rule_first(&w.f, "scontrol show node -o n[1-3]", 0, NODE("n1", "MIXED") NODE("n2", "IDLE")
-               NODE("n3", "MIXED"), 1);
-    rule(&w.f, "scontrol show node -o n[1-3]", 0, NODE("n1", "MIXED") NODE("n2", "DOWN")
-         NODE("n3", "MIXED"), 0);
+    spare_world(&w, NODE("n1", "MIXED") NODE("n2", "DOWN") NODE("n3", "MIXED"));
     step(&w, preflight_ok);
     step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 10});
     step(&w, preflight_ok);
@@ -179,13 +184,7 @@ END_TEST
 START_TEST(a_spare_the_partition_cannot_give_is_given_up)
 {
     struct world w;
-    world_init(&w, "RUNNING");
-    p1_restart("  failures: relaunch\n");
-    eight_ranks(&w, "n[1-3]", 3);
-    rule_first(&w.f, "scontrol show node -o n[1-3]", 0, NODE("n1", "MIXED") NODE("n2", "IDLE")
-               NODE("n3", "MIXED"), 1);
-    rule(&w.f, "scontrol show node -o n[1-3]", 0, NODE("n1", "MIXED") NODE("n2", "DOWN")
-         NODE("n3", "DOWN+NOT_RESPONDING"), 0);
+    spare_world(&w, NODE("n1", "MIXED") NODE("n2", "DOWN") NODE("n3", "DOWN+NOT_RESPONDING"));
     rule(&w.f, "sinfo", 0, "n1 mix\nn2 down*\nn3 down*\nn4 idle\nn1 mix\n", 0);
     step(&w, preflight_ok);
     step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 10});
