@@ -186,8 +186,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
         .skip_reason = o->guard_why, .skipped_total = t->guard.skipped};
     metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s,
                        o->grad_allreduce_s);
-    enum rz_status st = tr_sync_check(t, o, &s, err);
-    st = tr_agree(t, st, err);
+    enum rz_status st = tr_sync_check(t, o, &s, err); /* agreed by every rank when it ran */
     if (st == RZ_OK && tr_validation_due(t)) {
         st = tr_validate(t, err);
         s.has_val = 1;

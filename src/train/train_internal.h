@@ -139,7 +139,8 @@ enum rz_status tr_params_complete(struct trainer *t, struct rz_err *err);
 enum rz_status tr_train_step(struct trainer *t, double lr, struct step_out *o,
                              struct rz_err *err);
 /* Collective, every health.sync_check_interval steps: the ranks still hold the same parameters;
- * fills s's sync figures. */
+ * fills s's sync figures.  Its outcome is agreed (tr_agree) when it ran; other steps call no
+ * collective. */
 enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o, struct metrics_step *s,
                              struct rz_err *err);
 /* Collective: the loss over the fixed held-out set (t->val_loss, t->val_step). */

@@ -345,12 +345,9 @@ static void test_desync(struct trainer *t)
     }
 }
 
-enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o,
-                              struct metrics_step *s, struct rz_err *err)
+static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
+                                 struct metrics_step *s, struct rz_err *err)
 {
-    int64_t every = t->cfg->health.sync_check_interval;
-    if (every <= 0 || t->step % every != 0)
-        return RZ_OK;
     enum rz_status st0 = tr_params_complete(t, err);
     if (st0 != RZ_OK)
         return st0;
@@ -372,6 +369,22 @@ enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o,
                        "rank(s) %s from rank 0 (max relative spread %.3g); the ranks no longer "
                        "train one model", (long long)t->step, sync.bad_ranks, sync.param_spread);
     return RZ_OK;
+}
+
+/* The check's verdict is the same on every rank (it gathers every rank's hash), but its own
+ * failures (memory, the gather in flight) may not be: its outcome is agreed when it ran.  A step
+ * without it adds no collective to the step's own (a failure after it, such as the metrics
+ * write, ends the rank and comm_abort ends the others).  One blocking all-reduce less per step:
+ * on the dev cluster the wait for the slowest rank it held moved into the next gradient
+ * all-reduce, the same wall time per step (docs/reliability.md); on a network it is one
+ * latency less per step. */
+enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o,
+                              struct metrics_step *s, struct rz_err *err)
+{
+    int64_t every = t->cfg->health.sync_check_interval;
+    if (every <= 0 || t->step % every != 0)
+        return RZ_OK;
+    return tr_agree(t, sync_check(t, o, s, err), err);
 }
 
 /* ---- validation ------------------------------------------------------------------------------- */
