@@ -400,7 +400,7 @@ static void hook_env(const char *const *pairs)
 {
     static const char *const names[] = {"RYZEN_TEST_HOLD", "RYZEN_TEST_HOLD_MAX_S",
                                         "RYZEN_TEST_SLOW_RANK", "RYZEN_TEST_SLOW_FACTOR",
-                                        "RYZEN_TEST_SLOW_MS"};
+                                        "RYZEN_TEST_SLOW_MS", "RYZEN_TEST_CKPT_FULL"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
     for (size_t i = 0; pairs[i] != NULL; i += 2)
@@ -444,6 +444,17 @@ START_TEST(hooks_hold_and_slow_factor_parse)
     ck_assert_int_eq(rz_hooks.hold.steps[0], 0);
     ck_assert_str_eq(rz_hooks.hold.file, "go");
     ck_assert(rz_hooks.slow_factor == 1.0);
+    /* the full-disk steps: a list, off again when unset */
+    ck_assert_int_eq(rz_hooks.ckpt_full.n, 0);
+    hook_env((const char *const[]){"RYZEN_TEST_CKPT_FULL", "4,6,10", NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
+    ck_assert_int_eq(rz_hooks.ckpt_full.n, 3);
+    ck_assert(rz_hook_step_in(&rz_hooks.ckpt_full, 6));
+    ck_assert(!rz_hook_step_in(&rz_hooks.ckpt_full, 8));
+    hook_env((const char *const[]){NULL});
+    ck_assert_int_eq(rz_hooks_load(&e), RZ_OK);
+    ck_assert_int_eq(rz_hooks.ckpt_full.n, 0);
+    ck_assert(!rz_hook_step_in(&rz_hooks.ckpt_full, 6));
 }
 END_TEST
 
@@ -467,6 +478,9 @@ static const char *const bad_hooks[][3] = {
     {"RYZEN_TEST_SLOW_RANK", "one", "RYZEN_TEST_SLOW_RANK=\"one\": not a rank number"},
     {"RYZEN_TEST_SLOW_RANK", "1.5", "RYZEN_TEST_SLOW_RANK=\"1.5\""},
     {"RYZEN_TEST_SLOW_MS", "100", "RYZEN_TEST_SLOW_MS was removed"},
+    {"RYZEN_TEST_CKPT_FULL", "4:x", "RYZEN_TEST_CKPT_FULL=\"4:x\": want STEP[,STEP...]"},
+    {"RYZEN_TEST_CKPT_FULL", "6,4", "ascending"},
+    {"RYZEN_TEST_CKPT_FULL", "1,2,3,4,5,6,7,8,9", "up to 8"},
 };
 
 START_TEST(hooks_malformed_settings_fail_naming_the_variable)

@@ -595,6 +595,7 @@ START_TEST(recoveries_from_the_runs_and_events)
     ck_assert_str_eq(in.nodes_excluded, "n2");
     in.ckpt_policy = (struct gate_ckpt_policy){.known = true, .mode = "async",
                                                .policy = "young_daly", .interval_steps = 13,
+                                               .failed = 2,
                                                .stall_ms_mean = 0.04, .commit_ms_mean = 37,
                                                .why = "checkpoint.policy young_daly: sqrt(...)"};
     /* the report: JSON, Markdown and HTML */
@@ -622,12 +623,16 @@ START_TEST(recoveries_from_the_runs_and_events)
                                        "node 40.0 s"));
     ck_assert_msg(strstr(text, "\"nodes_lost\":\"n2\",\"nodes_excluded\":\"n2\","
                                "\"checkpoint_interval\":{\"mode\":\"async\",\"policy\":"
-                               "\"young_daly\",\"steps\":13,\"why\":\"checkpoint.policy "
+                               "\"young_daly\",\"steps\":13,\"failed\":2,\"why\":\"checkpoint.policy "
                                "young_daly: sqrt(...)\"") != NULL, "%s", text);
     ck_assert_ptr_nonnull(strstr(text, "## Checkpoints and nodes\n\nCheckpoints: async, every 13 "
                                        "steps (checkpoint.policy young_daly: sqrt(...)); "));
     ck_assert_ptr_nonnull(strstr(text, "Nodes lost: n2. Excluded for the rest of the ladder"));
     ck_assert_ptr_nonnull(strstr(text, "<p id=\"checkpoint-interval\">Checkpoints: async"));
+    /* periodic checkpoints not written are counted, in both formats */
+    const char *unwritten = strstr(text, "ms. 2 periodic checkpoint(s) could not be written");
+    ck_assert_ptr_nonnull(unwritten); /* the Markdown's line, then the HTML's */
+    ck_assert_ptr_nonnull(strstr(unwritten + 1, "2 periodic checkpoint(s) could not be written"));
     free(text);
     /* without a lost node, the relaunch is the kind */
     snprintf(ev[2].event, sizeof ev[2].event, "start");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "core/hooks.h"
 #include "core/util.h"
 #include "train/guard.h"
 #include "train/preflight.h"
@@ -225,6 +226,99 @@ START_TEST(async_checkpoints_are_the_sync_files)
     free(text);
 }
 END_TEST
+
+#ifdef RZ_TEST_HOOKS /* configure --enable-test-hooks */
+static const char *const ckpt_modes[] = {"sync", "async"};
+
+static void ckpt_full_at(const long long *steps, int n)
+{
+    rz_hooks.ckpt_full.n = n;
+    for (int i = 0; i < n; i++)
+        rz_hooks.ckpt_full.steps[i] = steps[i];
+}
+
+/* 12 steps, a checkpoint every 2, all kept. */
+static void full_disk_cfg(struct cfg *c, const char *mode, int64_t tolerated)
+{
+    small_markov(c);
+    c->training.steps = 12;
+    c->checkpoint.interval = 2;
+    c->checkpoint.keep = 10;
+    c->checkpoint.failures_tolerated = tolerated;
+    snprintf(c->checkpoint.mode, sizeof c->checkpoint.mode, "%s", mode);
+}
+
+static bool ckpt_file_is(const char *name, int step)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s/checkpoints/step-%08d.h5", run_root, name, step);
+    return access(path, F_OK) == 0;
+}
+
+/* checkpoint.failures_tolerated 2: periodic checkpoints that find the disk full (at 4 and 6,
+ * then 10) are not written, training goes on from the last good one with the same bits as a
+ * run whose every write succeeded, and the one written at 8 starts the count again; in line
+ * and behind training alike. */
+START_TEST(failed_checkpoints_in_a_row_are_tolerated)
+{
+    struct cfg c;
+    full_disk_cfg(&c, ckpt_modes[_i], 2);
+    float all[12], some[12];
+    struct train_result r;
+    struct rz_err e;
+    ckpt_full_at(NULL, 0);
+    ck_assert_msg(run(&c, "all", all, &r, &e) == RZ_OK, "%s", e.msg);
+    ck_assert_int_eq(r.ckpt_failed, 0);
+    ckpt_full_at((const long long[]){4, 6, 10}, 3);
+    enum rz_status st = run(&c, "some", some, &r, &e);
+    ckpt_full_at(NULL, 0);
+    ck_assert_msg(st == RZ_OK, "%s", e.msg);
+    ck_assert_int_eq(memcmp(all, some, sizeof all), 0);
+    ck_assert_int_eq(r.ckpt_failed, 3);
+    for (int step = 2; step <= 12; step += 2)
+        ck_assert_msg(ckpt_file_is("some", step) == (step == 2 || step == 8 || step == 12),
+                      "%s: step %d", ckpt_modes[_i], step);
+    char path[256], *text = NULL;
+    snprintf(path, sizeof path, "%s/some/summary.json", run_root);
+    ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
+    ck_assert_msg(strstr(text, "\"failed\":3,") != NULL, "%s", text);
+    free(text);
+}
+END_TEST
+
+/* One failure more than tolerated in a row ends the run as an I/O error (exit 74) naming the
+ * full disk; the last good checkpoint is kept and no temporary file is left.  With 0 tolerated
+ * the first failure ends it.  The step it ends at: in line, the checkpoint's own (8, or 4);
+ * behind training, the next checkpoint's, where the ranks learn of the write (10, or 6). */
+START_TEST(one_failure_more_than_tolerated_ends_the_run)
+{
+    struct cfg c;
+    full_disk_cfg(&c, ckpt_modes[_i % 2], _i / 2 == 0 ? 2 : 0);
+    struct train_result r;
+    struct rz_err e;
+    ckpt_full_at((const long long[]){4, 6, 8, 10}, 4);
+    enum rz_status st = run(&c, "over", NULL, &r, &e);
+    ckpt_full_at(NULL, 0);
+    ck_assert_int_eq(st, RZ_EIO);
+    ck_assert_int_eq(rz_exit_code(e.status), 74);
+    static const int last_step[] = {8, 10, 4, 6};
+    char metrics[256];
+    snprintf(metrics, sizeof metrics, "%s/over/metrics/test/rank-00000.jsonl", run_root);
+    ck_assert_int_eq(count_lines(metrics), last_step[_i]);
+    ck_assert_msg(strstr(e.msg, "disk full (ENOSPC)") != NULL, "%s", e.msg);
+    ck_assert(ckpt_file_is("over", 2));
+    ck_assert(!ckpt_file_is("over", 4));
+    char path[256];
+    snprintf(path, sizeof path, "%s/over/checkpoints/step-00000002.h5", run_root);
+    struct ckpt_meta m;
+    ck_assert_msg(ckpt_inspect(path, &m, &e) == RZ_OK, "%s", e.msg);
+    ck_assert_int_eq(m.step, 2);
+    ckpt_meta_free(&m);
+    snprintf(path, sizeof path, "%s/over/checkpoints/step-00000004.h5.tmp", run_root);
+    ck_assert_int_ne(access(path, F_OK), 0);
+}
+END_TEST
+#endif
 
 /* checkpoint.policy young_daly: sqrt(2 C M) seconds of training over the step time, rounded;
  * unknown figures give 0 (the interval stays), the result is at least 1 and at most the run. */
@@ -654,6 +748,10 @@ static Suite *train_suite(void)
     tcase_add_test(errors, missing_token_file_is_bad_input);
     tcase_add_test(errors, unwritable_run_dir_is_an_io_error);
     tcase_add_test(errors, guard_with_one_allowed_skip_stops_at_once);
+#ifdef RZ_TEST_HOOKS
+    tcase_add_loop_test(errors, failed_checkpoints_in_a_row_are_tolerated, 0, 2);
+    tcase_add_loop_test(errors, one_failure_more_than_tolerated_ends_the_run, 0, 4);
+#endif
     suite_add_tcase(s, errors);
     TCase *cpus = tcase_create("cpus");
     tcase_add_test(cpus, cpu_check_accepts_a_shared_job_cpuset_on_any_core_count);

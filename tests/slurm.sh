@@ -11,7 +11,7 @@
 #   scancel stops the job (CANCELLED, no requeue)             a USR2 at the very start kills
 #   --time shorter than the signal lead: warned, then FAILED    nothing
 #   two jobs, one run directory: the second refuses           a dead owner is taken over
-#   disk full during a checkpoint: 74, NO-GO report           a missing data file: 64 before srun
+#   disk full past 2 checkpoints: 74, NO-GO report            a missing data file: 64 before srun
 #   scontrol requeue: same final parameters                   kill -9 of a rank: requeued
 #   a hung rank: reported as a hang naming it                 the budget spent: NO-GO report, 76
 #   a wrong launch (--mpi=none): 70
@@ -161,7 +161,8 @@ ended "a dead owner is taken over" "$j_dead" COMPLETED 0:0
 check "... the events record it" has_event "$(R dead phase1_4proc)" "$j_dead" owner_takeover '"previous_owner":"999999"'
 
 # ---- faults that need the cluster to themselves (one at a time) ---------------------------------
-echo "# disk full during a checkpoint: exit 74, not requeued, a NO-GO report, the last checkpoint kept"
+echo "# a disk that stays full: two checkpoints not written (checkpoint.failures_tolerated 2), the"
+echo "# third ends the run: exit 74, not requeued, a NO-GO report, the last checkpoint kept"
 mkdir -p "$tmp/full"
 mount -t tmpfs -o size=40m,mode=0755 tmpfs "$tmp/full"
 mkdir "$tmp/full/runs"
@@ -173,6 +174,9 @@ st=$(wait_done "$j" 400)
 r=$tmp/full/runs/phase1_4proc
 ended "disk full" "$j" FAILED 74:0
 check "... the message says the disk is full" grep -q "disk full (ENOSPC)" "ryzen-phase1_4proc-$j.out"
+check "... after steps 4 and 6 were not written and training went on" \
+  test "$(grep -c "checkpoint: not written: .*disk full (ENOSPC).*failure [12] in a row of the 2 tolerated" \
+    "ryzen-phase1_4proc-$j.out")" = 2
 check "... not requeued (attempts in accounting: $(attempts "$j"))" test "$(attempts "$j")" = 1
 check "... a NO-GO report that says why" grep -q '"ended":"io"' "$r/reports/$j/report.json"
 check "... the preflight warned: room for less than two checkpoints" grep -q 'less than two checkpoints' "$r/health.json"

@@ -95,6 +95,7 @@ struct cfg_checkpoint {
     char mode[CFG_STR_MAX];     /* "sync" | "async": periodic checkpoints written behind training */
     char policy[CFG_STR_MAX];   /* "fixed" | "young_daly": how the interval is chosen */
     double mtbf_s;              /* young_daly: the mean time between failures; 0: observed */
+    int64_t failures_tolerated; /* periodic checkpoints in a row that may fail to write */
 };
 
 struct cfg_restart {

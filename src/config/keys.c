@@ -143,6 +143,11 @@ const struct cfg_key cfg_keys[] = {
     KEY_INT("checkpoint.interval", checkpoint.interval, 0, BIG, "100",
             "Checkpoint every N steps (0: only at the end and on a stop signal)."),
     KEY_INT("checkpoint.keep", checkpoint.keep, 1, 1000, "3", "Checkpoints kept on disk."),
+    KEY_INT("checkpoint.failures_tolerated", checkpoint.failures_tolerated, 0, 1000, "2",
+            "Periodic checkpoints in a row that may fail to be written (a full disk, a quota, "
+            "an I/O error) while training goes on from the last good one, which stays; one "
+            "more ends the run (exit 74).  The checkpoints at a stop signal and at the end "
+            "must be written.  0: the first failure ends the run."),
     KEY_ENUM("checkpoint.policy", checkpoint.policy, "fixed|young_daly", "fixed",
              "fixed: every checkpoint.interval steps; young_daly: every sqrt(2 x C x MTBF) "
              "seconds of training (Young 1974, Daly 2006), C the stall a checkpoint costs "

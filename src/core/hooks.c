@@ -81,6 +81,29 @@ static enum rz_status load_slow(struct rz_err *err)
     return RZ_OK;
 }
 
+/* "STEP[,STEP...]" then `stop` (':' or '\0'): up to max ascending steps >= 0 into steps[],
+ * their count into *n; *rest: the character after the list.  False when malformed. */
+static bool parse_steps(const char *v, char stop, long long *steps, int max, int *n,
+                        const char **rest)
+{
+    const char *p = v;
+    char *end = NULL;
+    *n = 0;
+    for (;;) {
+        errno = 0;
+        long long step = strtoll(p, &end, 10);
+        if (end == p || errno != 0 || step < 0 || *n == max ||
+            (*n > 0 && step <= steps[*n - 1]) || (*end != ',' && *end != stop))
+            return false;
+        steps[(*n)++] = step;
+        if (*end == stop) {
+            *rest = end + (stop != '\0');
+            return true;
+        }
+        p = end + 1;
+    }
+}
+
 /* RYZEN_TEST_HOLD=STEP[,STEP...]:FILE, RYZEN_TEST_HOLD_MAX_S=N. */
 static enum rz_status load_hold(struct rz_err *err)
 {
@@ -94,28 +117,39 @@ static enum rz_status load_hold(struct rz_err *err)
                        "> 0", max);
     if (v == NULL)
         return RZ_OK;
-    const char *p = v;
-    char *end = NULL;
+    const char *file = NULL;
     int n = 0;
-    bool ok = false;
-    for (;;) {
-        errno = 0;
-        long long step = strtoll(p, &end, 10);
-        if (end == p || errno != 0 || step < 0 || n == 4 || (n > 0 && step <= h->steps[n - 1]) ||
-            (*end != ',' && *end != ':'))
-            break;
-        h->steps[n++] = step;
-        ok = *end == ':';
-        if (ok)
-            break;
-        p = end + 1;
-    }
-    if (!ok || end[1] == '\0' || strlen(end + 1) >= sizeof h->file)
+    if (!parse_steps(v, ':', h->steps, 4, &n, &file) || file[0] == '\0' ||
+        strlen(file) >= sizeof h->file)
         return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_HOLD=\"%s\": want STEP[,STEP...]:FILE, up to "
                        "4 ascending steps >= 0 and a file name", v);
     h->n = n;
-    snprintf(h->file, sizeof h->file, "%s", end + 1);
+    snprintf(h->file, sizeof h->file, "%s", file);
     return RZ_OK;
+}
+
+/* RYZEN_TEST_CKPT_FULL=STEP[,STEP...]. */
+static enum rz_status load_ckpt_full(struct rz_err *err)
+{
+    struct rz_hook_steps *f = &rz_hooks.ckpt_full;
+    const char *v = env_set("RYZEN_TEST_CKPT_FULL"), *rest = NULL;
+    f->n = 0;
+    if (v == NULL)
+        return RZ_OK;
+    int n = 0;
+    if (!parse_steps(v, '\0', f->steps, 8, &n, &rest))
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_CKPT_FULL=\"%s\": want STEP[,STEP...], up "
+                       "to 8 ascending steps >= 0", v);
+    f->n = n;
+    return RZ_OK;
+}
+
+bool rz_hook_step_in(const struct rz_hook_steps *s, long long step)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->steps[i] == step)
+            return true;
+    return false;
 }
 
 enum rz_status rz_hooks_load(struct rz_err *err)
@@ -131,7 +165,9 @@ enum rz_status rz_hooks_load(struct rz_err *err)
     rz_hooks.slow_rank = -1;
     rz_hooks.slow_factor = 1.0;
     enum rz_status st = load_slow(err);
-    return st == RZ_OK ? load_hold(err) : st;
+    if (st == RZ_OK)
+        st = load_hold(err);
+    return st == RZ_OK ? load_ckpt_full(err) : st;
 }
 
 void rz_hook_crash_point(const char *tag, const char *stage)

@@ -30,6 +30,9 @@
  *                                   one job twice, once per attempt.  STEP 0: a fresh run holds
  *                                   before step 1 (before the ranks agree on a stop signal there)
  *   RYZEN_TEST_HOLD_MAX_S=N         the hold gives up after N s (default 600) with a message
+ *   RYZEN_TEST_CKPT_FULL=STEP[,STEP...]   (up to 8 steps, ascending) the checkpoint of step
+ *                                   STEP finds its filesystem full (as statvfs would say), in
+ *                                   line or behind training: the full-disk path on any machine
  *   RYZEN_TEST_BAD_GRAD=FIRST[-LAST][:FACTOR][,...]   on steps FIRST..LAST rank 0 scales its
  *                                   loss gradient by FACTOR (default nan: a non-finite gradient;
  *                                   a large number: a gradient-norm spike); up to 4 ranges
@@ -60,6 +63,10 @@ struct rz_hooks {
         long long first, last;   /* 0: unused */
         double factor;
     } bad_grad[4];
+    struct rz_hook_steps {
+        long long steps[8];      /* ascending; n of them used (0: off) */
+        int n;
+    } ckpt_full;
 };
 
 #ifdef RZ_TEST_HOOKS
@@ -70,6 +77,8 @@ extern struct rz_hooks rz_hooks;
 enum rz_status rz_hooks_load(struct rz_err *err);
 /* _exit(86) if RYZEN_TEST_CRASH_AT is "tag:stage". */
 void rz_hook_crash_point(const char *tag, const char *stage);
+/* Whether step is one of s's. */
+bool rz_hook_step_in(const struct rz_hook_steps *s, long long step);
 #define RZ_HOOKS_ENABLED 1
 #define RZ_HOOK(field, off) (rz_hooks.field)
 #else

@@ -272,6 +272,7 @@ struct gate_input {
         bool known;
         char mode[16], policy[16];
         int64_t interval_steps;
+        int64_t failed;         /* periodic ones not written (checkpoint.failures_tolerated) */
         double stall_ms_mean, commit_ms_mean; /* NaN unknown */
         char why[GATE_NOTE_MAX];
     } ckpt_policy;

@@ -391,6 +391,7 @@ static void gate_read_ckpt_policy(struct gate_input *in, const struct gj_value *
     rz_fmt(p->policy, sizeof p->policy, "%s", policy != NULL ? policy : "fixed");
     rz_fmt(p->why, sizeof p->why, "%s", why != NULL ? why : "");
     (void)gj_get_int(c, "interval_steps", &p->interval_steps);
+    (void)gj_get_int(c, "failed", &p->failed);
     (void)gj_get_num(c, "stall_ms_mean", &p->stall_ms_mean);
     (void)gj_get_num(c, "commit_ms_mean", &p->commit_ms_mean);
 }

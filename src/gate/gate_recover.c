@@ -161,6 +161,7 @@ void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
     rz_json_kv_string(j, "mode", p->mode);
     rz_json_kv_string(j, "policy", p->policy);
     rz_json_kv_int(j, "steps", p->interval_steps);
+    rz_json_kv_int(j, "failed", p->failed);
     rz_json_kv_string(j, "why", p->why);
     rz_json_kv_double(j, "stall_ms_mean", p->stall_ms_mean);
     rz_json_kv_double(j, "commit_ms_mean", p->commit_ms_mean);
@@ -179,6 +180,12 @@ static void reliability_lines(const struct gate_input *in, char *ckpt, size_t cl
                "checkpoint on average, the write took %.3g ms.", p->mode,
                (long long)p->interval_steps, p->why[0] ? p->why : p->policy, p->stall_ms_mean,
                p->commit_ms_mean);
+    if (p->known && p->failed > 0) {
+        size_t used = strlen(ckpt);
+        rz_fmt(ckpt + used, clen - used, " %lld periodic checkpoint(s) could not be written (a "
+               "full disk, a quota, an I/O error: the job output says which); training went on "
+               "from the last good one (checkpoint.failures_tolerated).", (long long)p->failed);
+    }
     if (in->nodes_failed[0] != '\0' || in->nodes_excluded[0] != '\0')
         rz_fmt(nodes, nlen, "Nodes lost: %s. Excluded for the rest of the ladder (failed twice "
                "in this run root): %s.", in->nodes_failed[0] ? in->nodes_failed : "none",

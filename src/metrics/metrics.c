@@ -152,6 +152,7 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
     rz_json_object_begin(&j);
     rz_json_kv_string(&j, "mode", s->ckpt_mode != NULL ? s->ckpt_mode : "sync");
     rz_json_kv_int(&j, "periodic", s->ckpt_count);
+    rz_json_kv_int(&j, "failed", s->ckpt_failed);
     rz_json_kv_double(&j, "stall_ms_mean",
                       s->ckpt_count > 0 ? s->ckpt_stall_s * 1e3 / (double)s->ckpt_count : 0.0);
     rz_json_kv_double(&j, "stall_ms_max", s->ckpt_stall_max_s * 1e3);

@@ -112,6 +112,7 @@ struct metrics_summary {
     /* periodic checkpoints (checkpoint.interval) of this run, rank 0's view */
     const char *ckpt_mode;       /* checkpoint.mode: "sync" or "async" */
     int64_t ckpt_count;
+    int64_t ckpt_failed; /* periodic checkpoints that could not be written */
     double ckpt_stall_s;         /* training's wait for them, in total */
     double ckpt_stall_max_s;     /* ... the longest */
     double ckpt_commit_s;        /* their writes, in total (behind training when async) */

@@ -392,6 +392,7 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
             .val_step = r->val_step,
             .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples,
             .ckpt_mode = t->cfg->checkpoint.mode, .ckpt_count = r->ckpt_count,
+            .ckpt_failed = r->ckpt_failed,
             .ckpt_stall_s = r->ckpt_stall_s, .ckpt_stall_max_s = r->ckpt_stall_max_s,
             .ckpt_commit_s = r->ckpt_commit_s, .ckpt_policy = t->cfg->checkpoint.policy,
             .ckpt_interval = r->ckpt_interval, .ckpt_interval_why = r->ckpt_interval_why};

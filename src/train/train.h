@@ -64,6 +64,7 @@ struct train_result {
     char checkpoint[4096];   /* last checkpoint written or loaded ("" if none) */
     /* periodic checkpoints of this run (checkpoint.interval), in line or behind training */
     int64_t ckpt_count;
+    int64_t ckpt_failed;     /* ... that could not be written (checkpoint.failures_tolerated) */
     double ckpt_stall_s;     /* training's wait for them, in total (train_ckpt.c) */
     double ckpt_stall_max_s; /* ... the longest one */
     double ckpt_commit_s;    /* their writes (ckpt_save), in total */

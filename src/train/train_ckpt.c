@@ -227,10 +227,33 @@ static void test_save_delay(const struct trainer *t)
 static enum rz_status agree_written(struct trainer *t, struct train_result *r,
                                     struct rz_err *err);
 
+/* Every rank, on a checkpoint write's failure the ranks agreed on (err): whether training goes
+ * on.  A write that failed leaves what is saved as it was (the commit is atomic: durable.h), so
+ * the run goes on from the last good checkpoint, checkpoint.failures_tolerated times in a row:
+ * a full disk that someone frees, or a quota raised, costs no restart.  Only I/O failures. */
+static bool tolerate_failed_write(struct trainer *t, struct train_result *r, enum rz_status st,
+                                  const struct rz_err *err)
+{
+    int64_t most = t->cfg->checkpoint.failures_tolerated;
+    if (st != RZ_EIO || t->ckpt_failed_row >= most)
+        return false;
+    t->ckpt_failed_row++;
+    r->ckpt_failed++;
+    char last[32] = "none yet";
+    if (t->saved_step >= 0)
+        snprintf(last, sizeof last, "step %lld", (long long)t->saved_step);
+    tr_say(t, "checkpoint: not written: %s; training goes on, the last good checkpoint stays "
+        "(%s): failure %lld in a row of the %lld tolerated (checkpoint.failures_tolerated)",
+        err->msg, last, (long long)t->ckpt_failed_row, (long long)most);
+    return true;
+}
+
 enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
                                   struct rz_err *err)
 {
     enum rz_status st = agree_written(t, r, err); /* a write behind training ends first */
+    if (tolerate_failed_write(t, r, st, err))
+        st = RZ_OK; /* this state is written in line below */
     if (st != RZ_OK || t->saved_step == t->step)
         return st; /* this state is on disk already */
     st = tr_params_complete(t, err);
@@ -274,6 +297,7 @@ enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
     if (st != RZ_OK)
         return st;
     t->saved_step = t->step;
+    t->ckpt_failed_row = 0;
     t->live.last_ckpt_unix = metrics_unix_now();
     if (t->rank == 0)
         snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
@@ -354,8 +378,10 @@ static enum rz_status agree_written(struct trainer *t, struct train_result *r,
     }
     st = tr_agree(t, st, err);
     health_watchdog_pause(t->watchdog, 0);
-    if (st == RZ_OK)
+    if (st == RZ_OK) {
         t->saved_step = t->submitted_step;
+        t->ckpt_failed_row = 0;
+    }
     t->submitted_step = -1;
     return st;
 }
@@ -382,6 +408,8 @@ static enum rz_status gather_moments_to_writer(struct trainer *t, struct rz_err 
 static enum rz_status save_behind(struct trainer *t, struct train_result *r, struct rz_err *err)
 {
     enum rz_status st = agree_written(t, r, err); /* at most one write in flight */
+    if (tolerate_failed_write(t, r, st, err))
+        st = RZ_OK; /* this state is handed to the writer below: the next try */
     if (st != RZ_OK || t->saved_step == t->step)
         return st;
     st = tr_params_complete(t, err);
@@ -423,6 +451,10 @@ enum rz_status tr_checkpoint_periodic(struct trainer *t, struct train_result *r,
     double t0 = rz_now();
     t->last_commit_s = 0.0;
     enum rz_status st = t->ckpt_async ? save_behind(t, r, err) : tr_save_checkpoint(t, r, err);
+    if (tolerate_failed_write(t, r, st, err)) { /* this one was not written or handed over */
+        t->ckpt_from = t->step;                 /* the next try is an interval on */
+        return RZ_OK;
+    }
     if (st == RZ_OK) {
         r->ckpt_commit_s += t->last_commit_s; /* in line; a write behind adds its own when said */
         r->ckpt_count++;

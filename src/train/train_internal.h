@@ -82,6 +82,7 @@ struct trainer {
     double loss_sum, train_time;
     int64_t restarts;
     int64_t saved_step;        /* step of the newest checkpoint on disk (-1: none) */
+    int64_t ckpt_failed_row;   /* periodic checkpoints that failed since the last one written */
     /* checkpoint.mode async (train_ckpt.c) */
     bool ckpt_async;           /* every rank */
     struct ckpt_writer *writer; /* rank 0 */
