@@ -192,6 +192,21 @@ static void reliability_lines(const struct gate_input *in, char *ckpt, size_t cl
                in->nodes_excluded[0] ? in->nodes_excluded : "none");
 }
 
+/* "Time lost by kind of restart: KIND S s in N stop(s), M step(s) redone; ...", the line the
+ * Markdown and HTML reports share. */
+static void lost_line(const struct gate_input *in, char *buf, size_t len)
+{
+    rz_fmt(buf, len, "Time lost by kind of restart:");
+    for (int i = 0; i < in->n_lost; i++) {
+        size_t used = strlen(buf);
+        rz_fmt(buf + used, len - used, "%s %s %.1f s in %d stop(s), %lld step(s) redone",
+               i ? ";" : "", in->lost[i].kind, in->lost[i].seconds, in->lost[i].count,
+               (long long)in->lost[i].redone);
+    }
+    size_t used = strlen(buf);
+    rz_fmt(buf + used, len - used, ".");
+}
+
 void gate_md_recoveries(FILE *f, const struct gate_input *in)
 {
     char ckpt[GATE_NOTE_MAX + 200], nodes[700];
@@ -211,12 +226,9 @@ void gate_md_recoveries(FILE *f, const struct gate_input *in)
         fprintf(f, "| %lld | %lld | %.1f | %lld | %s |\n", (long long)r->last_step,
                 (long long)r->first_step, r->seconds, (long long)r->redone, r->cause);
     }
-    fputs("\nTime lost by kind of restart:", f);
-    for (int i = 0; i < in->n_lost; i++)
-        fprintf(f, "%s %s %.1f s in %d stop(s), %lld step(s) redone", i ? ";" : "",
-                in->lost[i].kind, in->lost[i].seconds, in->lost[i].count,
-                (long long)in->lost[i].redone);
-    fputs(".\n\n", f);
+    char lost[GATE_MAX_RECOVERIES * 128];
+    lost_line(in, lost, sizeof lost);
+    fprintf(f, "\n%s\n\n", lost);
 }
 
 void gate_html_recoveries(FILE *f, const struct gate_input *in)
@@ -249,12 +261,9 @@ void gate_html_recoveries(FILE *f, const struct gate_input *in)
         gate_html_text(f, r->cause);
         fputs("</td></tr>\n", f);
     }
-    fputs("</table>\n<p id=\"time-lost\">Time lost by kind of restart:", f);
-    for (int i = 0; i < in->n_lost; i++) {
-        fputs(i ? "; " : " ", f);
-        gate_html_text(f, in->lost[i].kind);
-        fprintf(f, " %.1f s in %d stop(s), %lld step(s) redone", in->lost[i].seconds,
-                in->lost[i].count, (long long)in->lost[i].redone);
-    }
-    fputs(".</p>\n", f);
+    char lost[GATE_MAX_RECOVERIES * 128];
+    lost_line(in, lost, sizeof lost);
+    fputs("</table>\n<p id=\"time-lost\">", f);
+    gate_html_text(f, lost);
+    fputs("</p>\n", f);
 }
