@@ -375,9 +375,9 @@ static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
  * failures (memory, the gather in flight) may not be: its outcome is agreed when it ran.  A step
  * without it adds no collective to the step's own (a failure after it, such as the metrics
  * write, ends the rank and comm_abort ends the others).  One blocking all-reduce less per step:
- * on the dev cluster, where the 250 Mbit/s link bounds phase2a's step, its time moved into the
- * next gradient all-reduce, the same wall time per step (docs/reliability.md); where latency
- * bounds the step it is one latency less per step. */
+ * on the dev cluster (half a core a node, a 250 Mbit/s link, both nearly used by phase2a) its
+ * time moved into the next gradient all-reduce, the same wall time per step
+ * (docs/reliability.md); where latency bounds the step it is one latency less per step. */
 enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o,
                               struct metrics_step *s, struct rz_err *err)
 {
