@@ -1,0 +1,223 @@
+/* check_gate_ladder: the ladder of phases, in check_gate's "core" test case (check_gate.c builds
+ * the suite): the model fitted by hand from the phases' report.json files, its predictions and
+ * flags, and the whole ladder as the dev cluster ran it, hindcast.  Fixtures from
+ * gate_fixtures.c. */
+
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "gate/gate.h"
+
+#include "gate_fixtures.h"
+
+/* A report.json of phase PH, job JOB on W ranks: throughput X, small-collective p50 P50 ms. */
+static void ladder_report(const char *lineage, const char *job, int w, double x, double p50)
+{
+    char rel[256], text[1024];
+    snprintf(rel, sizeof rel, "%s/reports/%s/report.json", lineage, job);
+    snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"%.*s\",\"job\":\"%s\",\"time\":"
+             "\"2026-11-22T10:00:0%sZ\",\"world_size\":%d,\"throughput\":%.9g,\"allreduce_p50_ms\":"
+             "%.9g,\"steps\":40,\"skipped_steps\":0,\"ended\":null,\"criteria\":[{\"name\":"
+             "\"comm\",\"measured\":0.05},{\"name\":\"allreduce_p99_ms\",\"measured\":0.5},"
+             "{\"name\":\"uptime\",\"measured\":0.9}],\"time_lost_by_kind\":[{\"kind\":"
+             "\"relaunch (failure)\",\"seconds\":5.5,\"stops\":2}],\"nodes_lost\":\"n3\","
+             "\"nodes_excluded\":\"n3\","
+             "\"environment\":{\"global_batch\":%d,\"num_parameters\":1000000},\"per_rank\":[]}\n",
+             (int)strcspn(lineage, "/"), lineage, job, job, w, x, p50, 16 * w);
+    put(rel, "w", text);
+}
+
+/* The fit by hand, reports without topology or links (one node, a core per rank): c = 1/100 s
+ * per sample (the 1-rank phase); M = 4e6 bytes; k_local from the residual step times against
+ * 2(P-1)/P*M (4e6 bytes on 2 ranks, 6e6 on 4). */
+START_TEST(ladder_fit_predictions_and_flags)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+    ladder_report("base", "1", 1, 100, 0.01);
+    ladder_report("p2", "2", 2, 190, 0.1);
+    ladder_report("p4", "3", 4, 360, 0.2);
+    ladder_report("p2/rollback-3", "4", 2, 210, 0.1); /* 105% of the base per rank */
+    struct gate_ladder l;
+    struct rz_err err;
+    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert_uint_eq(l.n_att, 4);
+    ck_assert_int_eq(l.att[0].world, 1);
+    ck_assert_str_eq(l.att[l.base].job, "1");
+    ck_assert_str_eq(l.att[2].lineage, "p2/rollback-3");
+    ck_assert_double_eq_tol(l.att[2].efficiency, 1.05, 1e-12);
+    double c = 0.01, r2 = 32.0 / 190 - 0.16, r4 = 64.0 / 360 - 0.16;
+    double r2b = 32.0 / 210 - 0.16;
+    double k = (r2 * 4e6 + r2b * 4e6 + r4 * 6e6) / (2 * 16e12 + 36e12);
+    ck_assert(l.fit.ok);
+    ck_assert_int_eq(l.fit.points, 4);
+    ck_assert_double_eq_tol(l.fit.c_s, c, 1e-15);
+    ck_assert_double_eq_tol(l.fit.k_local, k, 1e-20);
+    ck_assert_double_eq(l.fit.k_net, 1.0); /* no phase on several nodes */
+    ck_assert_int_eq(l.n_pred, 5);
+    ck_assert_int_eq(l.pred[0].world, 8);
+    ck_assert_int_eq(l.pred[4].world, 64);
+    double t8 = 0.16 + k * 7e6;
+    ck_assert_double_eq_tol(l.pred[0].throughput, 128 / t8, 1e-9);
+    ck_assert_double_eq_tol(l.pred[0].hi / l.pred[0].throughput - 1, l.fit.err_rel, 1e-12);
+    ck_assert_double_gt(l.fit.err_rel, 0);
+    /* fitted to the attempts below 4 ranks only: the phase report's prediction of the 4-rank */
+    struct gate_fit below;
+    gate_ladder_fit(&l, 4, &below);
+    ck_assert_int_eq(below.points, 3);
+    ck_assert_double_gt(below.err_rel, 0); /* 3 points, 2 fitted parameters */
+    /* the 1-rank phase alone: an exact fit, whose error is unknown rather than 0 */
+    gate_ladder_fit(&l, 2, &below);
+    ck_assert_int_eq(below.points, 1);
+    ck_assert(isnan(below.err_rel));
+    ck_assert_ptr_nonnull(strstr(below.note, "no phase on several nodes"));
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    gate_ladder_write_md(f, &l);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(md, "## Efficiency above 100%\n\n- p2/rollback-3 job 4 on 2 "
+                                     "ranks: 105.0%."));
+    ck_assert_ptr_nonnull(strstr(md, "| 2 | p2/rollback-3 | 4 | GO | 210 |"));
+    /* goodput and the time lost, each attempt; the nodes excluded, once */
+    ck_assert_msg(strstr(md, " | 90.0% | relaunch (failure) 5.5 s in 2 stops |\n") != NULL, "%s",
+                  md);
+    ck_assert_uint_eq(count(md, "Nodes excluded for the rest of the ladder (each failed twice in "
+                                "this run root): n3.\n"), 1);
+    free(md);
+    ck_assert_int_eq(gate_ladder_write(&l, &err), RZ_OK);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ladder.json", root);
+    char *json = slurp(path);
+    ck_assert_ptr_nonnull(strstr(json, "\"efficiency\":1.05,\"efficiency_above_100\":true"));
+    ck_assert_ptr_nonnull(strstr(json, "\"goodput\":0.9,\"time_lost_by_kind\":[{\"kind\":"
+                                       "\"relaunch (failure)\",\"seconds\":5.5,\"stops\":2}],"
+                                       "\"nodes_lost\":\"n3\",\"nodes_excluded\":\"n3\""));
+    free(json);
+    snprintf(path, sizeof path, "%s/ladder.html", root);
+    char *html = slurp(path);
+    assert_balanced(html);
+    ck_assert_uint_eq(count(html, "<circle class=\"pt over\""), 1);
+    ck_assert_ptr_nonnull(strstr(html, "<td>90.0%</td><td>relaunch (failure) 5.5 s in 2 stops</td>"));
+    ck_assert_ptr_nonnull(strstr(html, "<p id=\"excluded\">Nodes excluded"));
+    free(html);
+    gate_ladder_free(&l);
+    teardown_fixture();
+}
+END_TEST
+
+/* A report with its topology and links, as the dev cluster writes them: W ranks on N nodes of
+ * one 2-CPU machine, links of 31 MB/s and 10 us. */
+static void ladder_report_placed(const char *phase, const char *job, int w, int nodes, double x,
+                                 double p10)
+{
+    char rel[256], text[4096], links[1024] = "";
+    size_t used = 0;
+    if (nodes > 1) {
+        used += (size_t)snprintf(links, sizeof links, "{\"hosts\":[");
+        for (int i = 0; i < nodes; i++)
+            used += (size_t)snprintf(links + used, sizeof links - used, "%s\"n%d\"", i ? "," : "",
+                                     i + 1);
+        used += (size_t)snprintf(links + used, sizeof links - used, "],\"gbps\":[");
+        for (int i = 0; i < nodes; i++) {
+            used += (size_t)snprintf(links + used, sizeof links - used, "%s[", i ? "," : "");
+            for (int k = 0; k < nodes; k++)
+                used += (size_t)snprintf(links + used, sizeof links - used, "%s%g", k ? "," : "",
+                                         i == k ? 0.0 : 0.248);
+            used += (size_t)snprintf(links + used, sizeof links - used, "]");
+        }
+        used += (size_t)snprintf(links + used, sizeof links - used, "],\"latency_us\":[");
+        for (int i = 0; i < nodes; i++) {
+            used += (size_t)snprintf(links + used, sizeof links - used, "%s[", i ? "," : "");
+            for (int k = 0; k < nodes; k++)
+                used += (size_t)snprintf(links + used, sizeof links - used, "%s%g", k ? "," : "",
+                                         i == k ? 0.0 : 10.0);
+            used += (size_t)snprintf(links + used, sizeof links - used, "]");
+        }
+        snprintf(links + used, sizeof links - used, "]}");
+    } else {
+        snprintf(links, sizeof links, "null");
+    }
+    snprintf(rel, sizeof rel, "%s/reports/%s/report.json", phase, job);
+    snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"%s\",\"job\":\"%s\",\"time\":"
+             "\"2026-11-26T15:00:0%sZ\",\"world_size\":%d,\"throughput\":%.9g,"
+             "\"throughput_p10\":%.9g,\"steps\":60,\"criteria\":[],\"environment\":"
+             "{\"global_batch\":%d,\"num_parameters\":85632},\"per_rank\":[],\"topology\":"
+             "{\"nodes\":%d,\"machines\":1,\"cores_per_rank\":%.9g,\"per_node\":[{\"machine_cpus\":2}]},"
+             "\"links\":%s}\n", phase, job, job, w, x, p10, 4 * w, nodes,
+             w == 1 ? 1.0 : 2.0 / w, links);
+    put(rel, "w", text);
+}
+
+/* The whole ladder as the dev cluster ran it (Intel Xeon, 2 vCPUs; 250 Mbit/s links; the ring
+ * allreduce; measured throughputs and p10s): the model after the phases of at most 8 ranks,
+ * against phase2b and phase2c measured after.  The arithmetic of the hindcast by hand. */
+START_TEST(ladder_hindcast_from_the_dev_cluster)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+    ladder_report_placed("baseline_1proc", "1", 1, 1, 5886.06, 5800);
+    ladder_report_placed("phase1_4proc", "2", 4, 1, 5671.50, 5500);
+    ladder_report_placed("phase2a_8proc", "3", 8, 2, 1655.08, 1600);
+    ladder_report_placed("phase2b_12proc", "4", 12, 3, 2343.68, 2300);
+    ladder_report_placed("phase2c_16proc", "5", 16, 4, 2795.65, 2700);
+    struct gate_ladder l;
+    struct rz_err err;
+    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    const struct gate_fit *e = &l.early;
+    ck_assert(e->ok);
+    ck_assert_int_eq(e->points, 3);
+    double M = 4.0 * 85632, B = 0.248e9 / 8, c = 1 / 5886.06;
+    ck_assert_double_eq_tol(e->c_s, c, 1e-12);
+    double k_loc = (16.0 / 5671.50 - c * 4 / 0.5) / (1.5 * M / 0.5);
+    ck_assert_double_eq_tol(e->k_local, k_loc, 1e-18);
+    double ring8 = 1.75 * M / B + 14 * 1e-5;
+    double k_net = (32.0 / 1655.08 - c * 4 / 0.25) / ring8;
+    ck_assert_double_eq_tol(e->k_net, k_net, 1e-9);
+    ck_assert_double_eq_tol(e->err_rel, 1 - 1600 / 1655.08, 1e-9); /* exact: the widest spread */
+    ck_assert(e->shared_machine);
+    /* phase2b and phase2c on their own layouts */
+    struct gate_layout lay;
+    gate_attempt_layout(&l.att[3], e, &lay);
+    ck_assert_int_eq(lay.world, 12);
+    ck_assert_int_eq(lay.nodes, 3);
+    ck_assert_double_eq_tol(lay.cores, 2.0 / 12, 1e-8); /* as written: %.9g */
+    double t12 = c * 4 / (2.0 / 12) + k_net * (2.0 * 11 / 12 * M / B + 22 * 1e-5);
+    double p12 = gate_ladder_predict(e, &lay, 4);
+    ck_assert_double_eq_tol(p12, 48 / t12, 1e-3);
+    ck_assert_msg(fabs(2343.68 / p12 - 1) < 0.2, "phase2b: measured %g, predicted %g", 2343.68,
+                  p12);
+    gate_attempt_layout(&l.att[4], e, &lay);
+    double p16 = gate_ladder_predict(e, &lay, 4);
+    ck_assert_msg(fabs(2795.65 / p16 - 1) < 0.2, "phase2c: measured %g, predicted %g", 2795.65,
+                  p16);
+    /* the same from the extrapolated layout (as for a rung not run yet) */
+    ck_assert_double_eq_tol(gate_ladder_model(e, 16, 4), p16, 1e-6);
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    gate_ladder_write_md(f, &l);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(md, "## Predicted before, measured after"));
+    ck_assert_ptr_nonnull(strstr(md, "| phase2b_12proc | 4 | 12 |"));
+    free(md);
+    gate_ladder_free(&l);
+    teardown_fixture();
+}
+END_TEST
+
+void gate_ladder_tests(TCase *tc)
+{
+    tcase_add_test(tc, ladder_fit_predictions_and_flags);
+    tcase_add_test(tc, ladder_hindcast_from_the_dev_cluster);
+}
