@@ -82,6 +82,16 @@ START_TEST(the_nodes_a_phase_needs)
     ck_assert_int_eq(p.spare, 0);
     step_place_size(&e, 4, &p); /* fewer nodes than asked: Slurm's -N wins */
     ck_assert_int_eq(p.needed, 3);
+    /* requeued asking for one node fewer (spare_shrunk): Slurm started it again with the
+     * first submission's SLURM_NTASKS=12 on 2 nodes; the ranks are 2 nodes x 4 */
+    e = (struct step_env){.ntasks = 12, .ntasks_per_node = 4, .nnodes = 2};
+    step_place_size(&e, 2, &p);
+    ck_assert_int_eq(p.needed, 2);
+    ck_assert_int_eq(p.ranks, 8);
+    ck_assert_int_eq(p.spare, 0);
+    e = (struct step_env){.ntasks = 5, .nnodes = 0}; /* outside Slurm's counts: as given */
+    step_place_size(&e, 0, &p);
+    ck_assert_int_eq(p.ranks, 5);
     char *plain[] = {(char *)"SLURM_JOB_ID=7", (char *)"SLURM_NTASKS=8", (char *)"SLURM_NNODES=3",
                      (char *)"SLURM_NTASKS_PER_NODE=4(x3)", NULL};
     step_env_parse(&e, plain);

@@ -26,17 +26,27 @@
 
 enum { MAX_NODES = 64, LADDER_FAILURES = 2 };
 
+/* With the template known (the steps are placed), the ranks are the nodes needed times the
+ * ranks per node when the job said how many (SLURM_NTASKS_PER_NODE, the templates'
+ * --ntasks-per-node).  Not SLURM_NTASKS: a job submitted with a spare (-N 3, 12 tasks) and
+ * requeued asking for one node fewer (spare_shrunk) started again with SLURM_NTASKS=12 on its
+ * 2 nodes, and srun --ntasks=12 failed with "More processors requested than permitted"
+ * (measured: a chaos soak, seed 2, job 2049).  Without the template srun runs with Slurm's own
+ * counts, SLURM_NTASKS ranks. */
 void step_place_size(const struct step_env *e, long template_nodes, struct step_place *p)
 {
     p->needed = e->nnodes;
     p->ranks = e->ntasks;
     p->spare = 0;
-    if (template_nodes <= 0 || template_nodes >= e->nnodes)
+    if (template_nodes <= 0)
         return;
-    p->needed = template_nodes;
-    p->spare = e->nnodes - template_nodes;
-    p->ranks = e->ntasks_per_node > 0 ? template_nodes * e->ntasks_per_node
-                                      : e->ntasks * template_nodes / e->nnodes;
+    if (template_nodes < e->nnodes) {
+        p->needed = template_nodes;
+        p->spare = e->nnodes - template_nodes;
+    }
+    p->ranks = e->ntasks_per_node > 0 ? p->needed * e->ntasks_per_node
+               : e->nnodes > 0        ? e->ntasks * p->needed / e->nnodes
+                                      : e->ntasks;
 }
 
 /* The running template: Slurm's Command (its first word), else the template directory's file
