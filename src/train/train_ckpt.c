@@ -252,8 +252,6 @@ enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
                                   struct rz_err *err)
 {
     enum rz_status st = agree_written(t, r, err); /* a write behind training ends first */
-    if (tolerate_failed_write(t, r, st, err))
-        st = RZ_OK; /* this state is written in line below */
     if (st != RZ_OK || t->saved_step == t->step)
         return st; /* this state is on disk already */
     st = tr_params_complete(t, err);
@@ -360,7 +358,8 @@ void tr_ckpt_poll(struct trainer *t, struct train_result *r, bool block)
 }
 
 /* Collective: the write behind training, if any, is finished (rank 0 waits for it) and every
- * rank learns its outcome; saved_step follows it. */
+ * rank learns its outcome; saved_step follows it.  A failed write within
+ * checkpoint.failures_tolerated is RZ_OK: the caller writes the current state next. */
 static enum rz_status agree_written(struct trainer *t, struct train_result *r,
                                     struct rz_err *err)
 {
@@ -383,7 +382,7 @@ static enum rz_status agree_written(struct trainer *t, struct train_result *r,
         t->ckpt_failed_row = 0;
     }
     t->submitted_step = -1;
-    return st;
+    return tolerate_failed_write(t, r, st, err) ? RZ_OK : st;
 }
 
 /* ZeRO: every tensor's moments, gathered into the writer's buffers on rank 0 (a collective). */
@@ -408,8 +407,6 @@ static enum rz_status gather_moments_to_writer(struct trainer *t, struct rz_err 
 static enum rz_status save_behind(struct trainer *t, struct train_result *r, struct rz_err *err)
 {
     enum rz_status st = agree_written(t, r, err); /* at most one write in flight */
-    if (tolerate_failed_write(t, r, st, err))
-        st = RZ_OK; /* this state is handed to the writer below: the next try */
     if (st != RZ_OK || t->saved_step == t->step)
         return st;
     st = tr_params_complete(t, err);
