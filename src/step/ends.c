@@ -77,16 +77,27 @@ int step_requeue_excluding(struct wrapper *w, enum step_requeue reason, const ch
     return RZ_EXIT_REQUEUE;
 }
 
+/* The nodes a requeue leaves out: those this job lost (out of the allocation by now, or
+ * unreachable at the last placement), then those the placement excluded (lost, or out for the
+ * ladder).  The lost ones alone go to `lost`. */
+static void nodes_out(const struct wrapper *w, char *nodes, size_t len, char *lost,
+                      size_t lost_len)
+{
+    lost[0] = '\0';
+    rz_list_add(lost, lost_len, w->job_lost);
+    rz_list_add(lost, lost_len, w->place.lost);
+    nodes[0] = '\0';
+    rz_list_add(nodes, len, lost);
+    rz_list_add(nodes, len, w->place.exclude);
+}
+
 /* The allocation cannot hold the phase any more (place.c): requeued without the nodes it left
  * out. */
 int step_cannot_place(struct wrapper *w)
 {
     const struct step_place *p = &w->place;
-    char why[1600], nodes[1100] = "", lost[1100] = "";
-    rz_list_add(lost, sizeof lost, w->job_lost); /* out of the allocation by now */
-    rz_list_add(lost, sizeof lost, p->lost);
-    rz_list_add(nodes, sizeof nodes, lost);
-    rz_list_add(nodes, sizeof nodes, p->exclude);
+    char why[1600], nodes[1100], lost[1100];
+    nodes_out(w, nodes, sizeof nodes, lost, sizeof lost);
     rz_fmt(why, sizeof why, "the allocation (%s) has %d usable node(s), the phase needs %ld "
            "(lost: %s; excluded for the ladder: %s)", p->nodes, p->usable, p->needed,
            lost[0] ? lost : "none", w->ladder_bad[0] ? w->ladder_bad : "none");
@@ -137,14 +148,13 @@ int step_apply(struct wrapper *w, const struct step_decision *d, int status)
     case ACT_FINISH:
         step_event(&w->ev, "finished", "training finished", NULL, 0);
         return chain_finish_phase(w);
-    case ACT_REQUEUE:
-        if (w->place.exclude[0] != '\0' || w->attempt_lost[0] != '\0') { /* lost, or out */
-            char nodes[1100] = "";
-            rz_list_add(nodes, sizeof nodes, w->attempt_lost);
-            rz_list_add(nodes, sizeof nodes, w->place.exclude);
+    case ACT_REQUEUE: {
+        char nodes[1100], lost[1100];
+        nodes_out(w, nodes, sizeof nodes, lost, sizeof lost);
+        if (nodes[0] != '\0') /* lost, or out */
             return step_requeue_excluding(w, d->reason, nodes, "the attempt ended");
-        }
         return requeue_self(w, d->reason, "the attempt ended");
+    }
     case ACT_RELAUNCH:
         return relaunch_self(w, d->reason, "the attempt ended");
     case ACT_SLURM_REQUEUES: {
