@@ -90,6 +90,12 @@ check "... and the phase relaunched in its allocation, as a node failure" \
   has_event "$r" "$j" relaunch '"reason":"node_failure"'
 check "... never requeued (one start)" \
   sh -c "test \"\$(grep -c '\"event\":\"start\"' '$r/events.jsonl')\" -eq 1"
+# the lost step holds its CPUs on the nodes left until Slurm marks the node down: the
+# relaunch's steps share them (place.c), the first launch does not
+ov_first=$(grep '"event":"train_start"' "$r/events.jsonl" | head -n 1 | grep -c -- ' --overlap ')
+ov_last=$(grep '"event":"train_start"' "$r/events.jsonl" | tail -n 1 | grep -c -- ' --overlap ')
+check "... the relaunch's steps overlap what the lost step holds (srun --overlap: $ov_last), the first not ($ov_first)" \
+  test "$ov_last" = 1 -a "$ov_first" = 0
 last=$(sacct -n -P -j "$j" -o JobID,NodeList | awk -F'|' '$1 ~ /\.[0-9]+$/ {n = $2} END {print n}')
 check "... its last step ran on 2 nodes without $victim ($last)" \
   sh -c "test \"\$(scontrol show hostnames '$last' | wc -l)\" -eq 2 && ! scontrol show hostnames '$last' | grep -qx '$victim'"

@@ -190,6 +190,13 @@ enum rz_status step_place_args(const struct wrapper *w, struct step_argv *v, str
     rz_fmt(tasks, sizeof tasks, "--ntasks=%ld", p->ranks);
     const char *args[] = {nodes, tasks, NULL};
     enum rz_status st = step_argv_addv(v, args, err);
+    /* After this job lost a node, the step that ran on it stays "completing" until slurmctld
+     * marks the node down (SlurmdTimeout), and holds its CPUs on the nodes that live; srun
+     * would wait for them ("Requested nodes are busy", measured: 14 s of a 33 s recovery from
+     * a cut link).  Those ranks have ended (srun reported them), and ryzen-step runs one step
+     * at a time, so the next one may share what the old step still holds. */
+    if (st == RZ_OK && w->job_lost[0] != '\0')
+        st = step_argv_add(v, "--overlap", err);
     if (st == RZ_OK && p->exclude[0] != '\0') {
         rz_fmt(exclude, sizeof exclude, "--exclude=%s", p->exclude);
         st = step_argv_add(v, exclude, err);
