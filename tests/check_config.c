@@ -99,7 +99,7 @@ START_TEST(defaults_are_the_reference_workload)
     ck_assert_str_eq(c.checkpoint.policy, "fixed");
     ck_assert(c.checkpoint.mtbf_s == 0.0);
     ck_assert_str_eq(c.restart.when_stuck, "fail");
-    ck_assert_str_eq(c.restart.failures, "requeue");
+    ck_assert_str_eq(c.restart.failures, "relaunch");
     ck_assert_int_eq(c.restart.max_restarts, 3);
     ck_assert_int_eq(c.health.sync_check_interval, 50);
     ck_assert_str_eq(c.health.stop_signal, "USR2");
@@ -225,7 +225,7 @@ START_TEST(full_file_sets_every_key)
     ck_assert_str_eq(c.checkpoint.policy, "young_daly");
     ck_assert(c.checkpoint.mtbf_s == 86400.0);
     ck_assert_str_eq(c.restart.when_stuck, "hold");
-    ck_assert_str_eq(c.restart.failures, "relaunch");
+    ck_assert_str_eq(c.restart.failures, "requeue");
     ck_assert_int_eq(c.health.sync_check_interval, 0);
     ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 62);
     /* data.val_fraction and data.val_path exclude each other: one problem, then valid */

@@ -231,10 +231,40 @@ START_TEST(young_daly_gets_the_observed_mtbf)
 }
 END_TEST
 
+/* A preflight, the crash `crash`, then (relaunched in the allocation) a preflight and a training
+ * to the end: the job finishes (0) without a requeue.  Returns the events (free them). */
+static char *crash_then_finish(struct world *w, struct fake_step crash)
+{
+    step(w, preflight_ok);
+    step(w, crash);
+    step(w, preflight_ok);
+    step(w, ranks(0, 0, 20));
+    rule(&w->f, "ryzen-gate", 0, "", 0);
+    rule(&w->f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(w), 0);
+    ck_assert_ptr_null(call(&w->f, "scontrol requeue"));
+    return events_of(w);
+}
+
+/* With no restart section, a crash is relaunched in the allocation (restart.failures relaunch,
+ * the default), not requeued. */
+START_TEST(by_default_a_crash_is_relaunched_in_the_allocation)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    p1_defaults();
+    char *ev = crash_then_finish(&w, (struct fake_step){.status = 137, .ckpt_step = 5});
+    ck_assert_msg(has(ev, "\"event\":\"relaunch\"") && has(ev, "\"reason\":\"failure\"") &&
+                  has(ev, "failure restart 1 of 3, restart.failures relaunch"), "%s", ev);
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
 START_TEST(crashes_spend_the_budget_then_give_up_with_a_report)
 {
     struct world w;
-    /* restart.failures requeue (the default): a crash goes back through the queue */
+    /* restart.failures requeue: a crash goes back through the queue */
     world_init(&w, "RUNNING");
     step(&w, preflight_ok);
     step(&w, (struct fake_step){.status = 137, .ranks_recorded = 0, .ckpt_step = 5});
@@ -576,15 +606,7 @@ START_TEST(an_exclusion_does_not_count_as_no_progress)
     w.env.restart_count = 1;
     snprintf(path, sizeof path, "%s/events.jsonl", w.rd);
     write_file(path, before);
-    step(&w, preflight_ok);
-    step(&w, (struct fake_step){.status = 139, .ranks_recorded = 0});
-    step(&w, preflight_ok); /* relaunched in the allocation; this time it trains to the end */
-    step(&w, ranks(0, 0, 20));
-    rule(&w.f, "ryzen-gate", 0, "", 0);
-    rule(&w.f, "sbatch", 0, "101;cluster\n", 0);
-    ck_assert_int_eq(run(&w), 0);
-    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
-    char *ev = events_of(&w);
+    char *ev = crash_then_finish(&w, (struct fake_step){.status = 139});
     ck_assert_msg(has(ev, "\"event\":\"relaunch\"") && has(ev, "\"reason\":\"failure\"") &&
                   !has(ev, "no_progress"), "%s", ev);
     free(ev);
@@ -616,6 +638,7 @@ void step_attempts_tests(TCase *tc)
     tcase_add_test(tc, crashes_spend_the_budget_then_give_up_with_a_report);
     tcase_add_test(tc, young_daly_gets_the_observed_mtbf);
     tcase_add_test(tc, a_relaunch_after_the_last_checkpoint_finishes_the_phase);
+    tcase_add_test(tc, by_default_a_crash_is_relaunched_in_the_allocation);
     tcase_add_test(tc, scancel_is_never_requeued);
     tcase_add_test(tc, time_limit_warning_requeues);
     tcase_add_test(tc, a_start_inside_the_warning_window_does_not_train);

@@ -69,7 +69,7 @@ echo "# node loss with a spare: a node the ranks run on goes DOWN; relaunched in
 # allocation; ryzen-step runs the phase again on the two left, with its 8 ranks, without a trip
 # through the queue (src/step/place.c).
 j=$(RYZEN_TEST_HOLD=15:$(hold_file node) run node rzuser $site -N 3 --no-kill "$P2" $small \
-  --set training.steps=60 --set restart.failures=relaunch)
+  --set training.steps=60)
 r=$(R node phase2a_8proc)
 await "... the job holds at step 15" 300 step_reached "$r" "$j" 15
 batch=$(job_field "$j" BatchHost)

@@ -167,9 +167,11 @@ mkdir -p "$tmp/full"
 mount -t tmpfs -o size=40m,mode=0755 tmpfs "$tmp/full"
 mkdir "$tmp/full/runs"
 chown rzuser: "$tmp/full/runs"
-# the seed model: a checkpoint is 26 MB, so the first fits and the second cannot
+# the seed model: a checkpoint is 26 MB, so the first fits and the second cannot; written in
+# line (checkpoint.mode sync), so that each failure shows at its own step (behind training, the
+# ranks learn of one at the next checkpoint: check_train has both modes)
 j=$(RYZEN_RUN_ROOT=$tmp/full/runs submit_as rzuser $site "$P1" $lenient \
-  --set training.steps=8 --set checkpoint.interval=2)
+  --set training.steps=8 --set checkpoint.interval=2 --set checkpoint.mode=sync)
 st=$(wait_done "$j" 400)
 r=$tmp/full/runs/phase1_4proc
 ended "disk full" "$j" FAILED 74:0

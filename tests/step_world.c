@@ -230,8 +230,7 @@ void world_init(struct world *w, const char *state)
     fake_init(&w->f);
     snprintf(path, sizeof path, "%s/site/configs/p0.yaml", dir);
     write_file(path, "training:\n  steps: 40\nphase:\n  next: \"p1\"\n");
-    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
-    write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n");
+    p1_restart("");
     snprintf(path, sizeof path, "%s/site/configs/p2.yaml", dir);
     write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p1\"\n");
     snprintf(w->env.job_id, sizeof w->env.job_id, "100");
@@ -293,14 +292,25 @@ void world_free(struct world *w)
     free(w->log);
 }
 
-/* Phase p1's config with a restart section added (e.g. "  when_stuck: hold\n"). */
+/* Phase p1's config with a restart section added (e.g. "  when_stuck: hold\n").  The scripted
+ * world's cases restart a crash through the queue (restart.failures requeue) unless the section
+ * says otherwise; the default, relaunch, has cases of its own that set it. */
 void p1_restart(const char *restart)
 {
     char path[512], text[512];
     snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
     snprintf(text, sizeof text, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: "
-             "\"p2\"\nrestart:\n%s", restart);
+             "\"p2\"\nrestart:\n%s%s", strstr(restart, "failures:") ? "" : "  failures: requeue\n",
+             restart);
     write_file(path, text);
+}
+
+/* Phase p1's config with no restart section: every restart key at its default. */
+void p1_defaults(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
+    write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n");
 }
 
 void p1_holds_when_stuck(void)

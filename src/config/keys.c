@@ -166,18 +166,19 @@ const struct cfg_key cfg_keys[] = {
              "written in line either way."),
 
     KEY_INT("restart.max_restarts", restart.max_restarts, 0, 1000, "3",
-            "Requeues after a failure (a crash, a hang, a failed launch) before giving up."),
+            "Restarts after a failure (a crash, a hang, a failed launch) before giving up: "
+            "relaunches or requeues, as restart.failures says."),
     KEY_INT("restart.max_signal_requeues", restart.max_signal_requeues, 0, 100000, "20",
             "Requeues after a stop signal, a preemption or a time limit before the job gives "
             "up (two attempts in a row without a new checkpoint give up sooner): see "
             "restart.when_stuck."),
-    KEY_ENUM("restart.failures", restart.failures, "relaunch|requeue", "requeue",
+    KEY_ENUM("restart.failures", restart.failures, "relaunch|requeue", "relaunch",
              "How a phase job restarts after a crash or a hang (within restart.max_restarts): "
-             "requeue: scontrol requeue, the next attempt waits for the scheduler; relaunch: "
-             "ryzen-step runs the preflight and the training again as new job steps of the same "
-             "allocation, without a trip through the queue (not yet the default: "
-             "docs/reliability.md).  Slurm's own requeues (a node that went down) and stop "
-             "signals are requeues either way."),
+             "relaunch: ryzen-step runs the preflight and the training again as new job steps "
+             "of the same allocation, without the failed node and without a trip through the "
+             "queue (the job is requeued when the allocation cannot hold the phase); requeue: "
+             "scontrol requeue, the next attempt waits for the scheduler.  Slurm's own requeues "
+             "(a node that went down) and stop signals are requeues either way."),
     KEY_ENUM("restart.when_stuck", restart.when_stuck, "fail|hold", "fail",
              "What a phase job does when its restarts run out without progress (two attempts "
              "in a row without a new checkpoint, or restart.max_signal_requeues spent): fail: "
