@@ -294,7 +294,8 @@ void world_free(struct world *w)
 
 /* Phase p1's config with a restart section added (e.g. "  when_stuck: hold\n").  The scripted
  * world's cases restart a crash through the queue (restart.failures requeue) unless the section
- * says otherwise; the default, relaunch, has cases of its own that set it. */
+ * says otherwise; relaunch, the default, has cases that set it, and one with no restart section
+ * at all (p1_defaults). */
 void p1_restart(const char *restart)
 {
     char path[512], text[512];
