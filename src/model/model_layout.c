@@ -2,7 +2,8 @@
  * the parameters (names, shapes, offsets, init), the views into the parameter and gradient
  * buffers, the gradient segments (ZeRO-2) and their buffers, the activation buffer's layout (with
  * recomputation by block and bf16 copies), and the memory plan (--plan) counted by the same
- * layout, touching nothing. */
+ * layout, touching nothing.  The mdl_* functions' contracts are in model_internal.h; comments
+ * here say only what the header does not. */
 #include "config.h"
 
 #include <stdio.h>
@@ -31,7 +32,6 @@ size_t mdl_table_count(const struct model_dims *d)
     return (d->tie_embeddings ? 5 : 6) + LAYER_TENSORS * (size_t)d->n_layers;
 }
 
-/* Fill the table t (table_count entries) in buffer order; returns the number of floats. */
 size_t mdl_build_table(const struct model_dims *d, struct model_tensor *t)
 {
     static const char *const names[LAYER_TENSORS] = {
@@ -80,7 +80,6 @@ double model_flops_per_sample(const struct model_dims *d)
     return 6.0 * T * matmul_weights + 12.0 * L * T * T * C;
 }
 
-/* The address of each tensor's view pointer in v, in table order (table_count entries). */
 void mdl_view_slots(struct param_views *v, struct layer_params *layers,
                     const struct model_dims *d, float ***out)
 {
@@ -103,8 +102,6 @@ void mdl_view_slots(struct param_views *v, struct layer_params *layers,
     out[i++] = &v->head_b;
 }
 
-/* Point the views of table entries [first, first + count) at base, where base holds the floats
- * from layout offset `lo` on.  Tied embeddings: head_w follows wte. */
 void mdl_bind_range(struct param_views *v, float ***slots, const struct model *m, size_t first,
                     size_t count, float *base, size_t lo)
 {
@@ -114,7 +111,6 @@ void mdl_bind_range(struct param_views *v, float ***slots, const struct model *m
         v->head_w = v->wte;
 }
 
-/* Point every view at `base` (a whole buffer in table layout). */
 enum rz_status mdl_bind_views(struct param_views *v, struct layer_params *layers, float *base,
                               const struct model *m)
 {
@@ -129,7 +125,6 @@ enum rz_status mdl_bind_views(struct param_views *v, struct layer_params *layers
 
 /* ---- gradient segments ------------------------------------------------------------------------- */
 
-/* Fill seg (L + 2 entries) from the table t (n entries, n_params floats). */
 void mdl_build_segments(struct grad_seg *seg, const struct model_tensor *t, size_t n,
                         size_t n_params, int64_t L)
 {
@@ -261,8 +256,6 @@ static void layout_blocks(struct acts *a, struct act_cursor *c, const struct mod
     }
 }
 
-/* With base and base_h NULL, only counts: *halves gets the number of bf16 values needed; returns
- * the number of floats. */
 size_t mdl_layout_acts(struct model *m, float *base, kern_bf16 *base_h, size_t *halves)
 {
     const struct model_dims *d = &m->dims;
