@@ -171,6 +171,49 @@ START_TEST(suggestions_in_order_of_cost)
 }
 END_TEST
 
+/* An async config over its limit: synchronous checkpoints (no snapshot on rank 0) come before
+ * recomputation, after the ZeRO stages; a sync config is never told to go async. */
+START_TEST(async_is_given_up_before_compute)
+{
+    struct cfg c;
+    seed(&c);
+    snprintf(c.checkpoint.mode, sizeof c.checkpoint.mode, "async");
+    struct plan a, sy, q;
+    struct plan_settings s = plan_settings_of(&c), got;
+    ck_assert(s.async_ckpt);
+    ck_assert_int_eq(plan_compute(&a, &c, 1, NULL, NULL), RZ_OK);
+    s.async_ckpt = false;
+    ck_assert_int_eq(plan_compute(&sy, &c, 1, &s, NULL), RZ_OK);
+    ck_assert_uint_eq(sy.ckpt_snapshot, 0);
+    ck_assert_uint_eq(a.peak_rank0 - sy.peak_rank0, 12 * (uint64_t)N_PARAMS);
+    char text[400];
+    ck_assert(plan_suggest(&got, &q, &c, 1, a.peak_rank0)); /* fits as it is */
+    plan_describe_change(text, sizeof text, &c, &got);
+    ck_assert_str_eq(text, "");
+    /* one byte less: recomputation, async kept, would fit too; the order picks sync */
+    struct plan rc;
+    s = plan_settings_of(&c);
+    s.recompute = true;
+    ck_assert_int_eq(plan_compute(&rc, &c, 1, &s, NULL), RZ_OK);
+    ck_assert_uint_lt(rc.peak_rank0, a.peak_rank0);
+    ck_assert(plan_suggest(&got, &q, &c, 1, a.peak_rank0 - 1));
+    ck_assert(!got.async_ckpt && !got.recompute && got.batch == 16);
+    plan_describe_change(text, sizeof text, &c, &got);
+    ck_assert_str_eq(text, "--set checkpoint.mode=sync");
+    ck_assert(!plan_suggest(&got, &q, &c, 1, 1000)); /* the smallest candidate is sync */
+    ck_assert(!got.async_ckpt && got.recompute && got.batch == 1);
+    char out[8192] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    plan_print(f, &a, &c, (uint64_t)((double)sy.peak_rank0 / 0.9) + 2);
+    fclose(f);
+    ck_assert_msg(strstr(out, "the cheapest change that fits: --set checkpoint.mode=sync "
+                              "(predicted") != NULL, "%s", out);
+    seed(&c); /* sync: async is never offered */
+    ck_assert(!plan_suggest(&got, &q, &c, 1, 1000));
+    ck_assert(!got.async_ckpt);
+}
+END_TEST
+
 START_TEST(bad_world_and_sizes)
 {
     struct cfg c;
@@ -202,6 +245,7 @@ static Suite *plan_suite(void)
     tcase_add_test(core, seed_model_zero2_recompute_on_four_ranks);
     tcase_add_test(core, async_checkpoints_add_the_snapshot_to_rank0);
     tcase_add_test(core, suggestions_in_order_of_cost);
+    tcase_add_test(core, async_is_given_up_before_compute);
     suite_add_tcase(s, core);
     TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, bad_world_and_sizes);

@@ -36,7 +36,8 @@ struct plan_settings plan_settings_of(const struct cfg *c)
 {
     struct plan_settings s = {.zero_stage = (int)c->training.zero_stage,
                               .recompute = strcmp(c->training.recompute, "block") == 0,
-                              .batch = c->training.batch_size, .accum = c->training.grad_accum};
+                              .batch = c->training.batch_size, .accum = c->training.grad_accum,
+                              .async_ckpt = strcmp(c->checkpoint.mode, "async") == 0};
     return s;
 }
 
@@ -124,7 +125,7 @@ enum rz_status plan_compute(struct plan *p, const struct cfg *c, int world,
                                           : 0;
     /* checkpoint.mode async: rank 0's writer holds parameters, m and v whole (ckpt_async.h);
      * its gathers go straight into them, so no staging besides */
-    p->ckpt_snapshot = strcmp(c->checkpoint.mode, "async") == 0 ? (uint64_t)mm.params * 3 * 4 : 0;
+    p->ckpt_snapshot = p->s.async_ckpt ? (uint64_t)mm.params * 3 * 4 : 0;
     if (p->ckpt_snapshot > 0 && p->ckpt_staging > 0)
         p->ckpt_staging = (uint64_t)(world - 1) * PLAN_GATHER_PEER_BYTES;
     p->peak = p->params + p->grads + p->optimizer + p->acts_kept + p->acts_scratch +
@@ -146,13 +147,18 @@ void plan_describe_change(char *buf, size_t len, const struct cfg *c,
         used += (size_t)snprintf(buf + used, len - used, "%s--set training.recompute=%s",
                                  used ? " " : "", s->recompute ? "block" : "none");
     if (s->batch != now.batch && used < len)
-        snprintf(buf + used, len - used, "%s--set training.batch_size=%" PRId64
-                 " --set training.grad_accum=%" PRId64, used ? " " : "", s->batch, s->accum);
+        used += (size_t)snprintf(buf + used, len - used, "%s--set training.batch_size=%" PRId64
+                                 " --set training.grad_accum=%" PRId64, used ? " " : "",
+                                 s->batch, s->accum);
+    if (s->async_ckpt != now.async_ckpt && used < len)
+        snprintf(buf + used, len - used, "%s--set checkpoint.mode=%s", used ? " " : "",
+                 s->async_ckpt ? "async" : "sync");
 }
 
 /* The candidates of plan_suggest in order; returns how many (at most max).  Compute costs first
  * (as configured; recomputation; then each halving of the micro-batch), and within each, the
- * ZeRO stages from the config's up (more than one rank). */
+ * ZeRO stages from the config's up (more than one rank), then (an async config) the same with
+ * synchronous checkpoints. */
 static int plan_candidates(struct plan_settings *out, int max, const struct cfg *c, int world)
 {
     struct plan_settings base = plan_settings_of(c), tier = base;
@@ -166,10 +172,12 @@ static int plan_candidates(struct plan_settings *out, int max, const struct cfg 
             tier.batch /= 2;
             tier.accum *= 2;
         }
-        for (int stage = base.zero_stage; stage <= top && n < max; stage++) {
-            out[n] = tier;
-            out[n++].zero_stage = stage;
-        }
+        for (int mode = base.async_ckpt ? 1 : 0; mode >= 0; mode--)
+            for (int stage = base.zero_stage; stage <= top && n < max; stage++) {
+                out[n] = tier;
+                out[n].async_ckpt = mode == 1;
+                out[n++].zero_stage = stage;
+            }
     }
     return n;
 }
@@ -235,7 +243,8 @@ static void plan_print_grid(FILE *f, const struct cfg *c, int world, uint64_t us
         for (int rc = 0; rc < 2; rc++)
             for (int64_t b = base.batch; b >= 1; b /= 2) {
                 struct plan_settings s = {.zero_stage = stage, .recompute = rc != 0, .batch = b,
-                                          .accum = base.accum * (base.batch / b)};
+                                          .accum = base.accum * (base.batch / b),
+                                          .async_ckpt = base.async_ckpt};
                 struct plan q;
                 char size[32];
                 if (plan_compute(&q, c, world, &s, NULL) != RZ_OK)

@@ -25,6 +25,7 @@ struct plan_settings {
     int zero_stage;           /* 0, 1, 2 */
     bool recompute;           /* training.recompute: block */
     int64_t batch, accum;     /* per-rank micro-batch and micro-steps (their product is kept) */
+    bool async_ckpt;          /* checkpoint.mode async: rank 0 holds a snapshot */
 };
 
 struct plan {
@@ -61,8 +62,8 @@ struct model_dims plan_model_dims(const struct cfg *c, const struct plan_setting
 enum rz_status plan_compute(struct plan *p, const struct cfg *c, int world,
                             const struct plan_settings *s, struct rz_err *err);
 
-/* "--set training.zero_stage=2 --set training.recompute=block ..." for what s changes from c
- * ("" when nothing). */
+/* "--set training.zero_stage=2 --set training.recompute=block ..." for what s changes from c,
+ * checkpoint.mode included ("" when nothing). */
 void plan_describe_change(char *buf, size_t len, const struct cfg *c,
                           const struct plan_settings *s);
 
@@ -70,8 +71,10 @@ void plan_describe_change(char *buf, size_t len, const struct cfg *c,
  * communication on the ranks' own links, so: the config's compute first, then recomputation
  * (about a third more compute), then halving the micro-batch with twice the accumulation, down
  * to 1 (smaller matmuls, the same global batch); and at each of these the ZeRO stages from the
- * config's up to 2 (more than one rank; each adds communication, not compute).  True with *out
- * and its plan when one fits; false with the last (smallest) candidate in *out. */
+ * config's up to 2 (more than one rank; each adds communication, not compute), then, for an
+ * async config, the same stages with synchronous checkpoints (no snapshot on rank 0; a stall at
+ * each checkpoint instead of more compute at every step).  True with *out and its plan when one
+ * fits; false with the last (smallest) candidate in *out. */
 bool plan_suggest(struct plan_settings *out, struct plan *plan, const struct cfg *c, int world,
                   uint64_t limit);
 

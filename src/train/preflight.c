@@ -342,7 +342,7 @@ static void judge_cpus(const struct probe *all, int n, struct verdict *v)
 }
 
 /* Over the limit: the cheapest change of settings that would fit each of the node's `ranks` ranks
- * in its share of the usable memory (plan_suggest's order: ZeRO, recomputation, micro-batch). */
+ * in its share of the usable memory (plan_suggest's order: ZeRO, synchronous checkpoints, recomputation, micro-batch). */
 static void suggest_fit(struct verdict *v, const struct cfg *c, int world, int ranks,
                         double usable)
 {
