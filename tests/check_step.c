@@ -535,6 +535,7 @@ static Suite *step_suite(void)
     tcase_add_test(core, names_and_places);
     step_attempts_tests(core);
     step_nodes_tests(core);
+    step_proc_tests(core);
     suite_add_tcase(s, core);
     TCase *errors = rz_test_tcase("errors");
     tcase_add_checked_fixture(errors, setup, teardown);

@@ -3,7 +3,8 @@
  * job's flags, rollback that cancels only its own lineage's jobs, a diverged run, requeue on a
  * time-limit warning and never on scancel, crashes that spend the budget then give up with a
  * report, Young/Daly with the observed MTBF, hold, a busy run directory, a signal that disagrees
- * with the config, a node excluded after the preflight, and what counts as no progress. */
+ * with the config, a node excluded after the preflight, a preflight that hangs, and what counts
+ * as no progress. */
 #include "config.h"
 
 #include <check.h>
@@ -482,6 +483,50 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
 }
 END_TEST
 
+/* A preflight that hangs (an MPI start-up that never completes) is ended at
+ * health.preflight_timeout_s and launched again; the training's wait has no such limit (it has
+ * the trainer's watchdog).  Three that hang end the attempt as a crash, with the watchdog's
+ * status, and it is restarted per restart.failures. */
+START_TEST(a_preflight_that_hangs_is_ended_and_launched_again)
+{
+    struct world w;
+    char want[96];
+    world_init(&w, "RUNNING");
+    p1_health("  preflight_timeout_s: 45\n");
+    step(&w, (struct fake_step){.hangs = true});
+    step(&w, preflight_ok);
+    step(&w, ranks(0, 0, 20));
+    rule(&w.f, "ryzen-gate", 0, "", 0);
+    rule(&w.f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(&w), 0);
+    for (int h = 0; h < 2; h++) {
+        snprintf(want, sizeof want, "wait %d forward %d timeout 45", h, SIGCONT);
+        ck_assert_msg(call(&w.f, want) != NULL, "no '%s'", want);
+    }
+    snprintf(want, sizeof want, "wait 2 forward %d timeout 0", SIGUSR2);
+    ck_assert_msg(call(&w.f, want) != NULL, "no '%s'", want);
+    char *ev = events_of(&w);
+    ck_assert_msg(has(ev, "\"event\":\"preflight_timeout\"") &&
+                  has(ev, "past health.preflight_timeout_s = 45 s (attempt 1 of 3)") &&
+                  has(ev, "\"event\":\"preflight_retry\""), "%s", ev);
+    free(ev);
+    world_free(&w);
+
+    world_init(&w, "RUNNING");
+    for (int i = 0; i < 3; i++)
+        step(&w, (struct fake_step){.hangs = true});
+    ck_assert_int_eq(run(&w), 75);
+    ck_assert_int_eq(w.f.next_step, 3); /* no training was launched */
+    ck_assert_ptr_nonnull(call(&w.f, "scontrol requeue 100"));
+    snprintf(want, sizeof want, "wait 2 forward %d timeout 120", SIGCONT); /* the default */
+    ck_assert_msg(call(&w.f, want) != NULL, "no '%s'", want);
+    ev = events_of(&w);
+    ck_assert_msg(has(ev, "(attempt 3 of 3)") && has(ev, "\"status\":76"), "%s", ev);
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
 /* The attempt before excluded a node its preflight failed (no checkpoint, an exclusion requeue):
  * a crash of this attempt before its first checkpoint is requeued on the failure budget, not
  * held as "two attempts without progress" (seen on a fresh clone's CI: the phase2b after a slow
@@ -646,6 +691,7 @@ void step_attempts_tests(TCase *tc)
     tcase_add_test(tc, a_signal_that_disagrees_with_the_config_is_an_error_at_start);
     tcase_add_test(tc, a_stop_before_training_requeues_cleanly_then_gives_up);
     tcase_add_test(tc, a_node_that_fails_the_preflight_is_excluded);
+    tcase_add_test(tc, a_preflight_that_hangs_is_ended_and_launched_again);
     tcase_add_test(tc, an_exclusion_does_not_count_as_no_progress);
     tcase_add_test(tc, a_stop_from_outside_does_not_count_as_no_progress);
     tcase_add_test(tc, restarts_and_down_time_live);

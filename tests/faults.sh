@@ -10,7 +10,8 @@
 #   a real time limit with the template's --signal: checkpoint on the warning, 75, requeue, resume
 #   restart policy: stop-signal requeues have their own cap (then held, as restart.when_stuck
 #     hold asks, with a report); array tasks requeue as themselves; a node that fails the
-#     preflight is excluded and named
+#     preflight is excluded and named; a preflight that hangs in MPI's start-up is ended at
+#     health.preflight_timeout_s and launched again
 # Needs root (slurmd, node states); leaves the cluster up and every node in service.
 set -u
 src=${top_srcdir:-.}
@@ -176,5 +177,28 @@ check "... its preflight failed on n3" has_event "$r" "$j" preflight_failed '"fa
 check "... n3 was excluded ($(job_field "$j" ExcNodeList))" sh -c "scontrol show job $j | grep -q 'ExcNodeList=.*n3'"
 check "... it ran on n4 ($(job_field "$j" NodeList))" test "$(job_field "$j" NodeList)" = n4
 check "... the report names the excluded node" grep -q 'n3' "$r/reports/$j/report.md"
+
+echo "# a preflight whose MPI start-up hangs is ended at health.preflight_timeout_s, launched again"
+# The limit: 10 times ref1's own preflight on this machine, at least 20 s, so a slow machine's
+# usual preflight is never taken for a hang.  Rank 0 of the first preflight waits before
+# MPI_Init (RYZEN_TEST_PREFLIGHT_HANG), so the others wait in MPI's start-up.
+r1=$(R ref1 phase1_4proc)
+pf0=$(event_field "$r1" "$ref1" preflight_start t)
+pf1=$(event_field "$r1" "$ref1" preflight t)
+limit=$(awk -v a="$pf0" -v b="$pf1" 'BEGIN { l = int(10 * (b - a)) + 1; print (l < 20 ? 20 : l) }')
+hang=$sub/runs/hang/preflight-hang
+j=$(RYZEN_TEST_PREFLIGHT_HANG=$hang run hang rzuser $site "$P1" $small --set training.steps=10 \
+  --set health.preflight_timeout_s="$limit")
+r=$(R hang phase1_4proc)
+st=$(wait_done "$j" 400)
+ended "the job completes (ref1's preflight took $(awk -v a="$pf0" -v b="$pf1" 'BEGIN { printf "%.1f", b - a }') s: limit $limit s)" "$j" COMPLETED 0:0
+check "... its first preflight hung (the hook left $hang)" test -e "$hang"
+check "... it was ended at the limit" \
+  has_event "$r" "$j" preflight_timeout "preflight_timeout_s = $limit s (attempt 1 of 3)"
+check "... and launched again, which passed" has_event "$r" "$j" preflight "all checks passed"
+check "... in the same allocation (no requeue)" lacks "$r/events.jsonl" '"event":"requeue"'
+s0=$(sacct -n -P -j "$j.0" -o State 2>/dev/null | head -n 1)
+check "... the hung step ended in Slurm too ($j.0: ${s0:-no record})" \
+  sh -c "test -n '$s0' -a '$s0' != RUNNING -a '$s0' != COMPLETED"
 
 finish

@@ -1,7 +1,7 @@
 /* step_cases.h: the parts of check_step's "core" test case that live outside check_step.c, which
- * builds the suite: whole attempts (check_step_attempts.c) and a node lost
- * (check_step_nodes.c).  Each adds its tests to the test case it is given, in the order they
- * run; the scripted runner they share is step_world.h's. */
+ * builds the suite: whole attempts (check_step_attempts.c), a node lost (check_step_nodes.c)
+ * and the posix runner (check_step_proc.c).  Each adds its tests to the test case it is given,
+ * in the order they run; the scripted runner the first two share is step_world.h's. */
 #ifndef RZ_TESTS_STEP_CASES_H
 #define RZ_TESTS_STEP_CASES_H
 
@@ -13,5 +13,8 @@ void step_attempts_tests(TCase *tc);
 
 /* Add the node-lost tests (Slurm's node lines, a partition or a dead host named) to tc. */
 void step_nodes_tests(TCase *tc);
+
+/* Add the posix runner's tests (real children: statuses, a signal sent on, a time limit). */
+void step_proc_tests(TCase *tc);
 
 #endif

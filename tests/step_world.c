@@ -137,13 +137,18 @@ static enum rz_status fake_start(const struct step_runner *r, const char *const 
     return RZ_OK;
 }
 
-static int fake_wait(const struct step_runner *r, long handle, int forward_signo, FILE *log)
+static int fake_wait(const struct step_runner *r, long handle, int forward_signo,
+                     double timeout_s, FILE *log)
 {
     (void)log;
     struct fake *f = self_of(r);
-    char line[64];
-    snprintf(line, sizeof line, "wait %ld forward %d", handle, forward_signo);
+    char line[96];
+    snprintf(line, sizeof line, "wait %ld forward %d timeout %.0f", handle, forward_signo,
+             timeout_s);
     record(f, line);
+    if (f->steps[handle].hangs && timeout_s > 0.0)
+        return STEP_WAIT_TIMED_OUT;
+    ck_assert_msg(!f->steps[handle].hangs, "step %ld hangs and its wait has no limit", handle);
     return f->steps[handle].status;
 }
 
@@ -312,6 +317,16 @@ void p1_defaults(void)
     char path[512];
     snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
     write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n");
+}
+
+/* Phase p1's config with this health section (its restarts as the world's: requeue). */
+void p1_health(const char *health)
+{
+    char path[512], text[512];
+    snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
+    snprintf(text, sizeof text, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: "
+             "\"p2\"\nrestart:\n  failures: requeue\nhealth:\n%s", health);
+    write_file(path, text);
 }
 
 void p1_holds_when_stuck(void)

@@ -30,6 +30,7 @@ struct fake_step {
     int64_t ckpt_step;           /* > 0: a checkpoint of this step appears */
     const char *health;          /* health.json written by a preflight (NULL: none) */
     int signal;                  /* a signal arrives at the wrapper meanwhile */
+    bool hangs;                  /* it never ends by itself: wait's limit ends it */
 };
 
 struct fake {
@@ -74,6 +75,7 @@ char *events_of(const struct world *w);
 void world_free(struct world *w);
 void p1_restart(const char *restart);
 void p1_defaults(void);
+void p1_health(const char *health);
 void p1_holds_when_stuck(void);
 extern const struct fake_step preflight_ok;
 #define JOB_LINE(state, extra) job_line(state, NOW + 3600, extra)

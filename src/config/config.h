@@ -111,6 +111,7 @@ struct cfg_health {
     double watchdog_floor_s;
     double watchdog_factor;
     double watchdog_checkpoint_s;
+    double preflight_timeout_s; /* ryzen-step ends a preflight step that runs longer (0: never) */
 };
 
 struct cfg_comm {

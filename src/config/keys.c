@@ -201,6 +201,11 @@ const struct cfg_key cfg_keys[] = {
               "this long before the watchdog fires (exit 76).  Size it for the checkpoint: 12 "
               "bytes per parameter, written and read at the run directory's slowest rate "
               "(docs/operations.md, \"Sizing\")."),
+    KEY_FLOAT("health.preflight_timeout_s", health.preflight_timeout_s, 0.0, 1e7, 0u, "120",
+              "ryzen-step ends a preflight step (MPI start-up and the rank checks) still running "
+              "after this long, and launches it again (3 tries in all): a hung MPI start-up "
+              "costs this, not Slurm's PMIx timeout.  It takes seconds at the ladder's sizes; "
+              "raise it for allocations whose MPI start-up is slower.  0: no limit."),
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),

@@ -161,6 +161,7 @@ enum rz_status rz_hooks_load(struct rz_err *err)
     rz_hooks.stop_at_start_rank = (int)env_double("RYZEN_TEST_STOP_AT_START", -1.0);
     copy_env(rz_hooks.preflight_fail_host, sizeof rz_hooks.preflight_fail_host,
              "RYZEN_TEST_PREFLIGHT_FAIL_HOST");
+    copy_env(rz_hooks.preflight_hang, sizeof rz_hooks.preflight_hang, "RYZEN_TEST_PREFLIGHT_HANG");
     bad_grad(getenv("RYZEN_TEST_BAD_GRAD"));
     rz_hooks.slow_rank = -1;
     rz_hooks.slow_factor = 1.0;

@@ -15,6 +15,10 @@
  *   RYZEN_TEST_STOP_AT_START=R      rank R stops itself (SIGSTOP) at the start, once its
  *                                   watchdog runs: a rank frozen before step 1
  *   RYZEN_TEST_PREFLIGHT_FAIL_HOST=H the preflight's memory probe fails on host H
+ *   RYZEN_TEST_PREFLIGHT_HANG=FILE  a preflight's rank 0, when FILE does not exist, creates it
+ *                                   and waits (600 s at most, whatever signal comes) before
+ *                                   MPI_Init: the other ranks wait in MPI's start-up, as in a
+ *                                   hung PMIx collective.  The next preflight runs as usual
  *   RYZEN_TEST_SLOW_RANK=R RYZEN_TEST_SLOW_FACTOR=F   (F >= 1; both or neither) after rank R
  *                                   computes a step it sleeps F-1 times that step's own measured
  *                                   compute time: its steps take about F times as long on any
@@ -51,6 +55,7 @@ struct rz_hooks {
     int desync_rank;             /* -1: off */
     int stop_at_start_rank;      /* -1: off */
     char preflight_fail_host[64];
+    char preflight_hang[4096];   /* "": off */
     int slow_rank;               /* -1: off */
     double slow_factor;          /* >= 1 */
     struct rz_hook_hold {

@@ -158,27 +158,78 @@ static enum rz_status posix_start(const struct step_runner *r, const char *const
     return RZ_OK;
 }
 
-static int posix_wait(const struct step_runner *r, long handle, int forward_signo, FILE *log)
+/* Send on each stop signal recorded since the last call, once, as forward_signo. */
+static void forward_signals(pid_t pid, int forward_signo, int *forwarded, FILE *log)
+{
+    for (int seen = step_signals_count(); *forwarded < seen; (*forwarded)++) {
+        /* Never TERM to srun: it would SIGKILL the tasks and lose the work since the last
+         * checkpoint.  The stop signal makes every rank checkpoint at a step boundary. */
+        kill(pid, forward_signo);
+        if (log != NULL) {
+            fprintf(log, "ryzen-step: signal: got %s, forwarded %s to the job step\n",
+                    strsignal(step_signals_last()), strsignal(forward_signo));
+            fflush(log);
+        }
+    }
+}
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The step ran past its time: two SIGINTs 0.2 s apart, srun's own way to end a step at once
+ * (within a second, srun has Slurm kill every task, ranks stuck in MPI's start-up, whose stop
+ * signals only take a note, included); KILL after STEP_KILL_GRACE_S; then reap it. */
+static void end_overdue(pid_t pid, FILE *log, double timeout_s)
+{
+    if (log != NULL) {
+        fprintf(log, "ryzen-step: the job step ran past its %.0f s limit: ending it\n", timeout_s);
+        fflush(log);
+    }
+    struct timespec apart = {0, 200000000L};
+    kill(pid, SIGINT);
+    nanosleep(&apart, NULL);
+    kill(pid, SIGINT); /* a child already gone is a zombie until reaped: no other process */
+    double until = monotonic_s() + STEP_KILL_GRACE_S;
+    int status;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (monotonic_s() >= until) {
+            kill(pid, SIGKILL);
+            (void)reap(pid);
+            return;
+        }
+        struct timespec tick = {0, 100000000L};
+        nanosleep(&tick, NULL);
+    }
+}
+
+/* With a limit the child is polled (every 0.1 s, which also bounds how late a stop signal is
+ * sent on); without one waitpid blocks and a signal interrupts it (no SA_RESTART). */
+static int posix_wait(const struct step_runner *r, long handle, int forward_signo,
+                      double timeout_s, FILE *log)
 {
     (void)r;
     pid_t pid = (pid_t)handle;
     int forwarded = 0, status = 0;
+    double deadline = timeout_s > 0.0 ? monotonic_s() + timeout_s : 0.0;
     for (;;) {
-        pid_t got = waitpid(pid, &status, 0);
-        for (int seen = step_signals_count(); forwarded < seen; forwarded++) {
-            /* Never TERM to srun: it would SIGKILL the tasks and lose the work since the last
-             * checkpoint.  The stop signal makes every rank checkpoint at a step boundary. */
-            kill(pid, forward_signo);
-            if (log != NULL) {
-                fprintf(log, "ryzen-step: signal: got %s, forwarded %s to the job step\n",
-                        strsignal(step_signals_last()), strsignal(forward_signo));
-                fflush(log);
-            }
-        }
+        pid_t got = waitpid(pid, &status, deadline > 0.0 ? WNOHANG : 0);
+        forward_signals(pid, forward_signo, &forwarded, log);
         if (got == pid)
             return exit_status(status);
         if (got < 0 && errno != EINTR)
             return -1;
+        if (got == 0 && monotonic_s() >= deadline) {
+            end_overdue(pid, log, timeout_s);
+            return STEP_WAIT_TIMED_OUT;
+        }
+        if (got == 0) {
+            struct timespec tick = {0, 100000000L};
+            nanosleep(&tick, NULL);
+        }
     }
 }
 

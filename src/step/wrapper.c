@@ -327,7 +327,10 @@ static int run_step(struct wrapper *w, const char *what, const char *const *extr
         return -1;
     }
     step_argv_free(&v);
-    rc = w->r->wait(w->r, handle, forward ? w->stop_signo : SIGCONT, w->out);
+    /* The training has its own watchdog (health.watchdog_*); the preflight, which starts MPI
+     * before any watchdog exists, has this limit. */
+    rc = w->r->wait(w->r, handle, forward ? w->stop_signo : SIGCONT,
+                    forward ? 0.0 : w->cfg.health.preflight_timeout_s, w->out);
     exit_records_read(dir, rec, MAX_RECORDS, &n);
     *cls = step_classify(rc, rec, n, w->place.ranks, who, who_len);
     return rc;
@@ -427,6 +430,20 @@ static bool health_written_since(const struct wrapper *w, double since)
     return stat(path, &sb) == 0 && (double)sb.st_mtime >= since;
 }
 
+/* The preflight ran past health.preflight_timeout_s and was ended: a hang in the launch (an
+ * MPI start-up that never completes), not an answer.  The status it counts as: the watchdog's. */
+static int preflight_overdue(struct wrapper *w, int attempt)
+{
+    char msg[512];
+    double limit = w->cfg.health.preflight_timeout_s;
+    rz_fmt(msg, sizeof msg, "the preflight ran past health.preflight_timeout_s = %.0f s (attempt "
+           "%d of %d) and was ended: the launch or MPI start-up hung", limit, attempt,
+           PREFLIGHT_TRIES);
+    struct step_kv kv[] = {{"limit_s", NULL, limit}, {"attempt", NULL, attempt}};
+    step_event(&w->ev, "preflight_timeout", msg, kv, 2);
+    return RZ_EXIT_WATCHDOG;
+}
+
 /* 0 when training may start; else the job's exit status.  A launch that failed before the
  * trainer could answer (no new health.json, not one of its statuses) says nothing about the
  * ranks: it is tried PREFLIGHT_TRIES times, then handled as a failed attempt. */
@@ -446,6 +463,8 @@ static int preflight(struct wrapper *w, bool *passed)
         }
         if (rc == RZ_EXIT_REQUEUE || step_signals_count() > 0)
             return stop_before_training(w, "during the preflight");
+        if (rc == STEP_WAIT_TIMED_OUT)
+            rc = preflight_overdue(w, attempt);
         bool answered = health_written_since(w, since);
         if (answered || rc == RZ_EXIT_USAGE || rc == RZ_EXIT_NOCKPT || rc == RZ_EXIT_HEALTH)
             return preflight_failed(w, rc, who);

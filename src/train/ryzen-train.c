@@ -267,6 +267,22 @@ static void test_startup_delay(void)
         sleep((unsigned)RZ_HOOK(startup_delay_s, 0.0));
 }
 
+/* RYZEN_TEST_PREFLIGHT_HANG (core/hooks.h): rank 0's first preflight hangs before MPI_Init.
+ * The stop signals are only recorded by then, as in a real hang: what ends it is the launcher's
+ * kill, or the bound. */
+static void test_preflight_hang(const struct args *a, int me)
+{
+    const char *file = RZ_HOOK(preflight_hang, "");
+    if (!a->preflight || me != 0 || file[0] == '\0' || access(file, F_OK) == 0)
+        return;
+    FILE *f = fopen(file, "w");
+    if (f != NULL)
+        fclose(f);
+    fprintf(stderr, "ryzen-train: test hook: this preflight hangs before MPI_Init\n");
+    for (int s = 0; s < 600; s++)
+        sleep(1);
+}
+
 /* --run-dir, or the default; returns 0 or RZ_EXIT_USAGE after saying why. */
 static int resolve_run_dir(const struct args *a, const struct env *e, char *run_dir, size_t len)
 {
@@ -436,6 +452,7 @@ int main(int argc, char **argv)
         return leave(&e, me, host, &out);
     }
     struct comm *comm = NULL;
+    test_preflight_hang(&a, me);
     if (st == RZ_OK)
         st = comm_init(&comm, &argc, &argv, &e.launch, strcmp(c.comm.allreduce, "ring") == 0,
                        &err);
