@@ -173,6 +173,14 @@ static void forward_signals(pid_t pid, int forward_signo, int *forwarded, FILE *
     }
 }
 
+/* Sleep this long, a signal or not (the poll loops check for signals between naps). */
+static void nap(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 static double monotonic_s(void)
 {
     struct timespec ts;
@@ -189,9 +197,8 @@ static void end_overdue(pid_t pid, FILE *log, double timeout_s)
         fprintf(log, "ryzen-step: the job step ran past its %.0f s limit: ending it\n", timeout_s);
         fflush(log);
     }
-    struct timespec apart = {0, 200000000L};
     kill(pid, SIGINT);
-    nanosleep(&apart, NULL);
+    nap(0.2);
     kill(pid, SIGINT); /* a child already gone is a zombie until reaped: no other process */
     double until = monotonic_s() + STEP_KILL_GRACE_S;
     int status;
@@ -201,8 +208,7 @@ static void end_overdue(pid_t pid, FILE *log, double timeout_s)
             (void)reap(pid);
             return;
         }
-        struct timespec tick = {0, 100000000L};
-        nanosleep(&tick, NULL);
+        nap(0.1);
     }
 }
 
@@ -226,19 +232,15 @@ static int posix_wait(const struct step_runner *r, long handle, int forward_sign
             end_overdue(pid, log, timeout_s);
             return STEP_WAIT_TIMED_OUT;
         }
-        if (got == 0) {
-            struct timespec tick = {0, 100000000L};
-            nanosleep(&tick, NULL);
-        }
+        if (got == 0)
+            nap(0.1);
     }
 }
 
 static void posix_sleep(const struct step_runner *r, double seconds)
 {
     (void)r;
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    nap(seconds);
 }
 
 static double posix_now(const struct step_runner *r)
