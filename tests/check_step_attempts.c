@@ -508,7 +508,9 @@ START_TEST(a_preflight_that_hangs_is_ended_and_launched_again)
     char *ev = events_of(&w);
     ck_assert_msg(has(ev, "\"event\":\"preflight_timeout\"") &&
                   has(ev, "past health.preflight_timeout_s = 45 s (attempt 1 of 3)") &&
-                  has(ev, "\"event\":\"preflight_retry\""), "%s", ev);
+                  has(ev, "\"event\":\"preflight_retry\"") &&
+                  has(ev, "the launch hung and was ended with status 76 before the trainer "
+                          "answered (attempt 1 of 3)"), "%s", ev);
     free(ev);
     world_free(&w);
 

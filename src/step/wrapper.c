@@ -463,15 +463,17 @@ static int preflight(struct wrapper *w, bool *passed)
         }
         if (rc == RZ_EXIT_REQUEUE || step_signals_count() > 0)
             return stop_before_training(w, "during the preflight");
-        if (rc == STEP_WAIT_TIMED_OUT)
+        bool overdue = rc == STEP_WAIT_TIMED_OUT;
+        if (overdue)
             rc = preflight_overdue(w, attempt);
         bool answered = health_written_since(w, since);
         if (answered || rc == RZ_EXIT_USAGE || rc == RZ_EXIT_NOCKPT || rc == RZ_EXIT_HEALTH)
             return preflight_failed(w, rc, who);
         if (attempt < PREFLIGHT_TRIES) {
-            rz_fmt(msg, sizeof msg, "the launch failed with status %d before the trainer "
-                   "answered (attempt %d of %d): trying again in %.0f s", rc, attempt,
-                   PREFLIGHT_TRIES, PREFLIGHT_BACKOFF_S * attempt);
+            rz_fmt(msg, sizeof msg, "the launch %s with status %d before the trainer "
+                   "answered (attempt %d of %d): trying again in %.0f s",
+                   overdue ? "hung and was ended" : "failed", rc, attempt, PREFLIGHT_TRIES,
+                   PREFLIGHT_BACKOFF_S * attempt);
             struct step_kv kv[] = {{"status", NULL, rc}, {"attempt", NULL, attempt}};
             step_event(&w->ev, "preflight_retry", msg, kv, 2);
             w->r->sleep(w->r, PREFLIGHT_BACKOFF_S * attempt);
