@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -484,9 +485,10 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
 END_TEST
 
 /* A preflight that hangs (an MPI start-up that never completes) is ended at
- * health.preflight_timeout_s and launched again; the training's wait has no such limit (it has
- * the trainer's watchdog).  Three that hang end the attempt as a crash, with the watchdog's
- * status, and it is restarted per restart.failures. */
+ * health.preflight_timeout_s and launched again; the training's wait is limited only until its
+ * ranks are up (health.start_timeout_s; then the trainer's watchdog watches).  Three that hang
+ * end the attempt as a crash, with the watchdog's status, and it is restarted per
+ * restart.failures. */
 START_TEST(a_preflight_that_hangs_is_ended_and_launched_again)
 {
     struct world w;
@@ -503,7 +505,7 @@ START_TEST(a_preflight_that_hangs_is_ended_and_launched_again)
         snprintf(want, sizeof want, "wait %d forward %d timeout 45", h, SIGCONT);
         ck_assert_msg(call(&w.f, want) != NULL, "no '%s'", want);
     }
-    snprintf(want, sizeof want, "wait 2 forward %d timeout 0", SIGUSR2);
+    snprintf(want, sizeof want, "wait 2 forward %d timeout 120 until up", SIGUSR2);
     ck_assert_msg(call(&w.f, want) != NULL, "no '%s'", want);
     char *ev = events_of(&w);
     ck_assert_msg(has(ev, "\"event\":\"preflight_timeout\"") &&
@@ -524,6 +526,50 @@ START_TEST(a_preflight_that_hangs_is_ended_and_launched_again)
     ck_assert_msg(call(&w.f, want) != NULL, "no '%s'", want);
     ev = events_of(&w);
     ck_assert_msg(has(ev, "(attempt 3 of 3)") && has(ev, "\"status\":76"), "%s", ev);
+    free(ev);
+    world_free(&w);
+}
+END_TEST
+
+/* A training step whose MPI start-up hangs (2 of its 4 ranks never start their watchdog) is
+ * ended at health.start_timeout_s, named, and counted as a hang: restarted per restart.failures
+ * (here relaunched in the allocation).  The heartbeat files an earlier step left are removed
+ * before the launch, so they never pass for this step's ranks; a step whose ranks are all up
+ * has no limit left. */
+START_TEST(a_training_start_that_hangs_is_ended_and_restarted)
+{
+    struct world w;
+    char want[96], hb[1400];
+    world_init(&w, "RUNNING");
+    snprintf(hb, sizeof hb, "%s/site/configs/p1.yaml", dir);
+    write_file(hb, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n"
+                   "restart:\n  failures: relaunch\nhealth:\n  start_timeout_s: 50\n");
+    for (int k = 0; k < 4; k++) { /* an earlier step's heartbeats */
+        snprintf(hb, sizeof hb, "%s/health", w.f.run_dir);
+        mkdir(hb, 0755);
+        snprintf(hb, sizeof hb, "%s/health/rank-%05d.hb", w.f.run_dir, k);
+        write_file(hb, "step 7 sync 5 pid 1 wall 0\n");
+    }
+    step(&w, preflight_ok);
+    step(&w, (struct fake_step){.hangs = true, .up = 2});
+    step(&w, preflight_ok);
+    struct fake_step done = ranks(0, 0, 20);
+    done.up = 4;
+    step(&w, done);
+    rule(&w.f, "ryzen-gate", 0, "", 0);
+    rule(&w.f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(&w), 0);
+    snprintf(want, sizeof want, "wait 1 forward %d timeout 50 until up", SIGUSR2);
+    ck_assert_msg(call(&w.f, want) != NULL && call(&w.f, "wait 1 forward") == call(&w.f, want),
+                  "no '%s'", want);
+    snprintf(want, sizeof want, "wait 3 forward %d timeout 50 until up: up", SIGUSR2);
+    ck_assert_msg(call(&w.f, want) != NULL, "no '%s'", want);
+    char *ev = events_of(&w);
+    ck_assert_msg(has(ev, "\"event\":\"start_timeout\"") &&
+                  has(ev, "past health.start_timeout_s = 50 s and was ended: 2 of 4 rank(s) "
+                          "never started their watchdog (not started: rank 2 rank 3)") &&
+                  has(ev, "\"event\":\"relaunch\"") && has(ev, "\"class\":\"hang\""),
+                  "%s", ev);
     free(ev);
     world_free(&w);
 }
@@ -694,6 +740,7 @@ void step_attempts_tests(TCase *tc)
     tcase_add_test(tc, a_stop_before_training_requeues_cleanly_then_gives_up);
     tcase_add_test(tc, a_node_that_fails_the_preflight_is_excluded);
     tcase_add_test(tc, a_preflight_that_hangs_is_ended_and_launched_again);
+    tcase_add_test(tc, a_training_start_that_hangs_is_ended_and_restarted);
     tcase_add_test(tc, an_exclusion_does_not_count_as_no_progress);
     tcase_add_test(tc, a_stop_from_outside_does_not_count_as_no_progress);
     tcase_add_test(tc, restarts_and_down_time_live);

@@ -11,7 +11,8 @@
 #   restart policy: stop-signal requeues have their own cap (then held, as restart.when_stuck
 #     hold asks, with a report); array tasks requeue as themselves; a node that fails the
 #     preflight is excluded and named; a preflight that hangs in MPI's start-up is ended at
-#     health.preflight_timeout_s and launched again
+#     health.preflight_timeout_s and launched again; so is a training step whose start-up hangs
+#     (health.start_timeout_s), as a hang that restart.failures relaunches
 # Needs root (slurmd, node states); leaves the cluster up and every node in service.
 set -u
 src=${top_srcdir:-.}
@@ -183,15 +184,15 @@ echo "# a preflight whose MPI start-up hangs is ended at health.preflight_timeou
 # usual preflight is never taken for a hang.  Rank 0 of the first preflight waits before
 # MPI_Init (RYZEN_TEST_PREFLIGHT_HANG), so the others wait in MPI's start-up.
 r1=$(R ref1 phase1_4proc)
-pf0=$(event_field "$r1" "$ref1" preflight_start t)
-pf1=$(event_field "$r1" "$ref1" preflight t)
-limit=$(awk -v a="$pf0" -v b="$pf1" 'BEGIN { l = int(10 * (b - a)) + 1; print (l < 20 ? 20 : l) }')
+pf=$(awk -v a="$(event_field "$r1" "$ref1" preflight_start t)" \
+  -v b="$(event_field "$r1" "$ref1" preflight t)" 'BEGIN { printf "%.1f", b - a }')
+limit=$(awk -v p="$pf" 'BEGIN { l = int(10 * p) + 1; print (l < 20 ? 20 : l) }')
 hang=$sub/runs/hang/preflight-hang
 j=$(RYZEN_TEST_PREFLIGHT_HANG=$hang run hang rzuser $site "$P1" $small --set training.steps=10 \
   --set health.preflight_timeout_s="$limit")
 r=$(R hang phase1_4proc)
 st=$(wait_done "$j" 400)
-ended "the job completes (ref1's preflight took $(awk -v a="$pf0" -v b="$pf1" 'BEGIN { printf "%.1f", b - a }') s: limit $limit s)" "$j" COMPLETED 0:0
+ended "the job completes (ref1's preflight took $pf s: limit $limit s)" "$j" COMPLETED 0:0
 check "... its first preflight hung (the hook left $hang)" test -e "$hang"
 check "... it was ended at the limit" \
   has_event "$r" "$j" preflight_timeout "preflight_timeout_s = $limit s (attempt 1 of 3)"
@@ -200,5 +201,26 @@ check "... in the same allocation (no requeue)" lacks "$r/events.jsonl" '"event"
 s0=$(sacct -n -P -j "$j.0" -o State 2>/dev/null | head -n 1)
 check "... the hung step ended in Slurm too ($j.0: ${s0:-no record})" \
   sh -c "test -n '$s0' -a '$s0' != RUNNING -a '$s0' != COMPLETED"
+
+echo "# a training step whose MPI start-up hangs is ended at health.start_timeout_s, relaunched"
+# The same limit (the start-up to every rank's watchdog is MPI's start-up, as in the preflight,
+# with less after it).  Rank 0 of the first training launch waits before MPI_Init
+# (RYZEN_TEST_START_HANG): no rank starts its watchdog, so only this bound can end the step.
+hang=$sub/runs/starthang/start-hang
+j=$(RYZEN_TEST_START_HANG=$hang run starthang rzuser $site "$P1" $small --set training.steps=10 \
+  --set health.start_timeout_s="$limit" --set restart.failures=relaunch)
+r=$(R starthang phase1_4proc)
+st=$(wait_done "$j" 400)
+ended "the job completes (limit $limit s)" "$j" COMPLETED 0:0
+check "... its first training launch hung (the hook left $hang)" test -e "$hang"
+check "... it was ended at the limit, naming the ranks not up" has_event "$r" "$j" start_timeout \
+  "start_timeout_s = $limit s and was ended: 4 of 4 rank(s) never started their watchdog (not started: rank 0 rank 1 rank 2 rank 3)"
+check "... counted as a hang" has_event "$r" "$j" attempt_end '"class":"hang"'
+check "... and relaunched in the allocation" has_event "$r" "$j" relaunch '"reason":"failure"'
+check "... never through the queue: 1 attempt in accounting ($(attempts "$j"))" \
+  test "$(attempts "$j")" = 1
+s1=$(sacct -n -P -j "$j.1" -o State 2>/dev/null | head -n 1)
+check "... the hung step ended in Slurm too ($j.1: ${s1:-no record})" \
+  sh -c "test -n '$s1' -a '$s1' != RUNNING -a '$s1' != COMPLETED"
 
 finish

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "ckpt/ckpt.h"
@@ -131,22 +132,35 @@ static enum rz_status fake_start(const struct step_runner *r, const char *const 
     }
     if (s->ckpt_step > 0)
         save_checkpoint(f->run_dir, s->ckpt_step);
+    for (int k = 0; k < s->up; k++) {
+        char path[1400];
+        snprintf(path, sizeof path, "%s/health", f->run_dir);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/health/rank-%05d.hb", f->run_dir, k);
+        write_file(path, "step -1 sync -1 pid 1 wall 0\n");
+    }
     if (s->signal != 0)
         step_signals_note(s->signal);
     *handle = f->next_step++;
     return RZ_OK;
 }
 
+/* Records "wait H forward S timeout T", with " until up" when the limit holds only until the
+ * step's ranks are up, and ": up" when they are.  A step that hangs is ended by a limit that
+ * still holds, and must not be waited for without one. */
 static int fake_wait(const struct step_runner *r, long handle, int forward_signo,
-                     double timeout_s, FILE *log)
+                     const struct step_bound *bound, FILE *log)
 {
     (void)log;
     struct fake *f = self_of(r);
     char line[96];
-    snprintf(line, sizeof line, "wait %ld forward %d timeout %.0f", handle, forward_signo,
-             timeout_s);
+    double limit = bound != NULL ? bound->timeout_s : 0.0;
+    bool watched = bound != NULL && bound->started != NULL;
+    bool up = watched && bound->started(bound->ctx);
+    snprintf(line, sizeof line, "wait %ld forward %d timeout %.0f%s", handle, forward_signo,
+             limit, watched ? (up ? " until up: up" : " until up") : "");
     record(f, line);
-    if (f->steps[handle].hangs && timeout_s > 0.0)
+    if (f->steps[handle].hangs && limit > 0.0 && !up)
         return STEP_WAIT_TIMED_OUT;
     ck_assert_msg(!f->steps[handle].hangs, "step %ld hangs and its wait has no limit", handle);
     return f->steps[handle].status;

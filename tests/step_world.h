@@ -31,6 +31,8 @@ struct fake_step {
     const char *health;          /* health.json written by a preflight (NULL: none) */
     int signal;                  /* a signal arrives at the wrapper meanwhile */
     bool hangs;                  /* it never ends by itself: wait's limit ends it */
+    int up;                      /* heartbeat files written for ranks 0 .. up-1 (the ranks whose
+                                  * watchdog started) */
 };
 
 struct fake {

@@ -112,6 +112,7 @@ struct cfg_health {
     double watchdog_factor;
     double watchdog_checkpoint_s;
     double preflight_timeout_s; /* ryzen-step ends a preflight step that runs longer (0: never) */
+    double start_timeout_s;     /* ... and a training step whose ranks are not all up by then */
 };
 
 struct cfg_comm {

@@ -206,6 +206,12 @@ const struct cfg_key cfg_keys[] = {
               "after this long, and launches it again (3 tries in all): a hung MPI start-up "
               "costs this, not Slurm's PMIx timeout.  It takes seconds at the ladder's sizes; "
               "raise it for allocations whose MPI start-up is slower.  0: no limit."),
+    KEY_FLOAT("health.start_timeout_s", health.start_timeout_s, 0.0, 1e7, 0u, "120",
+              "ryzen-step ends a training step whose ranks have not all started their watchdog "
+              "(each writes its heartbeat file once MPI is up) this long after its launch: a "
+              "hung MPI start-up, which no watchdog sees.  The attempt counts as a hang (76) and "
+              "restarts per restart.failures.  Like the preflight, it takes seconds at the "
+              "ladder's sizes.  0: no limit."),
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),

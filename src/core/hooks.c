@@ -162,6 +162,7 @@ enum rz_status rz_hooks_load(struct rz_err *err)
     copy_env(rz_hooks.preflight_fail_host, sizeof rz_hooks.preflight_fail_host,
              "RYZEN_TEST_PREFLIGHT_FAIL_HOST");
     copy_env(rz_hooks.preflight_hang, sizeof rz_hooks.preflight_hang, "RYZEN_TEST_PREFLIGHT_HANG");
+    copy_env(rz_hooks.start_hang, sizeof rz_hooks.start_hang, "RYZEN_TEST_START_HANG");
     bad_grad(getenv("RYZEN_TEST_BAD_GRAD"));
     rz_hooks.slow_rank = -1;
     rz_hooks.slow_factor = 1.0;

@@ -19,6 +19,8 @@
  *                                   and waits (600 s at most, whatever signal comes) before
  *                                   MPI_Init: the other ranks wait in MPI's start-up, as in a
  *                                   hung PMIx collective.  The next preflight runs as usual
+ *   RYZEN_TEST_START_HANG=FILE      the same for a training launch (not a preflight): a hung
+ *                                   start-up, before any watchdog runs
  *   RYZEN_TEST_SLOW_RANK=R RYZEN_TEST_SLOW_FACTOR=F   (F >= 1; both or neither) after rank R
  *                                   computes a step it sleeps F-1 times that step's own measured
  *                                   compute time: its steps take about F times as long on any
@@ -56,6 +58,7 @@ struct rz_hooks {
     int stop_at_start_rank;      /* -1: off */
     char preflight_fail_host[64];
     char preflight_hang[4096];   /* "": off */
+    char start_hang[4096];       /* "": off */
     int slow_rank;               /* -1: off */
     double slow_factor;          /* >= 1 */
     struct rz_hook_hold {

@@ -212,15 +212,17 @@ static void end_overdue(pid_t pid, FILE *log, double timeout_s)
     }
 }
 
-/* With a limit the child is polled (every 0.1 s, which also bounds how late a stop signal is
- * sent on); without one waitpid blocks and a signal interrupts it (no SA_RESTART). */
+/* While a limit holds the child is polled (every 0.1 s, which also bounds how late a stop
+ * signal is sent on); without one, or once the bound's `started` says the step is up, waitpid
+ * blocks and a signal interrupts it (no SA_RESTART). */
 static int posix_wait(const struct step_runner *r, long handle, int forward_signo,
-                      double timeout_s, FILE *log)
+                      const struct step_bound *bound, FILE *log)
 {
     (void)r;
     pid_t pid = (pid_t)handle;
     int forwarded = 0, status = 0;
-    double deadline = timeout_s > 0.0 ? monotonic_s() + timeout_s : 0.0;
+    double limit = bound != NULL ? bound->timeout_s : 0.0;
+    double deadline = limit > 0.0 ? monotonic_s() + limit : 0.0;
     for (;;) {
         pid_t got = waitpid(pid, &status, deadline > 0.0 ? WNOHANG : 0);
         forward_signals(pid, forward_signo, &forwarded, log);
@@ -228,8 +230,12 @@ static int posix_wait(const struct step_runner *r, long handle, int forward_sign
             return exit_status(status);
         if (got < 0 && errno != EINTR)
             return -1;
+        if (got == 0 && bound->started != NULL && bound->started(bound->ctx)) {
+            deadline = 0.0; /* up: from here the step has its own watchdog */
+            continue;
+        }
         if (got == 0 && monotonic_s() >= deadline) {
-            end_overdue(pid, log, timeout_s);
+            end_overdue(pid, log, limit);
             return STEP_WAIT_TIMED_OUT;
         }
         if (got == 0)

@@ -77,6 +77,15 @@ struct step_args {
 #define STEP_WAIT_TIMED_OUT (-2) /* wait: the step ran past its limit and was ended */
 #define STEP_KILL_GRACE_S 30.0   /* wait: from the abort to KILL, a step past its limit */
 
+/* wait's limit on a step: ended when timeout_s (0: no limit) has passed and `started` has not
+ * said yet that the step is up (checked at each poll; once it says so, no limit is left).  With
+ * started NULL the limit covers the whole step. */
+struct step_bound {
+    double timeout_s;
+    bool (*started)(void *ctx);
+    void *ctx;
+};
+
 struct step_runner {
     /* Run to completion.  With out != NULL standard output is captured there (NUL-terminated,
      * cut at len - 1), else inherited.  Returns the exit status, 128 + N for death by signal N,
@@ -88,11 +97,11 @@ struct step_runner {
     enum rz_status (*start)(const struct step_runner *r, const char *const *argv,
                             const char *const *env, long *handle, struct rz_err *err);
     /* Wait for the started step.  Each stop signal recorded meanwhile (step_signals_*) is sent
-     * on to it as `forward_signo`, once.  Returns the status as for run; with timeout_s > 0, a
-     * step still running after that long is ended (two SIGINTs, srun's abort; KILL after
-     * STEP_KILL_GRACE_S) and STEP_WAIT_TIMED_OUT is returned. */
-    int (*wait)(const struct step_runner *r, long handle, int forward_signo, double timeout_s,
-                FILE *log);
+     * on to it as `forward_signo`, once.  Returns the status as for run; a step past its bound
+     * (NULL: none) is ended (two SIGINTs, srun's abort; KILL after STEP_KILL_GRACE_S) and
+     * STEP_WAIT_TIMED_OUT is returned. */
+    int (*wait)(const struct step_runner *r, long handle, int forward_signo,
+                const struct step_bound *bound, FILE *log);
     void (*sleep)(const struct step_runner *r, double seconds);
     /* Wall-clock seconds since the epoch. */
     double (*now)(const struct step_runner *r);

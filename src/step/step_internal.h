@@ -349,6 +349,22 @@ void step_nodes_check(struct wrapper *w);
  * root are excluded for the rest of the ladder (node_excluded). */
 void step_node_failed(struct wrapper *w, const char *nodes, const char *cause, const char *why);
 
+/* startup.c: the training step's start-up, bounded by health.start_timeout_s until every rank's
+ * watchdog has written its heartbeat file (RUN_DIR/health/rank-R.hb). */
+struct step_start_watch {
+    char dir[STEP_PATH_MAX + 400]; /* RUN_DIR/health */
+    long ranks;
+    long next; /* ranks below this one are up: a poll costs one stat until the next appears */
+};
+/* Before the launch: remove the heartbeat files that earlier steps left; watch w->place.ranks. */
+void step_start_watch_init(struct wrapper *w, struct step_start_watch *s);
+/* The bound's `started` (ctx: a struct step_start_watch): every rank's file is there. */
+bool step_ranks_started(void *ctx);
+/* The step was ended at the limit: a start_timeout event naming the ranks not up (the first 8)
+ * into who; the status it counts as (the watchdog's). */
+int step_start_overdue(struct wrapper *w, const struct step_start_watch *s, char *who,
+                       size_t len);
+
 /* live.c: RUN_DIR/prom/ryzen-<job>-step.prom (metrics.prom_dir), written at each training
  * launch: this job's restarts and down time by reason, live (docs/monitoring.md). */
 void step_live_write(const struct wrapper *w);

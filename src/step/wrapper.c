@@ -302,9 +302,10 @@ static void attempt_dir(struct wrapper *w, const char *what, char *dir, size_t l
     rz_fmt(env, env_len, "RYZEN_ATTEMPT_DIR=%s", dir);
 }
 
-/* Run srun ... with exit records; the status; *cls and who from the records. */
+/* Run srun ... with exit records, under `bound`; the status; *cls and who from the records. */
 static int run_step(struct wrapper *w, const char *what, const char *const *extra, bool forward,
-                    enum step_class *cls, char *who, size_t who_len)
+                    const struct step_bound *bound, enum step_class *cls, char *who,
+                    size_t who_len)
 {
     static struct exit_record rec[MAX_RECORDS];
     struct step_argv v = {0};
@@ -327,10 +328,7 @@ static int run_step(struct wrapper *w, const char *what, const char *const *extr
         return -1;
     }
     step_argv_free(&v);
-    /* The training has its own watchdog (health.watchdog_*); the preflight, which starts MPI
-     * before any watchdog exists, has this limit. */
-    rc = w->r->wait(w->r, handle, forward ? w->stop_signo : SIGCONT,
-                    forward ? 0.0 : w->cfg.health.preflight_timeout_s, w->out);
+    rc = w->r->wait(w->r, handle, forward ? w->stop_signo : SIGCONT, bound, w->out);
     exit_records_read(dir, rec, MAX_RECORDS, &n);
     *cls = step_classify(rc, rec, n, w->place.ranks, who, who_len);
     return rc;
@@ -453,9 +451,11 @@ static int preflight(struct wrapper *w, bool *passed)
     char who[1024], msg[512];
     enum step_class cls;
     *passed = false;
+    /* The preflight starts MPI before any watchdog exists: the whole step has this limit. */
+    const struct step_bound bound = {w->cfg.health.preflight_timeout_s, NULL, NULL};
     for (int attempt = 1;; attempt++) {
         double since = w->r->now(w->r) - 1.0;
-        int rc = run_step(w, "preflight", extra, false, &cls, who, sizeof who);
+        int rc = run_step(w, "preflight", extra, false, &bound, &cls, who, sizeof who);
         if (rc == 0) {
             step_event(&w->ev, "preflight", "all checks passed (health.json)", NULL, 0);
             *passed = true;
@@ -553,7 +553,14 @@ static int train(struct wrapper *w)
     step_live_write(w); /* restarts and down time so far, live */
     const char *extra[] = {"--resume", resume, NULL};
     enum step_class cls;
-    int rc = run_step(w, "train", extra, true, &cls, who, sizeof who);
+    struct step_start_watch watch;
+    step_start_watch_init(w, &watch);
+    const struct step_bound bound = {w->cfg.health.start_timeout_s, step_ranks_started, &watch};
+    int rc = run_step(w, "train", extra, true, &bound, &cls, who, sizeof who);
+    if (rc == STEP_WAIT_TIMED_OUT) {
+        rc = step_start_overdue(w, &watch, who, sizeof who);
+        cls = CLASS_HANG;
+    }
     bool progress = committed(w) > before;
     bool signalled = step_signals_count() > 0 || cls == CLASS_SIGNAL;
     return step_conclude(w, cls, stop_cause(w, signalled), rc, progress, who);

@@ -267,18 +267,19 @@ static void test_startup_delay(void)
         sleep((unsigned)RZ_HOOK(startup_delay_s, 0.0));
 }
 
-/* RYZEN_TEST_PREFLIGHT_HANG (core/hooks.h): rank 0's first preflight hangs before MPI_Init.
- * The stop signals are only recorded by then, as in a real hang: what ends it is the launcher's
- * kill, or the bound. */
-static void test_preflight_hang(const struct args *a, int me)
+/* RYZEN_TEST_PREFLIGHT_HANG and RYZEN_TEST_START_HANG (core/hooks.h): rank 0's first preflight,
+ * or first training launch, hangs before MPI_Init.  The stop signals are only recorded by then,
+ * as in a real hang: what ends it is the launcher's kill, or ryzen-step's bound. */
+static void test_launch_hang(const struct args *a, int me)
 {
-    const char *file = RZ_HOOK(preflight_hang, "");
-    if (!a->preflight || me != 0 || file[0] == '\0' || access(file, F_OK) == 0)
+    const char *file = a->preflight ? RZ_HOOK(preflight_hang, "") : RZ_HOOK(start_hang, "");
+    if (me != 0 || file[0] == '\0' || access(file, F_OK) == 0)
         return;
     FILE *f = fopen(file, "w");
     if (f != NULL)
         fclose(f);
-    fprintf(stderr, "ryzen-train: test hook: this preflight hangs before MPI_Init\n");
+    fprintf(stderr, "ryzen-train: test hook: this %s hangs before MPI_Init\n",
+            a->preflight ? "preflight" : "training launch");
     for (int s = 0; s < 600; s++)
         sleep(1);
 }
@@ -452,7 +453,7 @@ int main(int argc, char **argv)
         return leave(&e, me, host, &out);
     }
     struct comm *comm = NULL;
-    test_preflight_hang(&a, me);
+    test_launch_hang(&a, me);
     if (st == RZ_OK)
         st = comm_init(&comm, &argc, &argv, &e.launch, strcmp(c.comm.allreduce, "ring") == 0,
                        &err);
