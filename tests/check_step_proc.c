@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,8 +23,8 @@
 
 #include "step_cases.h"
 
-static const struct step_bound no_limit = {0.0, NULL, NULL};
-static const struct step_bound an_hour = {3600.0, NULL, NULL};
+static const struct step_bound no_limit = {.timeout_s = 0.0};
+static const struct step_bound an_hour = {.timeout_s = 3600.0};
 
 static long start(const char *const *argv)
 {
@@ -55,7 +56,7 @@ START_TEST(a_stop_signal_is_sent_on_while_polling)
     long h = start(sleeper);
     step_signals_note(SIGTERM);
     /* were it not sent on, the limit would end the child and the wait say so */
-    const struct step_bound minute = {60.0, NULL, NULL};
+    const struct step_bound minute = {.timeout_s = 60.0};
     ck_assert_int_eq(r->wait(r, h, SIGTERM, &minute, NULL), 128 + SIGTERM);
 }
 END_TEST
@@ -67,10 +68,44 @@ START_TEST(a_child_past_its_limit_is_ended_and_reaped)
     const struct step_runner *r = step_runner_posix();
     const char *sleeper[] = {"sleep", "3600", NULL};
     long h = start(sleeper);
-    const struct step_bound short_limit = {0.2, NULL, NULL};
+    const struct step_bound short_limit = {.timeout_s = 0.2};
     ck_assert_int_eq(r->wait(r, h, SIGCONT, &short_limit, NULL), STEP_WAIT_TIMED_OUT);
     ck_assert_int_eq(kill((pid_t)h, 0), -1);
     ck_assert_int_eq(errno, ESRCH);
+}
+END_TEST
+
+/* A child that ignores the abort (SIGINT) is killed once the bound's grace has passed, and
+ * reaped: the wait still returns, says the step was ended, and the log says it was killed.  The
+ * wait begins only once the child ignores SIGINT (it says so with a file), however slowly it
+ * starts. */
+START_TEST(a_child_that_ignores_the_abort_is_killed_after_the_grace)
+{
+    const struct step_runner *r = step_runner_posix();
+    char ready[] = "/tmp/rz-proc-XXXXXX", script[256];
+    int fd = mkstemp(ready);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    unlink(ready);
+    snprintf(script, sizeof script, "trap '' INT; : >%s; while :; do sleep 1; done", ready);
+    const char *deaf[] = {"sh", "-c", script, NULL};
+    const struct step_bound b = {.timeout_s = 0.2, .kill_grace_s = 0.5};
+    long h = start(deaf);
+    while (access(ready, F_OK) != 0)
+        usleep(10000);
+    FILE *log = tmpfile();
+    ck_assert_ptr_nonnull(log);
+    ck_assert_int_eq(r->wait(r, h, SIGCONT, &b, log), STEP_WAIT_TIMED_OUT);
+    ck_assert_int_eq(kill((pid_t)h, 0), -1);
+    ck_assert_int_eq(errno, ESRCH);
+    char text[512] = "";
+    rewind(log);
+    size_t n = fread(text, 1, sizeof text - 1, log);
+    text[n] = '\0';
+    fclose(log);
+    unlink(ready);
+    ck_assert_msg(strstr(text, "did not end 0.5 s after its abort: killing it") != NULL, "%s",
+                  text);
 }
 END_TEST
 
@@ -94,7 +129,7 @@ START_TEST(a_limit_until_up_ends_only_a_step_that_never_comes_up)
     const struct step_runner *r = step_runner_posix();
     const char *sleeper[] = {"sleep", "3600", NULL};
     struct up_after never = {1000000, 0};
-    struct step_bound b = {0.2, up_after_n, &never};
+    struct step_bound b = {.timeout_s = 0.2, .started = up_after_n, .ctx = &never};
     long h = start(sleeper);
     ck_assert_int_eq(r->wait(r, h, SIGCONT, &b, NULL), STEP_WAIT_TIMED_OUT);
     ck_assert_int_ge(never.calls, 1);
@@ -132,5 +167,6 @@ void step_proc_tests(TCase *tc)
     tcase_add_test(tc, a_status_comes_back_with_or_without_a_limit);
     tcase_add_test(tc, a_stop_signal_is_sent_on_while_polling);
     tcase_add_test(tc, a_child_past_its_limit_is_ended_and_reaped);
+    tcase_add_test(tc, a_child_that_ignores_the_abort_is_killed_after_the_grace);
     tcase_add_test(tc, a_limit_until_up_ends_only_a_step_that_never_comes_up);
 }

@@ -190,8 +190,8 @@ static double monotonic_s(void)
 
 /* The step ran past its time: two SIGINTs 0.2 s apart, srun's own way to end a step at once
  * (within a second, srun has Slurm kill every task, ranks stuck in MPI's start-up, whose stop
- * signals only take a note, included); KILL after STEP_KILL_GRACE_S; then reap it. */
-static void end_overdue(pid_t pid, FILE *log, double timeout_s)
+ * signals only take a note, included); KILL after the bound's grace; then reap it. */
+static void end_overdue(pid_t pid, FILE *log, double timeout_s, double grace_s)
 {
     if (log != NULL) {
         fprintf(log, "ryzen-step: the job step ran past its %.0f s limit: ending it\n", timeout_s);
@@ -200,10 +200,15 @@ static void end_overdue(pid_t pid, FILE *log, double timeout_s)
     kill(pid, SIGINT);
     nap(0.2);
     kill(pid, SIGINT); /* a child already gone is a zombie until reaped: no other process */
-    double until = monotonic_s() + STEP_KILL_GRACE_S;
+    double until = monotonic_s() + grace_s;
     int status;
     while (waitpid(pid, &status, WNOHANG) == 0) {
         if (monotonic_s() >= until) {
+            if (log != NULL) {
+                fprintf(log, "ryzen-step: the job step did not end %.1f s after its abort: "
+                        "killing it\n", grace_s);
+                fflush(log);
+            }
             kill(pid, SIGKILL);
             (void)reap(pid);
             return;
@@ -235,7 +240,8 @@ static int posix_wait(const struct step_runner *r, long handle, int forward_sign
             continue;
         }
         if (got == 0 && monotonic_s() >= deadline) {
-            end_overdue(pid, log, limit);
+            end_overdue(pid, log, limit,
+                        bound->kill_grace_s > 0.0 ? bound->kill_grace_s : STEP_KILL_GRACE_S);
             return STEP_WAIT_TIMED_OUT;
         }
         if (got == 0)

@@ -79,11 +79,13 @@ struct step_args {
 
 /* wait's limit on a step: ended when timeout_s (0: no limit) has passed and `started` has not
  * said yet that the step is up (checked at each poll; once it says so, no limit is left).  With
- * started NULL the limit covers the whole step. */
+ * started NULL the limit covers the whole step.  A step that the abort has not ended
+ * kill_grace_s later (0: STEP_KILL_GRACE_S) is sent KILL. */
 struct step_bound {
     double timeout_s;
     bool (*started)(void *ctx);
     void *ctx;
+    double kill_grace_s;
 };
 
 struct step_runner {

@@ -452,7 +452,7 @@ static int preflight(struct wrapper *w, bool *passed)
     enum step_class cls;
     *passed = false;
     /* The preflight starts MPI before any watchdog exists: the whole step has this limit. */
-    const struct step_bound bound = {w->cfg.health.preflight_timeout_s, NULL, NULL};
+    const struct step_bound bound = {.timeout_s = w->cfg.health.preflight_timeout_s};
     for (int attempt = 1;; attempt++) {
         double since = w->r->now(w->r) - 1.0;
         int rc = run_step(w, "preflight", extra, false, &bound, &cls, who, sizeof who);
@@ -555,7 +555,8 @@ static int train(struct wrapper *w)
     enum step_class cls;
     struct step_start_watch watch;
     step_start_watch_init(w, &watch);
-    const struct step_bound bound = {w->cfg.health.start_timeout_s, step_ranks_started, &watch};
+    const struct step_bound bound = {.timeout_s = w->cfg.health.start_timeout_s,
+                                     .started = step_ranks_started, .ctx = &watch};
     int rc = run_step(w, "train", extra, true, &bound, &cls, who, sizeof who);
     if (rc == STEP_WAIT_TIMED_OUT) {
         rc = step_start_overdue(w, &watch, who, sizeof who);
