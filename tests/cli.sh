@@ -189,6 +189,11 @@ expect "--plan prints the predicted peak" 0 "predicted peak RSS +[0-9.]+ MiB" --
 expect "--plan --world 4 --mem-limit: the cheapest change that fits" 0 \
   "fits +no; the cheapest change that fits: --set training.recompute=block --set training.batch_size=8" \
   -- "$bin" --config "$src/configs/seed_benchmark.yaml" --plan --world 4 --mem-limit 140M
+expect "--plan names the checkpoint mode it planned for" 0 \
+  "fp32, checkpoint.mode async" -- "$bin" --config "$src/configs/seed_benchmark.yaml" \
+  --set checkpoint.mode=async --plan
+expect "... and the grid too" 0 "every setting \(same global batch 64, checkpoint.mode sync\):" \
+  -- "$bin" --config "$src/configs/seed_benchmark.yaml" --plan --world 4 --mem-limit 140M
 expect "--world without --plan" 64 "--world and --mem-limit go with --plan" -- \
   "$bin" --config "$src/configs/seed_benchmark.yaml" --world 2
 expect "--mem-limit with a bad size" 64 "--mem-limit: size '12Q'" -- \

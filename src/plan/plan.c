@@ -227,9 +227,10 @@ static void plan_print_settings(FILE *f, const struct plan *p, const struct cfg 
             c->model.d_model, c->model.n_heads, c->model.n_layers, c->model.d_ff,
             c->model.seq_len, strcmp(c->model.tie_embeddings, "true") == 0 ? ", tied head" : "");
     fprintf(f, "  settings   micro-batch %" PRId64 " x accum %" PRId64 " per rank (global batch "
-            "%" PRId64 "), ZeRO stage %d, recompute %s, dropout %g, %s\n", p->s.batch,
-            p->s.accum, p->s.batch * p->s.accum * p->world, p->s.zero_stage,
-            p->s.recompute ? "block" : "none", c->model.dropout, c->training.precision);
+            "%" PRId64 "), ZeRO stage %d, recompute %s, dropout %g, %s, checkpoint.mode %s\n",
+            p->s.batch, p->s.accum, p->s.batch * p->s.accum * p->world, p->s.zero_stage,
+            p->s.recompute ? "block" : "none", c->model.dropout, c->training.precision,
+            p->s.async_ckpt ? "async" : "sync");
 }
 
 /* Every combination of ZeRO stage, recomputation and micro-batch (the same global batch), its
@@ -237,8 +238,8 @@ static void plan_print_settings(FILE *f, const struct plan *p, const struct cfg 
 static void plan_print_grid(FILE *f, const struct cfg *c, int world, uint64_t usable)
 {
     struct plan_settings base = plan_settings_of(c);
-    fprintf(f, "  every setting (same global batch %" PRId64 "):\n",
-            base.batch * base.accum * world);
+    fprintf(f, "  every setting (same global batch %" PRId64 ", checkpoint.mode %s):\n",
+            base.batch * base.accum * world, base.async_ckpt ? "async" : "sync");
     for (int stage = 0; stage <= (world > 1 ? 2 : 0); stage++)
         for (int rc = 0; rc < 2; rc++)
             for (int64_t b = base.batch; b >= 1; b /= 2) {
