@@ -179,48 +179,48 @@ check "... n3 was excluded ($(job_field "$j" ExcNodeList))" sh -c "scontrol show
 check "... it ran on n4 ($(job_field "$j" NodeList))" test "$(job_field "$j" NodeList)" = n4
 check "... the report names the excluded node" grep -q 'n3' "$r/reports/$j/report.md"
 
-echo "# a preflight whose MPI start-up hangs is ended at health.preflight_timeout_s, launched again"
-# The limit: 10 times ref1's own preflight on this machine, at least 20 s, so a slow machine's
-# usual preflight is never taken for a hang.  Rank 0 of the first preflight waits before
-# MPI_Init (RYZEN_TEST_PREFLIGHT_HANG), so the others wait in MPI's start-up.
+# Hung start-ups: a preflight, and a training step, each submitted now and checked below (two
+# jobs side by side, on nodes of their own: each waits out its limit).  The limit: 10 times
+# ref1's own preflight on this machine, at least 20 s, so a slow machine's usual preflight is
+# never taken for a hang; the training's start-up to every rank's watchdog is MPI's start-up,
+# as in the preflight, with less after it.  Rank 0 of the first launch waits before MPI_Init
+# (RYZEN_TEST_PREFLIGHT_HANG, RYZEN_TEST_START_HANG), so the others wait in MPI's start-up.
 r1=$(R ref1 phase1_4proc)
 pf=$(awk -v a="$(event_field "$r1" "$ref1" preflight_start t)" \
   -v b="$(event_field "$r1" "$ref1" preflight t)" 'BEGIN { printf "%.1f", b - a }')
 limit=$(awk -v p="$pf" 'BEGIN { l = int(10 * p) + 1; print (l < 20 ? 20 : l) }')
-hang=$sub/runs/hang/preflight-hang
-j=$(RYZEN_TEST_PREFLIGHT_HANG=$hang run hang rzuser $site "$P1" $small --set training.steps=10 \
-  --set health.preflight_timeout_s="$limit")
+hang_p=$sub/runs/hang/preflight-hang hang_s=$sub/runs/starthang/start-hang
+jp=$(RYZEN_TEST_PREFLIGHT_HANG=$hang_p run hang rzuser $site "$P1" $small \
+  --set training.steps=10 --set health.preflight_timeout_s="$limit")
+js=$(RYZEN_TEST_START_HANG=$hang_s run starthang rzuser $site "$P1" $small \
+  --set training.steps=10 --set health.start_timeout_s="$limit" --set restart.failures=relaunch)
+
+echo "# a preflight whose MPI start-up hangs is ended at health.preflight_timeout_s, launched again"
 r=$(R hang phase1_4proc)
-st=$(wait_done "$j" 400)
-ended "the job completes (ref1's preflight took $pf s: limit $limit s)" "$j" COMPLETED 0:0
-check "... its first preflight hung (the hook left $hang)" test -e "$hang"
+st=$(wait_done "$jp" 400)
+ended "the job completes (ref1's preflight took $pf s: limit $limit s)" "$jp" COMPLETED 0:0
+check "... its first preflight hung (the hook left $hang_p)" test -e "$hang_p"
 check "... it was ended at the limit" \
-  has_event "$r" "$j" preflight_timeout "preflight_timeout_s = $limit s (attempt 1 of 3)"
-check "... and launched again, which passed" has_event "$r" "$j" preflight "all checks passed"
+  has_event "$r" "$jp" preflight_timeout "preflight_timeout_s = $limit s (attempt 1 of 3)"
+check "... and launched again, which passed" has_event "$r" "$jp" preflight "all checks passed"
 check "... in the same allocation (no requeue)" lacks "$r/events.jsonl" '"event":"requeue"'
-s0=$(sacct -n -P -j "$j.0" -o State 2>/dev/null | head -n 1)
-check "... the hung step ended in Slurm too ($j.0: ${s0:-no record})" \
+s0=$(sacct -n -P -j "$jp.0" -o State 2>/dev/null | head -n 1)
+check "... the hung step ended in Slurm too ($jp.0: ${s0:-no record})" \
   sh -c "test -n '$s0' -a '$s0' != RUNNING -a '$s0' != COMPLETED"
 
 echo "# a training step whose MPI start-up hangs is ended at health.start_timeout_s, relaunched"
-# The same limit (the start-up to every rank's watchdog is MPI's start-up, as in the preflight,
-# with less after it).  Rank 0 of the first training launch waits before MPI_Init
-# (RYZEN_TEST_START_HANG): no rank starts its watchdog, so only this bound can end the step.
-hang=$sub/runs/starthang/start-hang
-j=$(RYZEN_TEST_START_HANG=$hang run starthang rzuser $site "$P1" $small --set training.steps=10 \
-  --set health.start_timeout_s="$limit" --set restart.failures=relaunch)
 r=$(R starthang phase1_4proc)
-st=$(wait_done "$j" 400)
-ended "the job completes (limit $limit s)" "$j" COMPLETED 0:0
-check "... its first training launch hung (the hook left $hang)" test -e "$hang"
-check "... it was ended at the limit, naming the ranks not up" has_event "$r" "$j" start_timeout \
+st=$(wait_done "$js" 400)
+ended "the job completes (limit $limit s)" "$js" COMPLETED 0:0
+check "... its first training launch hung (the hook left $hang_s)" test -e "$hang_s"
+check "... it was ended at the limit, naming the ranks not up" has_event "$r" "$js" start_timeout \
   "start_timeout_s = $limit s and was ended: 4 of 4 rank(s) never started their watchdog (not started: rank 0 rank 1 rank 2 rank 3)"
-check "... counted as a hang" has_event "$r" "$j" attempt_end '"class":"hang"'
-check "... and relaunched in the allocation" has_event "$r" "$j" relaunch '"reason":"failure"'
-check "... never through the queue: 1 attempt in accounting ($(attempts "$j"))" \
-  test "$(attempts "$j")" = 1
-s1=$(sacct -n -P -j "$j.1" -o State 2>/dev/null | head -n 1)
-check "... the hung step ended in Slurm too ($j.1: ${s1:-no record})" \
+check "... counted as a hang" has_event "$r" "$js" attempt_end '"class":"hang"'
+check "... and relaunched in the allocation" has_event "$r" "$js" relaunch '"reason":"failure"'
+check "... never through the queue: 1 attempt in accounting ($(attempts "$js"))" \
+  test "$(attempts "$js")" = 1
+s1=$(sacct -n -P -j "$js.1" -o State 2>/dev/null | head -n 1)
+check "... the hung step ended in Slurm too ($js.1: ${s1:-no record})" \
   sh -c "test -n '$s1' -a '$s1' != RUNNING -a '$s1' != COMPLETED"
 
 finish
