@@ -100,8 +100,8 @@ struct step_runner {
                             const char *const *env, long *handle, struct rz_err *err);
     /* Wait for the started step.  Each stop signal recorded meanwhile (step_signals_*) is sent
      * on to it as `forward_signo`, once.  Returns the status as for run; a step past its bound
-     * (NULL: none) is ended (two SIGINTs, srun's abort; KILL after STEP_KILL_GRACE_S) and
-     * STEP_WAIT_TIMED_OUT is returned. */
+     * (NULL: none) is ended (two SIGINTs, srun's abort; KILL after the bound's kill_grace_s)
+     * and STEP_WAIT_TIMED_OUT is returned. */
     int (*wait)(const struct step_runner *r, long handle, int forward_signo,
                 const struct step_bound *bound, FILE *log);
     void (*sleep)(const struct step_runner *r, double seconds);
