@@ -541,9 +541,7 @@ START_TEST(a_training_start_that_hangs_is_ended_and_restarted)
     struct world w;
     char want[96], hb[1400];
     world_init(&w, "RUNNING");
-    snprintf(hb, sizeof hb, "%s/site/configs/p1.yaml", dir);
-    write_file(hb, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n"
-                   "restart:\n  failures: relaunch\nhealth:\n  start_timeout_s: 50\n");
+    p1_sections("  failures: relaunch\n", "  start_timeout_s: 50\n");
     for (int k = 0; k < 4; k++) { /* an earlier step's heartbeats */
         snprintf(hb, sizeof hb, "%s/health", w.f.run_dir);
         mkdir(hb, 0755);

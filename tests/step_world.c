@@ -333,14 +333,20 @@ void p1_defaults(void)
     write_file(path, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: \"p2\"\n");
 }
 
-/* Phase p1's config with this health section (its restarts as the world's: requeue). */
-void p1_health(const char *health)
+/* Phase p1's config with these restart and health sections. */
+void p1_sections(const char *restart, const char *health)
 {
     char path[512], text[512];
     snprintf(path, sizeof path, "%s/site/configs/p1.yaml", dir);
     snprintf(text, sizeof text, "training:\n  steps: 20\nphase:\n  previous: \"p0\"\n  next: "
-             "\"p2\"\nrestart:\n  failures: requeue\nhealth:\n%s", health);
+             "\"p2\"\nrestart:\n%shealth:\n%s", restart, health);
     write_file(path, text);
+}
+
+/* Phase p1's config with this health section (its restarts as the world's: requeue). */
+void p1_health(const char *health)
+{
+    p1_sections("  failures: requeue\n", health);
 }
 
 void p1_holds_when_stuck(void)

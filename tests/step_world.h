@@ -78,6 +78,7 @@ void world_free(struct world *w);
 void p1_restart(const char *restart);
 void p1_defaults(void);
 void p1_health(const char *health);
+void p1_sections(const char *restart, const char *health);
 void p1_holds_when_stuck(void);
 extern const struct fake_step preflight_ok;
 #define JOB_LINE(state, extra) job_line(state, NOW + 3600, extra)

@@ -181,13 +181,6 @@ static void nap(double seconds)
     }
 }
 
-static double monotonic_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The step ran past its time: two SIGINTs 0.2 s apart, srun's own way to end a step at once
  * (within a second, srun has Slurm kill every task, ranks stuck in MPI's start-up, whose stop
  * signals only take a note, included); KILL after the bound's grace; then reap it. */
@@ -200,10 +193,10 @@ static void end_overdue(pid_t pid, FILE *log, double timeout_s, double grace_s)
     kill(pid, SIGINT);
     nap(0.2);
     kill(pid, SIGINT); /* a child already gone is a zombie until reaped: no other process */
-    double until = monotonic_s() + grace_s;
+    double until = rz_now() + grace_s;
     int status;
     while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (monotonic_s() >= until) {
+        if (rz_now() >= until) {
             if (log != NULL) {
                 fprintf(log, "ryzen-step: the job step did not end %.1f s after its abort: "
                         "killing it\n", grace_s);
@@ -227,7 +220,7 @@ static int posix_wait(const struct step_runner *r, long handle, int forward_sign
     pid_t pid = (pid_t)handle;
     int forwarded = 0, status = 0;
     double limit = bound != NULL ? bound->timeout_s : 0.0;
-    double deadline = limit > 0.0 ? monotonic_s() + limit : 0.0;
+    double deadline = limit > 0.0 ? rz_now() + limit : 0.0;
     for (;;) {
         pid_t got = waitpid(pid, &status, deadline > 0.0 ? WNOHANG : 0);
         forward_signals(pid, forward_signo, &forwarded, log);
@@ -239,7 +232,7 @@ static int posix_wait(const struct step_runner *r, long handle, int forward_sign
             deadline = 0.0; /* up: from here the step has its own watchdog */
             continue;
         }
-        if (got == 0 && monotonic_s() >= deadline) {
+        if (got == 0 && rz_now() >= deadline) {
             end_overdue(pid, log, limit,
                         bound->kill_grace_s > 0.0 ? bound->kill_grace_s : STEP_KILL_GRACE_S);
             return STEP_WAIT_TIMED_OUT;
