@@ -6,6 +6,10 @@
 # faulted run finishes, its final parameters are the undisturbed run's bits, no committed
 # checkpoint is lost, and every rank loss was recovered and measured.  Never a goodput figure: that is the soak's measurement, not a test (the issue's
 # targets are judged from tools/chaos runs, docs/reliability.md).  Needs root.
+# In the slow tier (`tools/check --all`; two runs of a phase, about 3 minutes on 2 cores): each
+# fault kind it injects is also tested alone in faults.sh, slurm.sh and net.sh, which
+# `tools/check` runs.
+# tier: slow
 set -u
 src=${top_srcdir:-.}
 build=${top_builddir:-.}
