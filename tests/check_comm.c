@@ -137,6 +137,17 @@ START_TEST(preflight_probes)
     double rel = 1;
     ck_assert_int_eq(comm_allreduce_check(world, 4096, &rel, NULL), RZ_OK);
     ck_assert(rel == 0.0); /* the probe values sum exactly in fp32 */
+    /* the ring's hop: a time on two ranks or more, the same on every rank; none on one */
+    double hop = -1, mx = 0;
+    ck_assert_int_eq(comm_hop_probe(world, 5, &hop, NULL), RZ_OK);
+    if (comm_size(world) == 1) {
+        ck_assert(isnan(hop));
+    } else {
+        ck_assert(hop > 0.0 && isfinite(hop));
+        mx = hop;
+        ck_assert_int_eq(comm_sum_doubles(world, &mx, 1, NULL), RZ_OK);
+        ck_assert_double_eq_tol(mx, comm_size(world) * hop, 1e-12 * mx);
+    }
 }
 END_TEST
 
@@ -260,6 +271,11 @@ START_TEST(link_probe_of_one_node_and_its_limits)
     ck_assert_int_eq(comm_link_probe(c, 0, 3, &l, &e), RZ_ECONFIG);
     ck_assert_ptr_nonnull(strstr(e.msg, "out of range"));
     ck_assert_int_eq(comm_link_probe(c, 4096, 0, &l, &e), RZ_ECONFIG);
+    double hop = 0;
+    ck_assert_int_eq(comm_hop_probe(c, 5, &hop, &e), RZ_OK); /* one rank: no ring, no MPI */
+    ck_assert(isnan(hop));
+    ck_assert_int_eq(comm_hop_probe(c, 0, &hop, &e), RZ_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(e.msg, "ring hop probe of 0 blocks: out of range"));
     comm_finalize(c);
 }
 END_TEST

@@ -115,13 +115,18 @@ START_TEST(ladder_fit_predictions_and_flags)
 END_TEST
 
 /* A report with its topology and links, as the dev cluster writes them: W ranks on N nodes of
- * one 2-CPU machine, links of 31 MB/s and 10 us. */
-static void ladder_report_placed(const char *phase, const char *job, int w, int nodes, double x,
-                                 double p10)
+ * one 2-CPU machine, links of 31 MB/s and 10 us, and its preflight's ring hop (HOP_US; 0: a
+ * report from before it was measured). */
+static void ladder_report_placed_hop(const char *phase, const char *job, int w, int nodes, double x,
+                                     double p10, double params, int per_rank, double p50_ms,
+                                     double hop_us)
 {
     char rel[256], text[4096], links[1024] = "";
     size_t used = 0;
-    if (nodes > 1) {
+    if (nodes == 1 && hop_us > 0) {
+        snprintf(links, sizeof links, "{\"hosts\":[\"n1\"],\"gbps\":[[0]],\"latency_us\":[[0]],"
+                 "\"ring_hop_us\":%g}", hop_us);
+    } else if (nodes > 1) {
         used += (size_t)snprintf(links, sizeof links, "{\"hosts\":[");
         for (int i = 0; i < nodes; i++)
             used += (size_t)snprintf(links + used, sizeof links - used, "%s\"n%d\"", i ? "," : "",
@@ -142,19 +147,37 @@ static void ladder_report_placed(const char *phase, const char *job, int w, int 
                                          i == k ? 0.0 : 10.0);
             used += (size_t)snprintf(links + used, sizeof links - used, "]");
         }
-        snprintf(links + used, sizeof links - used, "]}");
+        used += (size_t)snprintf(links + used, sizeof links - used, "]");
+        if (hop_us > 0)
+            used += (size_t)snprintf(links + used, sizeof links - used, ",\"ring_hop_us\":%g",
+                                     hop_us);
+        snprintf(links + used, sizeof links - used, "}");
     } else {
         snprintf(links, sizeof links, "null");
     }
     snprintf(rel, sizeof rel, "%s/reports/%s/report.json", phase, job);
     snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"%s\",\"job\":\"%s\",\"time\":"
              "\"2026-11-26T15:00:0%sZ\",\"world_size\":%d,\"throughput\":%.9g,"
-             "\"throughput_p10\":%.9g,\"steps\":60,\"criteria\":[],\"environment\":"
-             "{\"global_batch\":%d,\"num_parameters\":85632},\"per_rank\":[],\"topology\":"
-             "{\"nodes\":%d,\"machines\":1,\"cores_per_rank\":%.9g,\"per_node\":[{\"machine_cpus\":2}]},"
-             "\"links\":%s}\n", phase, job, job, w, x, p10, 4 * w, nodes,
-             w == 1 ? 1.0 : 2.0 / w, links);
+             "\"throughput_p10\":%.9g,\"allreduce_p50_ms\":%.9g,\"steps\":60,\"criteria\":[],"
+             "\"environment\":{\"global_batch\":%d,\"num_parameters\":%.9g},\"per_rank\":[],"
+             "\"topology\":{\"nodes\":%d,\"machines\":1,\"cores_per_rank\":%.9g,\"per_node\":"
+             "[{\"machine_cpus\":2}]},\"links\":%s}\n", phase, job, job, w, x, p10, p50_ms,
+             per_rank * w, params, nodes, w == 1 ? 1.0 : 2.0 / w, links);
     put(rel, "w", text);
+}
+
+/* ... without its preflight's ring hop. */
+static void ladder_report_placed_p50(const char *phase, const char *job, int w, int nodes, double x,
+                                     double p10, double params, int per_rank, double p50_ms)
+{
+    ladder_report_placed_hop(phase, job, w, nodes, x, p10, params, per_rank, p50_ms, 0);
+}
+
+/* The small model, 4 samples a rank, without the small collective's latency (0: none). */
+static void ladder_report_placed(const char *phase, const char *job, int w, int nodes, double x,
+                                 double p10)
+{
+    ladder_report_placed_p50(phase, job, w, nodes, x, p10, 85632, 4, 0);
 }
 
 /* The whole ladder as the dev cluster ran it (Intel Xeon, 2 vCPUs; 250 Mbit/s links; the ring
@@ -216,8 +239,160 @@ START_TEST(ladder_hindcast_from_the_dev_cluster)
 }
 END_TEST
 
+/* A report of the demo's ladder (tools/demo, the dev cluster's default CPU quota): W ranks on
+ * one node, each node held to QUOTA cores (0: none) of a 2-CPU machine. */
+static void ladder_report_quota(const char *phase, const char *job, int w, double x, double quota)
+{
+    char rel[256], text[2048], q[32];
+    double cores = fmin(1.0, 2.0 / w);
+    if (quota > 0)
+        cores = fmin(cores, quota / w);
+    snprintf(q, sizeof q, quota > 0 ? "%g" : "null", quota);
+    snprintf(rel, sizeof rel, "%s/reports/%s/report.json", phase, job);
+    snprintf(text, sizeof text, "{\"verdict\":\"GO\",\"phase\":\"%s\",\"job\":\"%s\",\"time\":"
+             "\"2026-12-01T09:0%s:00Z\",\"world_size\":%d,\"throughput\":%.9g,"
+             "\"throughput_p10\":%.9g,\"steps\":60,\"criteria\":[],\"environment\":"
+             "{\"global_batch\":%d,\"num_parameters\":85632},\"per_rank\":[],\"topology\":"
+             "{\"nodes\":1,\"machines\":1,\"cores_per_rank\":%.9g,\"per_node\":[{\"host\":"
+             "\"n1\",\"machine_cpus\":2,\"cpu_quota\":%s,\"cores_per_rank\":%.9g}]},"
+             "\"links\":null}\n", phase, job, job, w, x, 0.95 * x, 4 * w, cores, q, cores);
+    put(rel, "w", text);
+}
+
+/* The demo's ladder (a fresh clone, the dev cluster's default half a core per node): baseline
+ * 38.8 samples/s on 1 rank, phase 1 40.5 on 4 ranks of one node.  phase2a, 2 nodes x 4 ranks,
+ * gets each node's half a core over its 4 ranks, an eighth of a core per rank; the model once
+ * placed it on the machine's CPUs alone (2 over a node's 4 ranks, half a core each) and
+ * predicted 310 samples/s, 100% efficiency. */
+START_TEST(ladder_forward_on_the_nodes_it_gets)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+    ladder_report_quota("baseline_1proc", "1", 1, 38.8, 0.5);
+    ladder_report_quota("phase1_4proc", "2", 4, 40.5, 0.5);
+    struct gate_ladder l;
+    struct rz_err err;
+    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert_double_eq(l.att[0].node_quota, 0.5);
+    ck_assert_double_eq(l.fit.node_quota, 0.5);
+    ck_assert_double_eq_tol(l.fit.c_s, 0.5 / 38.8, 1e-12);
+    struct gate_layout lay;
+    gate_ladder_layout(&l.fit, 8, &lay);
+    ck_assert_int_eq(lay.nodes, 2);
+    ck_assert_double_eq_tol(lay.cores, 0.125, 1e-12); /* the quota, not the machine's 2/4 */
+    ck_assert_int_eq(l.pred[0].world, 8);
+    /* two half-core nodes: at most twice the baseline's half a core */
+    ck_assert_double_le(l.pred[0].throughput, 2 * 38.8 * (1 + 1e-9));
+    ck_assert_double_gt(l.pred[0].throughput, 0.8 * 2 * 38.8);
+    ck_assert_double_le(l.pred[0].efficiency, 0.25 + 1e-9);
+    /* 12 and 16 ranks: 3 and 4 nodes, each its half a core over 4 ranks */
+    gate_ladder_layout(&l.fit, 16, &lay);
+    ck_assert_int_eq(lay.nodes, 4);
+    ck_assert_double_eq_tol(lay.cores, 0.125, 1e-12);
+    /* the newest phase ran with the quota lifted: the machine's 2 CPUs over a node's 4 ranks */
+    ladder_report_quota("phase1_4proc", "3", 4, 80, 0);
+    gate_ladder_free(&l);
+    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert(isnan(l.fit.node_quota));
+    gate_ladder_layout(&l.fit, 8, &lay);
+    ck_assert_double_eq_tol(lay.cores, 0.5, 1e-12);
+    gate_ladder_free(&l);
+    teardown_fixture();
+}
+END_TEST
+
+/* The ladder on a fast CPU (tools/check --fast's tiny workload on the Intel Xeon, quota lifted,
+ * 60 steps a phase): compute is short, and the ring's hops, each waiting its peer's turn on a
+ * core that 4 to 8 ranks share, are most of a step.  The small collective's p50 per round times
+ * s (q) carries that cost from the fitted phases to the larger ones. */
+START_TEST(ladder_hops_on_shared_cores)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+    ladder_report_placed_p50("baseline_1proc", "1", 1, 1, 34599.44, 30849.15, 2816, 2, 3.1e-5);
+    ladder_report_placed_p50("phase1_4proc", "2", 4, 1, 5471.67, 2630.03, 2816, 2, 0.064431);
+    ladder_report_placed_p50("phase2a_8proc", "3", 8, 2, 7651.13, 5725.38, 2816, 2, 0.2990815);
+    ladder_report_placed_p50("phase2b_12proc", "4", 12, 3, 6137.70, 2325.44, 2816, 2, 0.604431);
+    ladder_report_placed_p50("phase2c_16proc", "5", 16, 4, 3784.63, 2611.62, 2816, 2, 0.960404);
+    struct gate_ladder l;
+    struct rz_err err;
+    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    const struct gate_fit *e = &l.early;
+    /* q: the median of phase1's and phase2a's p50 per round (2 and 3 rounds) times s */
+    double q = 0.5 * (0.064431e-3 / 2 * 0.5 + 0.2990815e-3 / 3 * 0.25);
+    ck_assert_double_eq_tol(e->hop_s, q, 1e-15);
+    ck_assert_ptr_nonnull(strstr(e->note, "the ring's hops wait q per rank sharing a core"));
+    /* phase2b by hand: compute, the hops, the ring over the links */
+    struct gate_layout lay;
+    gate_attempt_layout(&l.att[3], e, &lay);
+    double c = 1 / 34599.44, s = 2.0 / 12, M = 4.0 * 2816, B = 0.248e9 / 8;
+    double t = c * 2 / s + 22 * q / s + e->k_net * (22.0 / 12 * M / B + 22 * 1e-5);
+    ck_assert_double_eq_tol(gate_ladder_predict(e, &lay, 2), 24 / t, 1e-3);
+    ck_assert_msg(fabs(6137.70 / (24 / t) - 1) < 0.2, "phase2b: measured 6137.7, predicted %g",
+                  24 / t);
+    /* the same ladder without the term: the hops were charged to the links' k_net, which grows
+     * with 2(P-1) alone, and phase2b came out at two thirds of the prediction */
+    struct gate_fit no_hop = *e;
+    no_hop.hop_s = 0;
+    no_hop.k_net = (16 / 7651.13 - c * 2 / 0.25) / (14.0 / 8 * M / B + 14 * 1e-5);
+    ck_assert_double_lt(6137.70 / gate_ladder_predict(&no_hop, &lay, 2), 0.7);
+    /* a rank with a core of its own waits for no one's turn */
+    lay.cores = 1;
+    double t1 = c * 2 + e->k_net * (22.0 / 12 * M / B + 22 * 1e-5);
+    ck_assert_double_eq_tol(gate_ladder_predict(e, &lay, 2), 24 / t1, 1e-3);
+    gate_ladder_free(&l);
+    teardown_fixture();
+}
+END_TEST
+
+/* The tiny ladder with each phase's preflight ring hop (health.json links.ring_hop_us, copied
+ * into report.json's links): 25 us per rank sharing a core up to phase2a, 30 at phase2b.
+ * phase2a's small collective was disturbed while it trained (1.37 ms, five times its share):
+ * q, fitted from the preflights, is not.  Each phase is evaluated with its own hop, as with its
+ * own links; a rung not run yet with the fitted q; a report without the hop with its small
+ * collective. */
+START_TEST(ladder_preflight_hop_is_context)
+{
+    /* Each phase's preflight ring hop (health.json links.ring_hop_us) is read and kept, but the
+     * model's q is the small collective's while the fitted phases trained: the preflight's hop,
+     * every rank idle, was 4 to 7 times shorter than a training step's (docs/ladder.md). */
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+    ladder_report_placed_hop("baseline_1proc", "1", 1, 1, 34599.44, 30849.15, 2816, 2, 3.1e-5, 0);
+    ladder_report_placed_hop("phase1_4proc", "2", 4, 1, 5471.67, 2630.03, 2816, 2, 0.064, 5);
+    ladder_report_placed_hop("phase2a_8proc", "3", 8, 2, 7651.13, 5725.38, 2816, 2, 0.3, 10);
+    ladder_report_placed_hop("phase2b_12proc", "4", 12, 3, 6137.70, 2325.44, 2816, 2, 0.6, 18);
+    struct gate_ladder l;
+    struct rz_err err;
+    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert(isnan(l.att[0].ring_hop_s));
+    ck_assert_double_eq_tol(l.att[2].ring_hop_s, 10e-6, 1e-15);
+    const struct gate_fit *e = &l.early;
+    /* q: phase1 0.064 ms / 2 rounds x 1/2 = 16 us, phase2a 0.3 ms / 3 rounds x 1/4 = 25 us */
+    ck_assert_double_eq_tol(e->hop_s, 0.5 * (16e-6 + 25e-6), 1e-15);
+    ck_assert_ptr_nonnull(strstr(e->note, "small collective"));
+    /* phase2b on its own layout: the fitted q, whatever its own preflight measured */
+    struct gate_layout lay;
+    gate_attempt_layout(&l.att[3], e, &lay);
+    double c = 1 / 34599.44, M = 4.0 * 2816, B = 0.248e9 / 8;
+    double t = c * 2 * 6 + 22 * e->hop_s * 6 + e->k_net * (22.0 / 12 * M / B + 22 * 1e-5);
+    ck_assert_double_eq_tol(gate_ladder_predict(e, &lay, 2), 24 / t, 1e-6 * 24 / t);
+    gate_ladder_free(&l);
+    teardown_fixture();
+}
+END_TEST
+
 void gate_ladder_tests(TCase *tc)
 {
     tcase_add_test(tc, ladder_fit_predictions_and_flags);
     tcase_add_test(tc, ladder_hindcast_from_the_dev_cluster);
+    tcase_add_test(tc, ladder_forward_on_the_nodes_it_gets);
+    tcase_add_test(tc, ladder_hops_on_shared_cores);
+    tcase_add_test(tc, ladder_preflight_hop_is_context);
 }

@@ -80,13 +80,16 @@ START_TEST(summary_in_the_seed_format)
     ranks[0].net = (struct netstat){.tcp_out_segs = 900, .tcp_retrans_segs = 9, .tx_bytes = 1e6,
                                     .rx_bytes = 2e6, .drops = 1, .errors = 0};
     ranks[0].n_peers = 1;
-    ranks[0].peers[0] = (struct metrics_peer){.host = "n2", .segs_out = 800, .retrans = 8};
+    ranks[0].peers[0] = (struct metrics_peer){.host = "n2", .segs_out = 800, .retrans = 8,
+                                              .data_segs_out = 700, .dsack_dups = 3, .conns = 2};
     ck_assert_int_eq(metrics_write_summary(dir, &s, NULL), RZ_OK);
     ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
     ck_assert_ptr_nonnull(strstr(text, "\"network\":{\"seconds\":2.5,\"tcp_segments_sent\":900,"
                                        "\"tcp_retransmitted\":9,\"tx_bytes\":1000000,\"rx_bytes\":"
                                        "2000000,\"drops\":1,\"errors\":0,\"peers\":[{\"host\":"
-                                       "\"n2\",\"tcp_segments_sent\":800,\"tcp_retransmitted\":8}]}}"));
+                                       "\"n2\",\"connections\":2,\"tcp_segments_sent\":800,"
+                                       "\"tcp_data_segments_sent\":700,\"tcp_retransmitted\":8,"
+                                       "\"tcp_spurious_retransmits\":3}]}}"));
     ck_assert_int_eq(strstr(strstr(text, "\"network\"") + 1, "\"network\"") == NULL, 1);
     free(text);
     snprintf(path, sizeof path, "%s/summary.json.tmp", dir);
@@ -279,6 +282,39 @@ START_TEST(node_textfile_series)
     };
     for (size_t i = 0; i < sizeof want_net / sizeof want_net[0]; i++)
         ck_assert_msg(strstr(text, want_net[i]) != NULL, "lacks: %s", want_net[i]);
+    ck_assert_ptr_null(strstr(text, "ryzen_train_net_mpi_")); /* no sockets read: none */
+    ck_assert_ptr_null(strstr(text, "ryzen_train_net_packet_loss_ratio{"));
+    free(text);
+    /* with the job's MPI connections: the gate's sample, apart from the host's 40 of 20000 */
+    f = open_memstream(&text, &len);
+    d.has_mpi = true;
+    d.mpi_data_segs = 8000;
+    d.mpi_lost = 4;
+    metrics_prom_format(f, &d);
+    fclose(f);
+    const char *want_mpi[] = {
+        "# TYPE ryzen_train_net_mpi_data_segments_sent_total counter\n",
+        "ryzen_train_net_mpi_data_segments_sent_total{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 8000\n",
+        "# TYPE ryzen_train_net_mpi_lost_segments_total counter\n",
+        "ryzen_train_net_mpi_lost_segments_total{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 4\n",
+        "# TYPE ryzen_train_net_packet_loss_ratio gauge\n",
+        "ryzen_train_net_packet_loss_ratio{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 0.0005\n",
+        "ryzen_train_net_tcp_retransmit_ratio{slurm_job_id=\"77\",phase=\"phase1_4proc\","
+        "node=\"n1\"} 0.002\n",
+    };
+    for (size_t i = 0; i < sizeof want_mpi / sizeof want_mpi[0]; i++)
+        ck_assert_msg(strstr(text, want_mpi[i]) != NULL, "lacks: %s", want_mpi[i]);
+    free(text);
+    /* one node: no connection to another, a share of 0, not NaN */
+    f = open_memstream(&text, &len);
+    d.mpi_data_segs = d.mpi_lost = 0.0;
+    metrics_prom_format(f, &d);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(text, "ryzen_train_net_packet_loss_ratio{slurm_job_id=\"77\","
+                                       "phase=\"phase1_4proc\",node=\"n1\"} 0\n"));
     free(text);
 }
 END_TEST

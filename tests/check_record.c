@@ -88,6 +88,7 @@ START_TEST(health_round_trip)
     h.links.gbps[0][1] = 0.25;
     h.links.gbps[1][0] = 0.024;
     h.links.latency_us[0][1] = h.links.latency_us[1][0] = 81.5;
+    h.links.ring_hop_us = 212.5;
     ck_assert_int_eq(health_write(path, &h, &e), RZ_OK);
     ck_assert_int_eq(health_read(path, &got, &e), RZ_OK);
     ck_assert(!got.ok);
@@ -114,6 +115,14 @@ START_TEST(health_round_trip)
     ck_assert(got.links.gbps[0][1] == 0.25 && got.links.gbps[1][0] == 0.024);
     ck_assert(got.links.latency_us[1][0] == 81.5);
     ck_assert_int_eq(got.links.probe_bytes, 1 << 20);
+    ck_assert_double_eq(got.links.ring_hop_us, 212.5);
+    health_free(&got);
+    /* one rank: no ring to measure, written as null and read back as none */
+    h.links.ring_hop_us = NAN;
+    ck_assert_int_eq(health_write(path, &h, &e), RZ_OK);
+    ck_assert_int_eq(health_read(path, &got, &e), RZ_OK);
+    ck_assert(got.has_links);
+    ck_assert(isnan(got.links.ring_hop_us));
     health_free(&got);
 }
 END_TEST
@@ -280,7 +289,8 @@ START_TEST(report_reads_what_the_others_use)
         "\"per_rank\":[{\"mean_compute_s\":0.3},{\"mean_compute_s\":0.1},"
         "{\"mean_compute_s\":0.2},{\"mean_compute_s\":0.4}],"
         "\"topology\":{\"nodes\":2,\"machines\":1,\"cores_per_rank\":0.5,"
-        "\"per_node\":[{\"machine_cpus\":2}]},"
+        "\"per_node\":[{\"machine_cpus\":2,\"cpu_quota\":null},"
+        "{\"machine_cpus\":2,\"cpu_quota\":0.5},{\"cpu_quota\":0.75}]},"
         "\"links\":{\"hosts\":[\"n1\",\"n2\"],\"gbps\":[[0,0.25],[0.2,0]],"
         "\"latency_us\":[[0,80],[90,0]]},"
         "\"loss_curve\":[[8,5.5],[16,5.1]]}");
@@ -307,11 +317,13 @@ START_TEST(report_reads_what_the_others_use)
     ck_assert_int_eq(r.machines, 1);
     ck_assert_double_eq(r.cores_per_rank, 0.5);
     ck_assert_double_eq(r.machine_cpus, 2);
+    ck_assert_double_eq(r.cpu_quota, 0.5); /* the tightest node's; null is none */
     ck_assert_ptr_nonnull(r.links);
     ck_assert_int_eq(r.links->n_hosts, 2);
     ck_assert_str_eq(r.links->hosts[1], "n2");
     ck_assert_double_eq(r.links->gbps[1][0], 0.2);
     ck_assert_double_eq(r.links->latency_us[0][1], 80);
+    ck_assert(isnan(r.links->ring_hop_us)); /* a report from before the preflight measured it */
     ck_assert_uint_eq(r.n_curve, 2);
     ck_assert_double_eq(r.curve[3], 5.1);
     ck_assert_ptr_null(r.val_curve);

@@ -120,7 +120,7 @@ void config(struct cfg *c)
     c->gates.uptime_no_go = 0.4;
     c->gates.straggler_ratio_go = 1.2;
     c->gates.straggler_ratio_no_go = 1.5;
-    c->gates.packet_loss_go = 0.001; /* the fixture's node retransmitted 5 of 10000 */
+    c->gates.packet_loss_go = 0.001; /* n/a all the same: one node (check_gate_net.c) */
     c->gates.packet_loss_no_go = 0.002;
 }
 

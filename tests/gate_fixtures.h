@@ -2,8 +2,8 @@
  * ranks written by hand in a mkdtemp directory, its configuration and the judge on it, a file
  * read whole, a criterion's thresholds, report.html counted and checked, the reports of two
  * ranks, and the tests that check_gate.c adds to its suite from check_gate_verdicts.c,
- * check_gate_reports.c, check_gate_ladder.c, check_gate_charts.c, check_gate_ended.c and
- * check_gate_errors.c.  Test code only. */
+ * check_gate_net.c, check_gate_reports.c, check_gate_ladder.c, check_gate_charts.c,
+ * check_gate_ended.c and check_gate_errors.c.  Test code only. */
 #ifndef RZ_TESTS_GATE_FIXTURES_H
 #define RZ_TESTS_GATE_FIXTURES_H
 
@@ -76,6 +76,9 @@ char *two_rank_reports(struct cfg *c, double go, double no_go, struct gate_input
 /* Add the verdicts' tests (the rules, the fixture's verdicts, baselines, suspect efficiency,
  * requeue duplicates, the rollback checkpoint) to tc (check_gate_verdicts.c). */
 void gate_verdicts_tests(TCase *tc);
+
+/* Add the packet-loss criterion's tests to tc (check_gate_net.c). */
+void gate_net_tests(TCase *tc);
 
 /* Add the report files' tests (the reports of two ranks, the JSON reader, the dashboard) to tc
  * (check_gate_reports.c). */

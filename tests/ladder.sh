@@ -139,7 +139,7 @@ for w in 8 12 16 32 64; do
     sh -c "echo '$line' | awk -F'[:,]' '{ tp = \$4; lo = \$6; hi = \$8; exit !(tp > 0 && lo <= tp && tp <= hi) }'"
 done
 check "the model states its fit: 4 points and a finite error" \
-  grep -q '"model":{"formula":"T(P, b) = c\*b/s + k_net\*(2(P-1)/P\*M/B + 2(P-1)\*lat) on several nodes, c\*b/s + k_local\*2(P-1)/P\*M/s on one; throughput = P\*b/T","ok":true,.*"points":4,"error_rel":[0-9.e-]*,' "$L"
+  grep -q '"model":{"formula":"T(P, b) = c\*b/s + H + k_net\*(2(P-1)/P\*M/B + 2(P-1)\*lat) on several nodes, c\*b/s + H + k_local\*2(P-1)/P\*M/s on one, H = 2(P-1)\*q/s while s is under 1; throughput = P\*b/T","ok":true,.*"hop_s_per_rank_sharing":[0-9.e-]*,.*"points":4,"error_rel":[0-9.e-]*,' "$L"
 check "the verdict timeline has the promotions" test "$(grep -o '"event":"promote"' "$L" | wc -l)" -eq 2
 check "... the preemption requeue" grep -q '"event":"requeue","summary":"preempted by a higher-priority job: requeued (reason preemption' "$L"
 check "... the rollback and its start" \

@@ -22,13 +22,11 @@
 #             quiet cluster); every checkpoint verifies
 #   flap      phase2a through a 5 s outage of its second node's link: completes with no hang
 #             past the watchdog; bit-identical; every checkpoint verifies
-#   ladder    the whole ladder, baseline to phase2c, each promoted by the one before (with the
-#             nodes' CPU quota lifted, and put back after): the model
-#             fitted to the phases of at most 8 ranks predicts phase2b and phase2c within 20%;
-#             phase2c's all-reduce is a ring (each node sends about 2(P-1)/P gradients a step)
+#   (the whole ladder and its model: tests/hindcast.sh)
 #   lossy     phase2b with 2% of n2's packets dropped: it trains through, the packet-loss gate
 #             (at its defaults) says NO-GO and the report names n2, the node at an end of every
-#             lossy link; bit-identical to the run on healthy links, every checkpoint verifies
+#             lossy link; bit-identical to the run on healthy links, every checkpoint verifies;
+#             at 0.5% too: NO-GO on MPI's own connections, n2 named
 #   rate      'net --rate': a bounded transfer is held to the rate set, a quarter of the unshaped
 #             rate measured in this run or less; 'net reset' restores the default
 #   loss      'net --loss 2': TCP retransmits a share of its segments near the loss; without
@@ -59,7 +57,7 @@ cleanup() {
 trap cleanup EXIT
 . "$src/tests/lib.sh"
 skipped=0
-checks=68 # every check below: all skipped in the loopback mode, all run in the ns mode
+checks=67 # every check below: all skipped in the loopback mode, all run in the ns mode
 
 site_setup
 if [ "$(cat "$RYZEN_DEVCLUSTER_DIR/net-mode" 2>/dev/null)" != ns ]; then
@@ -173,10 +171,8 @@ pf() {
 }
 # gbps_all RUN: every measured rate of health.json's links, one per line
 gbps_all() { sed -n 's/.*"gbps":\[\(.*\)\],"latency_us".*/\1/p' "$sub/runs/$1/health.json" | tr -d '[]' | tr , '\n' | awk '$1 > 0'; }
-pf_t0=$(date +%s.%N)
 expect "preflight on 3 nodes at the default rate: the links check passes" 0 \
   "preflight: links +ok +3 nodes, 3 links each way" -- pf links-even
-pf_s=$(awk -v a="$pf_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 check "... its table in the job output" grep -Eq 'preflight: +n3 +[0-9.]+/[0-9]+ +[0-9.]+/[0-9]+ +-$' "$tmp/out"
 rates=$(gbps_all links-even | paste -sd' ')
 check "... health.json: 6 rates, each at most 115% of the 250 Mbit/s set ($rates Gbit/s)" \
@@ -232,6 +228,20 @@ check "... the report names n2: every lossy link is n2's" \
 check "... the job output says so" grep -q "packet_loss .*no_go.*every lossy link is n2's" "ryzen-phase2b_12proc-$j.out"
 same_params "... bit-identical to an uninterrupted run on healthy links" "$(R slowref phase2b_12proc)" "$r" 10
 check_ckpts "... every checkpoint it committed verifies" "$r"
+# The same at 0.5%: five times the NO-GO share, and the sample of 10 steps shows it (its lower
+# bound is over 0.1%); the loss counted is MPI's own, on the connections between the nodes.
+"$dc" net n2 --loss 0.5 >/dev/null
+j=$(run lossy05 rzuser $site "$T/phase2b_12proc.sh" $small --set training.steps=10 \
+  --set gates.packet_loss_go=0 --set gates.packet_loss_no_go=0.001)
+st=$(wait_done "$j" 900)
+"$dc" net reset >/dev/null
+r=$(R lossy05 phase2b_12proc)
+ended "phase2b with 0.5% loss on n2's link: NO-GO (1)" "$j" FAILED 1:0
+rep=$r/reports/$j/report.json
+pl=$(sed -n 's/.*{"name":"packet_loss",\([^}]*\)}.*/\1/p' "$rep" 2>/dev/null)
+check "... packet_loss no_go on MPI's connections: $(echo "$pl" | sed -n 's/.*"note":"\([^;"]*\).*/\1/p')" \
+  sh -c 'echo "$1" | grep -q "\"status\":\"no_go\".*MPI.s TCP connections between nodes"' _ "$pl"
+check "... the report names n2" grep -q '"network":{"lossy_host":"n2",' "$rep"
 
 # ---- the reference for the partition and the flap: the same 30 steps of phase2a, undisturbed --
 # Run first, on a quiet cluster: right after the partition, the nodes that took over the job may
@@ -258,11 +268,11 @@ other_node() { # JOB: a node of the job that is not its batch host
     [ "$n" != "$b" ] && { echo "$n"; return; }
   done
 }
-# held_phase2a NAME STEP: phase2a (30 steps) as scenario NAME, held after STEP; sets j, r and
-# victim (the job's node that is not its batch host)
+# held_phase2a NAME STEP [ARGS...]: phase2a (30 steps) as scenario NAME, held after STEP, ARGS
+# added; sets j, r and victim (the job's node that is not its batch host)
 held_phase2a() {
   j=$(RYZEN_TEST_HOLD=$2:$(hold_file "$1") run "$1" rzuser $site "$T/phase2a_8proc.sh" $small \
-    --set training.steps=30)
+    --set training.steps=30 "${@:3}")
   r=$(R "$1" phase2a_8proc)
   await "phase2a holds at step $2" 300 step_reached "$r" "$j" "$2"
   victim=$(other_node "$j")
@@ -310,8 +320,11 @@ check "$victim is back in service ($(sinfo -h -n "$victim" -o %T))" \
 # ---- a flapping link: down for 5 s, then back ----------------------------------------------
 # phase2a holds at step 10; the other node's link goes down, the hold is released, and 5 s later
 # the link is back (the fault's length, not a wait for progress).  TCP resends until then; 5 s
-# is under Slurm's SlurmdTimeout, so the job keeps its nodes.
-held_phase2a flap 10
+# is under Slurm's SlurmdTimeout, so the job keeps its nodes.  Those resends are real losses on
+# the job's own connections (every packet of the link dropped for 5 s; measured: 54 of 5766 data
+# segments, 0.94%, a NO-GO at the defaults): packet_loss is opened for this run alone, whose
+# test is that it trains through, not the verdict.
+held_phase2a flap 10 --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1
 "$dc" net "$victim" --cut >/dev/null
 release flap
 sleep 5
@@ -326,55 +339,6 @@ check "... its longest step, the stall, took ${longest:-?} s: under the watchdog
   awk -v s="${longest:-0}" 'BEGIN { exit !(s > 0 && s < 300) }'
 same_params "... bit-identical to an uninterrupted run" "$(R p2ref phase2a_8proc)" "$r" 30
 check_ckpts "... every checkpoint it committed verifies" "$r"
-
-# ---- the whole ladder at the default rate: the model after phase2a, against 2b and 2c ---------
-# baseline -> phase1 -> phase2a -> phase2b -> phase2c, each promoted by the one before (GO: the
-# gates opened but the chain's own policy kept), 60 steps each of the small model.  The
-# prediction for 2b and 2c is the model fitted to the phases of at most 8 ranks (ladder.json's
-# hindcast), on each phase's own topology and links: within 20% of what the phase then
-# measured.  And the ring: every node of phase2c sent about 2(P-1)/P gradients a step.
-# The ladder runs with the nodes' CPU quota lifted, and the suite's quota is put back after it.
-# Under a quota a node that has used its share stops until its period ends, which is no CPU's
-# behaviour and no part of the model: with half a core per node (the default) eight ladders
-# gave 0.83 to 1.17 of the prediction and CI once 0.75; at a quarter, 0.70; without a quota,
-# 1.02 to 1.06 (docs/devcluster.md).  The model's own figures (cores per rank, links) come from
-# each phase's report either way.
-# A crash that the restart policy recovered does not hold the ladder here (gates.failures_go 1):
-# this test is about the model.  One rank of an 8-rank phase2a died on SIGSEGV once at the start
-# of training (CI16: Open MPI's shared-memory attach failed with ENOENT on n2, then a NULL
-# dereference in that rank); ryzen-step requeued it and the phase trained, but the failures gate
-# held the ladder at phase2a.  The crash is tracked apart (docs/devcluster.md).
-# A preflight whose MPI start-up hangs in Slurm's PMIx collective (seen in CI24 and CI28, once
-# each, at phase2c) is ended and launched again at health.preflight_timeout_s; here 10 times the
-# 3-node preflight above took in this run, at least 30 s, not the default 120 s that CI28's
-# phase2c waited out.
-pf_limit=$(awk -v p="$pf_s" 'BEGIN { l = int(10 * p) + 1; print (l < 30 ? 30 : l) }')
-echo "# the ladder's health.preflight_timeout_s: $pf_limit s (the 3-node preflight took $pf_s s)"
-ladder_sets="$chain_model --set checkpoint.interval=20 --set health.sync_check_interval=20
-  --set training.steps=60 $open_gates --set gates.failures_go=1
-  --set health.preflight_timeout_s=$pf_limit"
-LR=$sub/runs/ladder
-as rzuser mkdir -p "$LR"
-"$dc" up --cpu-quota none >/dev/null
-j=$(RYZEN_RUN_ROOT=$LR submit_as rzuser $site "$T/baseline_1proc.sh" $ladder_sets)
-await "the whole ladder ran: baseline to phase2c, each promoted by the one before" 900 \
-  sh -c "ls '$LR'/phase2c_16proc/reports/*/report.json >/dev/null 2>&1"
-"$dc" up >/dev/null
-as rzuser "$prefix/bin/ryzen-gate" --ladder "$LR" >"$tmp/out" 2>&1
-hind() { # PHASE: its hindcast row's measured / predicted
-  sed -n "s/.*\"hindcast\":{.*{\"phase\":\"$1\",[^}]*\"measured_vs_predicted\":\([0-9.e+-]*\)}.*/\1/p" "$LR/ladder.json"
-}
-for p in phase2b_12proc phase2c_16proc; do
-  x=$(hind $p)
-  check "... $p, predicted after the phases of at most 8 ranks: measured / predicted ${x:-none} (0.8 .. 1.2)" \
-    awk -v x="${x:-0}" 'BEGIN { exit !(x >= 0.8 && x <= 1.2) }'
-done
-ring=$(sed -n 's/.*"num_parameters":\([0-9]*\).*/\1/p' "$LR/phase2c_16proc/summary.json" | head -n 1)
-sent=$(grep -o '"steps":[0-9]*,[^{]*"network":{"seconds":[0-9.e+-]*,"tcp_segments_sent":[0-9.e+-]*,"tcp_retransmitted":[0-9.e+-]*,"tx_bytes":[0-9.e+-]*' \
-  "$LR/phase2c_16proc/summary.json" | sed 's/"steps":\([0-9]*\),.*"tx_bytes":\(.*\)/\2 \1/' |
-  awk -v m="${ring:-0}" '{ printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2 / (4 * m) }')
-check "... phase2c's all-reduce is a ring: each node sent $sent gradients a step (2(P-1)/P = 1.88; 1.8 .. 2.3)" \
-  sh -c "test -n '$sent' && echo '$sent' | tr ' ' '\n' | awk '\$1 < 1.8 || \$1 > 2.3 { bad = 1 } END { exit bad }'"
 
 # ---- link control --------------------------------------------------------------------------
 # iperf NODE_FROM NODE_TO BYTES PORT: a bounded TCP transfer; prints the receiver's bits/s

@@ -185,6 +185,17 @@ struct comm_links {
 enum rz_status comm_link_probe(struct comm *c, size_t bytes, int reps, struct comm_links *out,
                                struct rz_err *err);
 
+/* The ring's hop on the job's own placement: `reps` blocks (after one untimed) of
+ * COMM_HOP_PASSES all-reduces of COMM_HOP_FLOATS_PER_RANK floats a rank, each started as the
+ * gradient's buckets are (MPI_Iallreduce over the ring comm_init chose: 2(P-1) rounds) and
+ * waited for.  *hop_s (the same on every rank): the mean over ranks of each rank's median block
+ * time per round; NaN on one rank.  Where ranks outnumber cores each round waits for the peer's
+ * turn on its core (docs/ladder.md: the ladder's hop term); on cores of their own it is the
+ * link's or shared memory's latency.  Collective. */
+#define COMM_HOP_PASSES 10
+#define COMM_HOP_FLOATS_PER_RANK 16
+enum rz_status comm_hop_probe(struct comm *c, int reps, double *hop_s, struct rz_err *err);
+
 /* ---- gradient-sync accuracy ------------------------------------------------------------------ */
 
 struct comm_sync {

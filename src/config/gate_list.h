@@ -57,9 +57,9 @@
       "Slowest rank's mean compute time / the median rank's (lower is better).",                 \
       "ryzen_gate_straggler_ratio", "Slowest rank's mean compute time / the median rank's.", 1)  \
     X(PACKET_LOSS, packet_loss, "share", 0, 0, 0.001,                                            \
-      "TCP segments retransmitted / sent during training, worst node (lower is better; "         \
-      "GO at none, NO-GO above 0.1%).",                                                          \
+      "Data segments lost / sent by the MPI connections between nodes during training, worst "   \
+      "node (lower is better; GO at none lost, NO-GO when the 95% lower bound is above 0.1%).",  \
       "ryzen_gate_packet_loss_ratio",                                                            \
-      "TCP retransmitted / sent segments during training, worst node.", 1)
+      "Data segments lost / sent by the MPI connections between nodes, worst node.", 1)
 
 #endif

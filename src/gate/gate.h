@@ -87,9 +87,17 @@ struct gate_fit {
     double c_s;                 /* seconds per sample on a whole core (the 1-rank phase) */
     double k_local;             /* seconds per byte of the ring, per core share, within a node */
     double k_net;               /* the share of the ring's time over the links a step waits */
+    double hop_s;               /* q: what a ring hop waits per rank sharing its core, seconds:
+                                 * the median over the fitted phases on fewer cores than ranks
+                                 * of their small collective's p50 per round x s, measured while
+                                 * they trained (not the preflight's idle ring hop, 4 to 7 times
+                                 * shorter: docs/ladder.md); 0: none.  2(P-1)*q/s a step */
     double bytes;               /* M, the gradient's bytes (NaN: unknown) */
     /* the measured attempts' layout, to place a rung not run yet */
     double ranks_per_node, machine_cpus, link_Bps, link_lat_s;
+    double node_quota;          /* each node's CPU quota in cores, as the newest attempt's nodes
+                                 * had it (NaN: none): a node's cores are the least of its
+                                 * machine's CPUs over the nodes sharing them and this */
     bool shared_machine;        /* their nodes are one machine's CPUs (the dev cluster) */
     double err_rel;             /* the band: RMS relative error in-sample, or the spread */
     char note[GATE_NOTE_MAX];   /* what the fit used, and what it lacked */
@@ -132,17 +140,24 @@ struct gate_rank {
 };
 
 /* One node's network counters while its last run trained (summary.json: its lowest rank's
- * rank_results entry, net/netstat.h): the whole host's, ryzen-train's traffic and any other. */
+ * rank_results entry, net/netstat.h): the whole host's, ryzen-train's traffic and any other;
+ * its connections to each other node, the node's ranks' alone (train/train_net.h: the packet-loss
+ * gate's sample); TCP's account of its retransmissions and the fabric's ports (context). */
 #define GATE_MAX_NET_NODES 64
 #define GATE_MAX_NET_PEERS 16
 struct gate_node_net {
     char host[GATE_NAME_MAX];
     int64_t steps;              /* the steps that run trained */
     double seconds, segs, retrans, tx_bytes, rx_bytes, drops, errors;
+    bool has_ext;               /* TcpExt: */
+    double loss_probes, loss_probe_recoveries, dsacks, spurious_rtos, timeouts;
+    double fabric_ports, fabric_packets, fabric_errors; /* fabric_ports 0: none shown */
     int n_peers;                /* its connections to each other node: this run's alone */
     struct {
         char host[GATE_NAME_MAX];
         double segs, retrans;
+        double data_segs;       /* NaN: a summary written before it was counted */
+        double spurious;        /* D-SACKed retransmissions; NaN: unknown */
     } peers[GATE_MAX_NET_PEERS];
 };
 
@@ -422,9 +437,12 @@ struct gate_attempt {
     int nodes;
     double cores_per_rank;      /* what each rank really had of a core */
     double machine_cpus;        /* CPUs of the machine behind its first node */
+    double node_quota;          /* its nodes' CPU quota in cores, the tightest (NaN: none) */
     bool shared_machine;        /* all its nodes are one machine (the dev cluster) */
     double link_Bps, link_lat_s;/* the slowest link between its nodes, bytes/s; the median
                                  * latency (NaN: one node, or no preflight links) */
+    double ring_hop_s;          /* its preflight's ring hop on its own placement, seconds (NaN:
+                                 * one rank, or a report from before it was measured) */
     int64_t steps, skipped;
     char from_ckpt[4096];       /* the checkpoint its run started from ("" fresh / unknown) */
     char rollback_ckpt[4096];   /* the report's rollback checkpoint ("" none) */
@@ -475,15 +493,18 @@ struct gate_layout {
     double cores, link_Bps, link_lat_s;
 };
 /* A rung not run yet, placed as the fitted attempts were (ranks per node, CPUs per machine,
- * shared or not, their links). */
+ * shared or not, their links) on the nodes the newest attempt had: each rank's cores are the
+ * least of 1, its machine's CPUs over the ranks on the machine, and its node's CPU quota over
+ * the node's ranks, as gate_topology_read counts them for a phase that ran. */
 void gate_ladder_layout(const struct gate_fit *fit, int world, struct gate_layout *out);
 /* A measured attempt's own layout (its topology and links), the fit's where it lacks them. */
 void gate_attempt_layout(const struct gate_attempt *a, const struct gate_fit *fit,
                          struct gate_layout *out);
 /* The model's throughput for a layout and `per_rank_batch` samples per rank; NaN if !fit->ok:
- *   T = c*b/s + k_net * (2(P-1)/P * M / B + 2(P-1) * lat)   on several nodes
- *   T = c*b/s + k_local * 2(P-1)/P * M / s                   on one
- *   throughput = P*b/T, s = each rank's cores, B = the slowest link. */
+ *   T = c*b/s + H + k_net * (2(P-1)/P * M / B + 2(P-1) * lat)   on several nodes
+ *   T = c*b/s + H + k_local * 2(P-1)/P * M / s                   on one
+ *   throughput = P*b/T, s = each rank's cores, B = the slowest link; H = 2(P-1)*q/s, the ring's
+ *   hops each waiting a turn of the ranks that share a core, where s < 1 (else 0); q the fit's. */
 double gate_ladder_predict(const struct gate_fit *fit, const struct gate_layout *lay,
                            double per_rank_batch);
 /* gate_ladder_predict at gate_ladder_layout(world). */

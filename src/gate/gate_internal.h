@@ -129,8 +129,17 @@ void gate_html_recoveries(FILE *f, const struct gate_input *in);
 
 /* ---- gate_net.c: the network during training ---- */
 
-/* packet_loss: TCP retransmitted over sent segments of each node while it trained, the worst
- * node's judged and named, with the wire bytes per step against the gradient's bytes. */
+/* packet_loss: the data segments each node's MPI connections to the other nodes lost while it
+ * trained (retransmitted, less those D-SACK proved spurious), judged with exact binomial bounds
+ * (docs/gates.md): NO-GO only when the sample shows more than the NO-GO share, n/a on one node,
+ * without a sample that can show the NO-GO share, or without counters; the fabric's port errors
+ * where the ranks did not talk over TCP.  The worst node is named, the hosts' own counters and
+ * the wire bytes per step against the gradient's bytes are context. */
+#define GATE_LOSS_ALPHA 0.05 /* one-sided: each bound holds with 95% confidence */
+/* Clopper-Pearson bounds on a share from `k` of `n`: P(X >= k | lo) = P(X <= k | hi) = alpha. */
+void gate_loss_bounds(double k, double n, double alpha, double *lo, double *hi);
+/* The segments a sample needs, none lost, for its upper bound to be at most `no_go`. */
+double gate_loss_min_segments(double no_go, double alpha);
 void gate_packet_loss(struct gate_result *res, const struct gate_input *in);
 /* The nodes' network while training, as report.json's "network", a Markdown table, an HTML
  * table (nothing, or null, without counters). */

@@ -6,8 +6,10 @@
  *
  * The model, per optimizer step of P ranks with b samples each (weak scaling), s the share of a
  * core each rank really has (cores per rank from the report's topology), M the gradient's bytes:
- *   one node:      T = c*b/s + k_local * 2(P-1)/P * M / s
- *   several nodes: T = c*b/s + k_net * (2(P-1)/P * M / B + 2(P-1) * lat)
+ *   one node:      T = c*b/s + H + k_local * 2(P-1)/P * M / s
+ *   several nodes: T = c*b/s + H + k_net * (2(P-1)/P * M / B + 2(P-1) * lat)
+ *   H        2(P-1)*q/s where s < 1: each hop of the ring waits a turn of the ranks sharing its
+ *            core, q a rank (gate_fit_hop: the fitted phases' own small collective)
  *   c        seconds of compute per sample on a whole core: the 1-rank attempts (median of step
  *            time x cores / samples), else the compute time of the smallest attempt
  *   B, lat   the slowest link's bandwidth and the median latency from the attempt's preflight
@@ -51,9 +53,12 @@ static void gate_attempt_place(struct gate_attempt *a, const struct report_rec *
     a->shared_machine = r->nodes > 1 && r->machines == 1;
     a->cores_per_rank = r->cores_per_rank;
     a->machine_cpus = r->machine_cpus;
-    a->link_Bps = a->link_lat_s = NAN;
+    a->node_quota = r->cpu_quota;
+    a->link_Bps = a->link_lat_s = a->ring_hop_s = NAN;
     if (r->links != NULL)
         gate_link_figures(r->links, &a->link_Bps, &a->link_lat_s);
+    if (r->links != NULL && r->links->ring_hop_us > 0)
+        a->ring_hop_s = 1e-6 * r->links->ring_hop_us;
 }
 
 static void gate_attempt_parse(struct gate_attempt *a, const struct report_rec *r)
@@ -239,11 +244,13 @@ static double gate_or(double v, double fallback)
 
 void gate_ladder_layout(const struct gate_fit *fit, int world, struct gate_layout *out)
 {
-    double per_node = gate_or(fit->ranks_per_node, (double)world);
+    double per_node = fmin(gate_or(fit->ranks_per_node, (double)world), (double)world);
     out->world = world;
     out->nodes = (int)ceil((double)world / per_node);
-    double cpus = fit->machine_cpus, sharing = fit->shared_machine ? world : fmin(per_node, world);
+    double cpus = fit->machine_cpus, sharing = fit->shared_machine ? world : per_node;
     out->cores = isnan(cpus) ? 1.0 : fmin(1.0, cpus / sharing);
+    if (fit->node_quota > 0) /* the node's cgroup: its quota shared by the node's ranks */
+        out->cores = fmin(out->cores, fit->node_quota / per_node);
     out->link_Bps = fit->link_Bps;
     out->link_lat_s = fit->link_lat_s;
 }
@@ -259,6 +266,16 @@ void gate_attempt_layout(const struct gate_attempt *a, const struct gate_fit *fi
     out->link_lat_s = gate_or(a->link_lat_s, out->link_lat_s);
 }
 
+/* The ring's hops on fewer cores than ranks: each of its 2(P-1) steps waits for the peer's turn
+ * on a core that 1/s ranks share, q a rank (docs/ladder.md: the small collective's rounds and
+ * the gradient ring's hops both took about 25 us per rank sharing a core on the dev cluster,
+ * whatever the CPU's speed).  0 where each rank has a core of its own. */
+static double gate_hop_s(const struct gate_fit *fit, const struct gate_layout *lay)
+{
+    double s = gate_or(lay->cores, 1.0), q = fit->hop_s;
+    return lay->world > 1 && s < 1.0 && q > 0 ? 2.0 * (lay->world - 1) * q / s : 0.0;
+}
+
 /* The ring's time over the links: 2(P-1)/P * M / B + 2(P-1) * latency (NaN without a link). */
 static double gate_ring_net_s(const struct gate_fit *fit, const struct gate_layout *lay)
 {
@@ -272,7 +289,7 @@ double gate_ladder_predict(const struct gate_fit *fit, const struct gate_layout 
     if (!fit->ok || !(per_rank_batch > 0))
         return NAN;
     double s = gate_or(lay->cores, 1.0);
-    double t = fit->c_s * per_rank_batch / s;
+    double t = fit->c_s * per_rank_batch / s + gate_hop_s(fit, lay);
     if (lay->world > 1 && lay->nodes > 1 && lay->link_Bps > 0)
         t += fit->k_net * gate_ring_net_s(fit, lay);
     else if (lay->world > 1)
@@ -318,16 +335,49 @@ static bool gate_fit_c(const struct gate_ladder *l, int below, struct gate_fit *
     return false;
 }
 
+/* q, what a hop of the ring waits per rank sharing a core: the median over the fitted attempts
+ * on fewer cores than ranks of their small collective's p50 per round (an allgather of a few
+ * doubles: ceil(log2 P) rounds, measured while it trained) times s.  It is the CPU's scheduler,
+ * not its arithmetic, so a faster CPU shortens the compute term and leaves this one.  Not the
+ * preflight's ring hop (ring_hop_s, kept in the reports as context): measured with every rank
+ * idle, it was 4 to 7 times shorter than the hop a training step waits (docs/ladder.md). */
+static void gate_fit_hop(const struct gate_ladder *l, int below, struct gate_fit *fit)
+{
+    double v[64];
+    int n = 0;
+    for (size_t i = 0; i < l->n_att && n < 64; i++) {
+        const struct gate_attempt *a = &l->att[i];
+        if (!gate_usable(a, below) || a->world < 2 || !(a->cores_per_rank > 0) ||
+            !(a->cores_per_rank < 1.0))
+            continue;
+        if (a->p50_ms > 0)
+            v[n++] = a->p50_ms * 1e-3 / ceil(log2((double)a->world)) * a->cores_per_rank;
+    }
+    fit->hop_s = 0.0;
+    if (n > 0) {
+        qsort(v, (size_t)n, sizeof *v, gate_dbl_cmp);
+        fit->hop_s = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    }
+}
+
 /* The layout the measured attempts show: ranks per node and CPUs per machine of the largest,
- * whether its nodes share one machine, the slowest link and the median latency. */
+ * whether its nodes share one machine, the slowest link and the median latency, and the CPU
+ * quota of the newest attempt's nodes (the nodes the next phase gets: a site's partition, the
+ * dev cluster's four). */
 static void gate_fit_layout(const struct gate_ladder *l, int below, struct gate_fit *fit)
 {
     fit->ranks_per_node = fit->machine_cpus = fit->link_Bps = fit->link_lat_s = NAN;
+    fit->node_quota = NAN;
     int top = 0;
+    const char *newest = "";
     for (size_t i = 0; i < l->n_att; i++) {
         const struct gate_attempt *a = &l->att[i];
         if (!gate_usable(a, below))
             continue;
+        if (a->nodes > 0 && strcmp(a->time, newest) >= 0) {
+            newest = a->time;
+            fit->node_quota = a->node_quota;
+        }
         if (a->world >= top && a->nodes > 0) {
             top = a->world;
             fit->ranks_per_node = (double)a->world / a->nodes;
@@ -353,6 +403,7 @@ void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fi
         return;
     }
     gate_fit_layout(l, below, fit);
+    gate_fit_hop(l, below, fit);
     for (size_t i = 0; i < l->n_att; i++)
         if (gate_usable(&l->att[i], below) && isnan(fit->bytes) && l->att[i].params > 0)
             fit->bytes = 4.0 * l->att[i].params;
@@ -366,7 +417,8 @@ void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fi
         struct gate_layout lay;
         gate_attempt_layout(a, fit, &lay);
         double s = gate_or(lay.cores, 1.0);
-        double r = a->per_rank_batch * a->world / a->throughput - fit->c_s * a->per_rank_batch / s;
+        double r = a->per_rank_batch * a->world / a->throughput -
+                   fit->c_s * a->per_rank_batch / s - gate_hop_s(fit, &lay);
         if (lay.nodes > 1 && lay.link_Bps > 0) {
             double x = gate_ring_net_s(fit, &lay);
             rn += r * x;
@@ -400,7 +452,9 @@ void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fi
     bool exact = fit->points <= fitted;
     fit->err_rel = !exact ? sqrt(se / fit->points) : spread > 0 ? spread : (double)NAN;
     size_t used = strlen(fit->note);
-    rz_fmt(fit->note + used, sizeof fit->note - used, "%d measured attempt(s)%s%s%s", fit->points,
+    rz_fmt(fit->note + used, sizeof fit->note - used, "%d measured attempt(s)%s%s%s%s",
+           fit->points, fit->hop_s > 0 ? "; the ring's hops wait q per rank sharing a core "
+                                         "(the fitted phases' small collective)" : "",
            nn > 0 ? "" : "; no phase on several nodes: the whole ring time over the links "
                          "assumed exposed (k_net = 1)",
            isnan(fit->bytes) ? "; no parameter count: communication unmodelled" : "",

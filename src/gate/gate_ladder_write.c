@@ -24,8 +24,9 @@
 #include "core/util.h"
 #include "gate/gate_internal.h"
 
-#define GATE_MODEL_FORMULA "T(P, b) = c*b/s + k_net*(2(P-1)/P*M/B + 2(P-1)*lat) on several " \
-                           "nodes, c*b/s + k_local*2(P-1)/P*M/s on one; throughput = P*b/T"
+#define GATE_MODEL_FORMULA "T(P, b) = c*b/s + H + k_net*(2(P-1)/P*M/B + 2(P-1)*lat) on several " \
+                           "nodes, c*b/s + H + k_local*2(P-1)/P*M/s on one, H = 2(P-1)*q/s " \
+                           "while s is under 1; throughput = P*b/T"
 
 /* The model's throughput for a measured attempt, on its own layout. */
 static double gate_attempt_model(const struct gate_ladder *l, const struct gate_attempt *a)
@@ -62,6 +63,7 @@ static void gate_lj_attempt(struct rz_json *j, const struct gate_ladder *l,
     rz_json_kv_double(j, "comm", a->comm);
     rz_json_kv_double(j, "allreduce_p50_ms", a->p50_ms);
     rz_json_kv_double(j, "allreduce_p99_ms", a->p99_ms);
+    rz_json_kv_double(j, "ring_hop_us", 1e6 * a->ring_hop_s);
     rz_json_kv_double(j, "straggler_ratio", a->straggler);
     rz_json_kv_double(j, "per_rank_batch", a->per_rank_batch);
     rz_json_kv_int(j, "steps", a->steps);
@@ -171,6 +173,8 @@ static void gate_lj_model(struct rz_json *j, const struct gate_ladder *l)
     rz_json_kv_double(j, "c_s_per_sample", f->c_s);
     rz_json_kv_double(j, "k_local_s_per_byte", f->k_local);
     rz_json_kv_double(j, "k_net", f->k_net);
+    rz_json_kv_double(j, "hop_s_per_rank_sharing", f->hop_s);
+    rz_json_kv_double(j, "node_cpu_quota", f->node_quota);
     rz_json_kv_double(j, "gradient_bytes", f->bytes);
     rz_json_kv_double(j, "ranks_per_node", f->ranks_per_node);
     rz_json_kv_double(j, "machine_cpus", f->machine_cpus);

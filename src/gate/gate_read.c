@@ -347,6 +347,22 @@ static enum rz_status gate_read_events(struct gate_input *in, struct rz_err *err
     return st == RZ_OK ? gate_classify_events(in, err) : st;
 }
 
+/* One of a node's peers: its connections to one other node.  A summary written before the data
+ * segments and the spurious resends were counted leaves them NaN (the gate says so). */
+static void read_node_peer(struct gate_node_net *g, const struct gj_value *q)
+{
+    const char *peer = gj_get_str(q, "host");
+    if (peer == NULL || g->n_peers == GATE_MAX_NET_PEERS)
+        return;
+    rz_fmt(g->peers[g->n_peers].host, sizeof g->peers[0].host, "%s", peer);
+    g->peers[g->n_peers].data_segs = g->peers[g->n_peers].spurious = NAN;
+    (void)gj_get_num(q, "tcp_segments_sent", &g->peers[g->n_peers].segs);
+    (void)gj_get_num(q, "tcp_retransmitted", &g->peers[g->n_peers].retrans);
+    (void)gj_get_num(q, "tcp_data_segments_sent", &g->peers[g->n_peers].data_segs);
+    (void)gj_get_num(q, "tcp_spurious_retransmits", &g->peers[g->n_peers].spurious);
+    g->n_peers++;
+}
+
 /* A rank_results entry's "network" object (the node's lowest rank only). */
 static void read_node_net(struct gate_input *in, const struct gj_value *rr, const char *host)
 {
@@ -364,16 +380,23 @@ static void read_node_net(struct gate_input *in, const struct gj_value *rr, cons
     (void)gj_get_num(n, "rx_bytes", &g->rx_bytes);
     (void)gj_get_num(n, "drops", &g->drops);
     (void)gj_get_num(n, "errors", &g->errors);
-    const struct gj_value *p = gj_get(n, "peers");
-    for (size_t i = 0; p != NULL && p->type == GJ_ARR && i < p->n; i++) {
-        const char *peer = gj_get_str(&p->items[i], "host");
-        if (peer == NULL || g->n_peers == GATE_MAX_NET_PEERS)
-            continue;
-        rz_fmt(g->peers[g->n_peers].host, sizeof g->peers[0].host, "%s", peer);
-        (void)gj_get_num(&p->items[i], "tcp_segments_sent", &g->peers[g->n_peers].segs);
-        (void)gj_get_num(&p->items[i], "tcp_retransmitted", &g->peers[g->n_peers].retrans);
-        g->n_peers++;
+    const struct gj_value *x = gj_get(n, "tcp_ext"), *f = gj_get(n, "fabric");
+    g->has_ext = x != NULL && x->type == GJ_OBJ;
+    if (g->has_ext) {
+        (void)gj_get_num(x, "loss_probes", &g->loss_probes);
+        (void)gj_get_num(x, "loss_probe_recoveries", &g->loss_probe_recoveries);
+        (void)gj_get_num(x, "dsacks_received", &g->dsacks);
+        (void)gj_get_num(x, "spurious_rtos", &g->spurious_rtos);
+        (void)gj_get_num(x, "timeouts", &g->timeouts);
     }
+    if (f != NULL && f->type == GJ_OBJ) {
+        (void)gj_get_num(f, "ports", &g->fabric_ports);
+        (void)gj_get_num(f, "packets", &g->fabric_packets);
+        (void)gj_get_num(f, "errors", &g->fabric_errors);
+    }
+    const struct gj_value *p = gj_get(n, "peers");
+    for (size_t i = 0; p != NULL && p->type == GJ_ARR && i < p->n; i++)
+        read_node_peer(g, &p->items[i]);
 }
 
 /* summary.json's checkpoints: how they were written, and at which interval and why. */

@@ -253,8 +253,8 @@ static const struct prom_row job_rows[] = {
      "throughput (gates.throughput_no_go).", g_tp_no_go},
     {"ryzen_train_gate_straggler_no_go_ratio", "gauge", "The phase's NO-GO straggler ratio "
      "(gates.straggler_ratio_no_go).", g_strag_no_go},
-    {"ryzen_train_gate_packet_loss_no_go_ratio", "gauge", "The phase's NO-GO share of TCP "
-     "segments retransmitted (gates.packet_loss_no_go).", g_loss_no_go},
+    {"ryzen_train_gate_packet_loss_no_go_ratio", "gauge", "The phase's NO-GO share of MPI "
+     "data segments lost between nodes (gates.packet_loss_no_go).", g_loss_no_go},
 };
 
 static double g_segs(const struct prom_ctx *x) { return x->d->net.tcp_out_segs; }
@@ -265,14 +265,16 @@ static double g_rx(const struct prom_ctx *x) { return x->d->net.rx_bytes; }
 static double g_drops(const struct prom_ctx *x) { return x->d->net.drops; }
 static double g_errors(const struct prom_ctx *x) { return x->d->net.errors; }
 
-/* The node's kernel counters (the whole host's) since this run's training started. */
+/* The node's kernel counters (the whole host's: context, not what the gate judges) since this
+ * run's training started. */
 static const struct prom_row net_rows[] = {
     {"ryzen_train_net_tcp_segments_sent_total", "counter", "TCP segments the node sent since "
-     "this run's training started (the host's, all traffic).", g_segs},
+     "this run's training started (the whole host's, all traffic: context).", g_segs},
     {"ryzen_train_net_tcp_retransmitted_segments_total", "counter", "TCP segments the node "
-     "retransmitted since this run's training started.", g_retrans},
-    {"ryzen_train_net_tcp_retransmit_ratio", "gauge", "Retransmitted / sent TCP segments since "
-     "this run's training started (the report's packet_loss, live).", g_retrans_share},
+     "retransmitted since this run's training started (the whole host's: context).", g_retrans},
+    {"ryzen_train_net_tcp_retransmit_ratio", "gauge", "Retransmitted / sent TCP segments of the "
+     "whole host since this run's training started (context; the gate judges "
+     "ryzen_train_net_packet_loss_ratio).", g_retrans_share},
     {"ryzen_train_net_transmit_bytes_total", "counter", "Bytes the node's interfaces (all but "
      "lo) sent since this run's training started.", g_tx},
     {"ryzen_train_net_receive_bytes_total", "counter", "Bytes the node's interfaces (all but "
@@ -281,6 +283,25 @@ static const struct prom_row net_rows[] = {
      "and transmit) since this run's training started.", g_drops},
     {"ryzen_train_net_errors_total", "counter", "Receive and transmit errors of the node's "
      "interfaces since this run's training started.", g_errors},
+};
+
+static double g_mpi_segs(const struct prom_ctx *x) { return x->d->mpi_data_segs; }
+static double g_mpi_lost(const struct prom_ctx *x) { return x->d->mpi_lost; }
+static double g_mpi_share(const struct prom_ctx *x)
+{
+    return x->d->mpi_data_segs > 0.0 ? x->d->mpi_lost / x->d->mpi_data_segs : 0.0;
+}
+
+/* The job's own traffic: its MPI connections from the node to the job's other nodes, counted
+ * since each opened (on first use, in training) - the packet-loss gate's sample, live. */
+static const struct prom_row mpi_rows[] = {
+    {"ryzen_train_net_mpi_data_segments_sent_total", "counter", "Data segments the job's MPI "
+     "connections from this node to its other nodes sent (tcpi_data_segs_out).", g_mpi_segs},
+    {"ryzen_train_net_mpi_lost_segments_total", "counter", "Of them, lost: retransmitted less "
+     "the resends D-SACK proved spurious (tcpi_total_retrans - tcpi_dsack_dups).", g_mpi_lost},
+    {"ryzen_train_net_packet_loss_ratio", "gauge", "Lost / sent data segments of the job's MPI "
+     "connections to its other nodes (the report's packet_loss, live; 0 on one node).",
+     g_mpi_share},
 };
 
 void metrics_prom_label(FILE *f, const char *key, const char *v, bool first)
@@ -357,6 +378,10 @@ void metrics_prom_format(FILE *f, const struct metrics_prom_doc *d)
     for (size_t i = 0; d->has_net && i < RZ_ARRAY_LEN(net_rows); i++) {
         prom_head(f, &net_rows[i]);
         prom_sample(f, &net_rows[i], &x, -1, d->node, net_rows[i].get(&x));
+    }
+    for (size_t i = 0; d->has_mpi && i < RZ_ARRAY_LEN(mpi_rows); i++) {
+        prom_head(f, &mpi_rows[i]);
+        prom_sample(f, &mpi_rows[i], &x, -1, d->node, mpi_rows[i].get(&x));
     }
     for (size_t i = 0; i < RZ_ARRAY_LEN(rank_rows); i++) {
         prom_head(f, &rank_rows[i]);

@@ -83,6 +83,11 @@ struct metrics_prom_doc {
      * when has_net is false (unreadable /proc/net). */
     bool has_net;
     struct netstat net;
+    /* The job's own traffic: its MPI connections from this node to the job's other nodes, their
+     * data segments sent and lost (the packet-loss gate's sample, live); none when has_mpi is
+     * false (the sockets unreadable). */
+    bool has_mpi;
+    double mpi_data_segs, mpi_lost;
 };
 
 /* The textfile of doc->node's ranks (and, on rank 0's node, the job-wide series). */

@@ -5,6 +5,7 @@
 #include "metrics/metrics.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -110,6 +111,47 @@ void metrics_close(struct metrics_log *log)
     free(log);
 }
 
+/* A node's network object past the whole host's counters: its connections to each other node
+ * (the packet-loss gate's sample), TCP's own account of its retransmissions (TcpExt) and the
+ * fabric's ports, when the kernel shows them. */
+static void metrics_json_net_extra(struct rz_json *j, const struct metrics_rank_result *rr)
+{
+    rz_json_key(j, "peers");
+    rz_json_array_begin(j);
+    for (int p = 0; p < rr->n_peers; p++) {
+        const struct metrics_peer *q = &rr->peers[p];
+        rz_json_object_begin(j);
+        rz_json_kv_string(j, "host", q->host);
+        rz_json_kv_int(j, "connections", q->conns);
+        rz_json_kv_double(j, "tcp_segments_sent", q->segs_out);
+        rz_json_kv_double(j, "tcp_data_segments_sent", q->data_segs_out);
+        rz_json_kv_double(j, "tcp_retransmitted", q->retrans);
+        if (isfinite(q->dsack_dups))
+            rz_json_kv_double(j, "tcp_spurious_retransmits", q->dsack_dups);
+        rz_json_object_end(j);
+    }
+    rz_json_array_end(j);
+    if (rr->net.has_ext) {
+        rz_json_key(j, "tcp_ext");
+        rz_json_object_begin(j);
+        rz_json_kv_double(j, "loss_probes", rr->net.loss_probes);
+        rz_json_kv_double(j, "loss_probe_recoveries", rr->net.loss_probe_recovery);
+        rz_json_kv_double(j, "dsacks_received", rr->net.dsack_recv);
+        rz_json_kv_double(j, "spurious_rtos", rr->net.spurious_rtos);
+        rz_json_kv_double(j, "lost_retransmits", rr->net.lost_retransmit);
+        rz_json_kv_double(j, "timeouts", rr->net.timeouts);
+        rz_json_object_end(j);
+    }
+    if (rr->net.fabric_ports > 0.0) {
+        rz_json_key(j, "fabric");
+        rz_json_object_begin(j);
+        rz_json_kv_double(j, "ports", rr->net.fabric_ports);
+        rz_json_kv_double(j, "packets", rr->net.fabric_packets);
+        rz_json_kv_double(j, "errors", rr->net.fabric_errors);
+        rz_json_object_end(j);
+    }
+}
+
 static void write_summary_json(FILE *f, const struct metrics_summary *s)
 {
     char stamp[32];
@@ -191,16 +233,7 @@ static void write_summary_json(FILE *f, const struct metrics_summary *s)
             rz_json_kv_double(&j, "rx_bytes", rr->net.rx_bytes);
             rz_json_kv_double(&j, "drops", rr->net.drops);
             rz_json_kv_double(&j, "errors", rr->net.errors);
-            rz_json_key(&j, "peers");
-            rz_json_array_begin(&j);
-            for (int p = 0; p < rr->n_peers; p++) {
-                rz_json_object_begin(&j);
-                rz_json_kv_string(&j, "host", rr->peers[p].host);
-                rz_json_kv_double(&j, "tcp_segments_sent", rr->peers[p].segs_out);
-                rz_json_kv_double(&j, "tcp_retransmitted", rr->peers[p].retrans);
-                rz_json_object_end(&j);
-            }
-            rz_json_array_end(&j);
+            metrics_json_net_extra(&j, rr);
             rz_json_object_end(&j);
         }
         rz_json_object_end(&j);

@@ -59,11 +59,13 @@ void metrics_close(struct metrics_log *log);
 const char *metrics_path(const struct metrics_log *log);
 
 /* The TCP connections of a node to one other node of the job (net/netsock.h): segments sent and
- * retransmitted, this run's connections alone. */
+ * retransmitted, this run's connections alone (the job user's: MPI's, not Slurm's). */
 #define METRICS_MAX_PEERS 16
 struct metrics_peer {
     char host[64];
     double segs_out, retrans;
+    double data_segs_out, dsack_dups; /* dsack_dups NaN: the kernel has no tcpi_dsack_dups */
+    int conns;
 };
 
 struct metrics_rank_result {

@@ -4,6 +4,7 @@
 #include "net/netsock.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <linux/inet_diag.h>
@@ -11,9 +12,11 @@
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/tcp.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -56,6 +59,13 @@ static enum rz_status grow(struct netsock_conn **v, size_t n, size_t *cap, struc
     return RZ_OK;
 }
 
+/* Whether a tcp_info of `len` bytes holds the 32-bit field at `offset` (older kernels send a
+ * shorter one). */
+static bool has(size_t len, size_t offset)
+{
+    return len >= offset + sizeof(uint32_t);
+}
+
 /* One message of the dump: a socket, with its tcp_info when the kernel sent one. */
 static enum rz_status take(const struct nlmsghdr *h, struct netsock_conn **v, size_t *n,
                            size_t *cap, struct rz_err *err)
@@ -64,12 +74,15 @@ static enum rz_status take(const struct nlmsghdr *h, struct netsock_conn **v, si
     if (h->nlmsg_len < NLMSG_LENGTH(sizeof *m) || m->idiag_state == TCP_STATE_LISTEN)
         return RZ_OK;
     const struct tcp_info *ti = NULL;
+    size_t a_len = 0;
     int left = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
     for (const struct rtattr *a = (const struct rtattr *)(m + 1); RTA_OK(a, left);
          a = RTA_NEXT(a, left))
         if (a->rta_type == INET_DIAG_INFO &&
-            (size_t)RTA_PAYLOAD(a) >= offsetof(struct tcp_info, tcpi_segs_out) + sizeof(uint32_t))
+            has((size_t)RTA_PAYLOAD(a), offsetof(struct tcp_info, tcpi_segs_out))) {
             ti = RTA_DATA(a);
+            a_len = (size_t)RTA_PAYLOAD(a);
+        }
     if (ti == NULL)
         return RZ_OK; /* a kernel too old for tcpi_segs_out, or no info: nothing to count */
     enum rz_status st = grow(v, *n, cap, err);
@@ -81,6 +94,12 @@ static enum rz_status take(const struct nlmsghdr *h, struct netsock_conn **v, si
     c->local_port = ntohs(m->id.idiag_sport);
     c->segs_out = ti->tcpi_segs_out;
     c->retrans = ti->tcpi_total_retrans;
+    c->data_segs_out = has(a_len, offsetof(struct tcp_info, tcpi_data_segs_out))
+                           ? ti->tcpi_data_segs_out : c->segs_out;
+    c->dsack_dups = has(a_len, offsetof(struct tcp_info, tcpi_dsack_dups))
+                        ? (double)ti->tcpi_dsack_dups : (double)NAN;
+    c->uid = m->idiag_uid;
+    c->inode = m->idiag_inode;
     return RZ_OK;
 }
 
@@ -153,6 +172,41 @@ enum rz_status netsock_list(struct netsock_conn **out, size_t *n, struct rz_err 
         *out = NULL;
         *n = 0;
     }
+    return st;
+}
+
+enum rz_status netsock_pid_sockets(const char *proc, long pid, unsigned long **inodes, size_t *n,
+                                   size_t *cap, struct rz_err *err)
+{
+    char dir[4096];
+    rz_fmt(dir, sizeof dir, "%s/%ld/fd", proc, pid);
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return rz_fail(err, RZ_EIO, "%s: %s", dir, strerror(errno));
+    enum rz_status st = RZ_OK;
+    for (struct dirent *e; st == RZ_OK && (e = readdir(d)) != NULL;) {
+        char path[4400], link[64];
+        unsigned long ino;
+        rz_fmt(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t len = e->d_name[0] == '.' ? -1 : readlink(path, link, sizeof link - 1);
+        if (len <= 0)
+            continue; /* ".", "..", or a descriptor closed meanwhile */
+        link[len] = '\0';
+        if (sscanf(link, "socket:[%lu]", &ino) != 1)
+            continue;
+        if (*n == *cap) {
+            size_t want = *cap ? 2 * *cap : 64;
+            unsigned long *v = realloc(*inodes, want * sizeof *v);
+            if (v == NULL) {
+                st = rz_fail(err, RZ_ENOMEM, "%s: out of memory", dir);
+                break;
+            }
+            *inodes = v;
+            *cap = want;
+        }
+        (*inodes)[(*n)++] = ino;
+    }
+    closedir(d);
     return st;
 }
 

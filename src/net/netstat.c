@@ -1,12 +1,14 @@
-/* netstat.c: a node's network counters from /proc (see netstat.h). */
+/* netstat.c: a node's network counters from /proc and /sys/class/infiniband (see netstat.h). */
 #include "config.h"
 
 #include "net/netstat.h"
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/util.h"
 
@@ -66,23 +68,46 @@ static const char *find_line(const char *text, size_t *pos, const char *prefix, 
     return NULL;
 }
 
-enum rz_status netstat_parse_snmp(const char *text, const char *what, struct netstat *out,
+/* The counters `names` of a two-line "PREFIX ..." table (names, then values) into `out`. */
+static enum rz_status parse_table(const char *text, const char *what, const char *prefix,
+                                  const char *const *names, double *const *out, int n,
                                   struct rz_err *err)
 {
     size_t pos = 0, hl = 0, vl = 0;
-    const char *head = find_line(text, &pos, "Tcp:", &hl);
-    const char *vals = head != NULL ? find_line(text, &pos, "Tcp:", &vl) : NULL;
+    const char *head = find_line(text, &pos, prefix, &hl);
+    const char *vals = head != NULL ? find_line(text, &pos, prefix, &vl) : NULL;
     if (vals == NULL)
-        return rz_fail(err, RZ_EIO, "%s: no \"Tcp:\" header and values lines", what);
-    int io = word_index(head, hl, "OutSegs"), ir = word_index(head, hl, "RetransSegs");
-    if (io < 0 || ir < 0)
-        return rz_fail(err, RZ_EIO, "%s: the Tcp: header names no %s", what,
-                       io < 0 ? "OutSegs" : "RetransSegs");
-    if (word_value(vals, vl, io, &out->tcp_out_segs) != 0 ||
-        word_value(vals, vl, ir, &out->tcp_retrans_segs) != 0)
-        return rz_fail(err, RZ_EIO, "%s: the Tcp: values line has no number for OutSegs or "
-                       "RetransSegs", what);
+        return rz_fail(err, RZ_EIO, "%s: no \"%s\" header and values lines", what, prefix);
+    for (int i = 0; i < n; i++) {
+        int at = word_index(head, hl, names[i]);
+        if (at < 0)
+            return rz_fail(err, RZ_EIO, "%s: the %s header names no %s", what, prefix, names[i]);
+        if (word_value(vals, vl, at, out[i]) != 0)
+            return rz_fail(err, RZ_EIO, "%s: the %s values line has no number for %s", what,
+                           prefix, names[i]);
+    }
     return RZ_OK;
+}
+
+enum rz_status netstat_parse_snmp(const char *text, const char *what, struct netstat *out,
+                                  struct rz_err *err)
+{
+    static const char *const names[] = {"OutSegs", "RetransSegs"};
+    double *const v[] = {&out->tcp_out_segs, &out->tcp_retrans_segs};
+    return parse_table(text, what, "Tcp:", names, v, 2, err);
+}
+
+enum rz_status netstat_parse_ext(const char *text, const char *what, struct netstat *out,
+                                 struct rz_err *err)
+{
+    static const char *const names[] = {"TCPLossProbes",  "TCPLossProbeRecovery",
+                                        "TCPDSACKRecv",   "TCPSpuriousRTOs",
+                                        "TCPLostRetransmit", "TCPTimeouts"};
+    double *const v[] = {&out->loss_probes,   &out->loss_probe_recovery, &out->dsack_recv,
+                         &out->spurious_rtos, &out->lost_retransmit,     &out->timeouts};
+    enum rz_status st = parse_table(text, what, "TcpExt:", names, v, 6, err);
+    out->has_ext = st == RZ_OK;
+    return st;
 }
 
 enum rz_status netstat_parse_dev(const char *text, const char *what, struct netstat *out,
@@ -135,7 +160,74 @@ enum rz_status netstat_read(const char *proc, struct netstat *out, struct rz_err
 {
     memset(out, 0, sizeof *out);
     enum rz_status st = read_one(proc, "snmp", out, netstat_parse_snmp, err);
-    return st == RZ_OK ? read_one(proc, "dev", out, netstat_parse_dev, err) : st;
+    if (st == RZ_OK)
+        st = read_one(proc, "dev", out, netstat_parse_dev, err);
+    struct rz_err ignored;
+    if (st == RZ_OK && read_one(proc, "netstat", out, netstat_parse_ext, &ignored) != RZ_OK)
+        out->has_ext = 0; /* context only: a kernel without it still has the counters judged */
+    return st;
+}
+
+/* ---- InfiniBand / RoCE ports ----------------------------------------------------------------- */
+
+/* The counters of a port that say a packet was damaged or dropped on the fabric (the IB
+ * specification's PortCounters; Documentation/ABI/stable/sysfs-class-infiniband).  Congestion
+ * (port_xmit_wait) is not an error and is left out. */
+static const char *const FABRIC_ERROR_COUNTERS[] = {
+    "symbol_error",          "port_rcv_errors",
+    "port_rcv_remote_physical_errors", "port_xmit_discards",
+    "local_link_integrity_errors",     "excessive_buffer_overrun_errors",
+    "link_error_recovery",   "link_downed"};
+
+/* One counter file's value; 0 when it is missing or not a number. */
+static double counter_file(const char *dir, const char *name)
+{
+    char path[4096], buf[64];
+    rz_fmt(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0.0;
+    double v = 0.0;
+    if (fgets(buf, sizeof buf, f) != NULL)
+        v = strtod(buf, NULL);
+    fclose(f);
+    return v;
+}
+
+static void fabric_port(const char *counters, struct netstat *out)
+{
+    out->fabric_ports += 1.0;
+    out->fabric_packets += counter_file(counters, "port_xmit_packets") +
+                           counter_file(counters, "port_rcv_packets");
+    for (size_t i = 0; i < sizeof FABRIC_ERROR_COUNTERS / sizeof *FABRIC_ERROR_COUNTERS; i++)
+        out->fabric_errors += counter_file(counters, FABRIC_ERROR_COUNTERS[i]);
+}
+
+enum rz_status netstat_read_fabric(const char *dir, struct netstat *out, struct rz_err *err)
+{
+    (void)err; /* every failure here means "no fabric counters": context, never an error */
+    out->fabric_ports = out->fabric_packets = out->fabric_errors = 0.0;
+    DIR *devs = opendir(dir);
+    if (devs == NULL)
+        return RZ_OK;
+    for (struct dirent *d; (d = readdir(devs)) != NULL;) {
+        if (d->d_name[0] == '.')
+            continue;
+        char ports[4096];
+        rz_fmt(ports, sizeof ports, "%s/%s/ports", dir, d->d_name);
+        DIR *pd = opendir(ports);
+        for (struct dirent *p; pd != NULL && (p = readdir(pd)) != NULL;) {
+            char counters[4096];
+            struct stat sb;
+            rz_fmt(counters, sizeof counters, "%s/%s/counters", ports, p->d_name);
+            if (p->d_name[0] != '.' && stat(counters, &sb) == 0 && S_ISDIR(sb.st_mode))
+                fabric_port(counters, out);
+        }
+        if (pd != NULL)
+            closedir(pd);
+    }
+    closedir(devs);
+    return RZ_OK;
 }
 
 static double up(double later, double earlier)
@@ -151,7 +243,17 @@ struct netstat netstat_delta(const struct netstat *later, const struct netstat *
         .tx_bytes = up(later->tx_bytes, earlier->tx_bytes),
         .rx_bytes = up(later->rx_bytes, earlier->rx_bytes),
         .drops = up(later->drops, earlier->drops),
-        .errors = up(later->errors, earlier->errors)};
+        .errors = up(later->errors, earlier->errors),
+        .has_ext = later->has_ext && earlier->has_ext,
+        .loss_probes = up(later->loss_probes, earlier->loss_probes),
+        .loss_probe_recovery = up(later->loss_probe_recovery, earlier->loss_probe_recovery),
+        .dsack_recv = up(later->dsack_recv, earlier->dsack_recv),
+        .spurious_rtos = up(later->spurious_rtos, earlier->spurious_rtos),
+        .lost_retransmit = up(later->lost_retransmit, earlier->lost_retransmit),
+        .timeouts = up(later->timeouts, earlier->timeouts),
+        .fabric_ports = earlier->fabric_ports > 0.0 ? later->fabric_ports : 0.0,
+        .fabric_packets = up(later->fabric_packets, earlier->fabric_packets),
+        .fabric_errors = up(later->fabric_errors, earlier->fabric_errors)};
     return d;
 }
 

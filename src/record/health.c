@@ -64,6 +64,7 @@ void health_links_fields(struct rz_json *j, const struct health_links *l)
     rz_json_kv_int(j, "probe_bytes", l->probe_bytes);
     write_matrix(j, "gbps", l->n_hosts, l->gbps);
     write_matrix(j, "latency_us", l->n_hosts, l->latency_us);
+    rz_json_kv_double(j, "ring_hop_us", l->ring_hop_us > 0 ? l->ring_hop_us : (double)NAN);
 }
 
 static void write_links(struct rz_json *j, const struct health_links *l)
@@ -197,6 +198,8 @@ enum rz_status health_links_read(const struct gj_value *o, struct health_links *
 {
     l->n_hosts = read_names(gj_get(o, "hosts"), l->hosts);
     (void)gj_get_int(o, "probe_bytes", &l->probe_bytes);
+    l->ring_hop_us = NAN; /* null, or a file written before it was measured */
+    (void)gj_get_num(o, "ring_hop_us", &l->ring_hop_us);
     enum rz_status st = read_matrix(gj_get(o, "gbps"), l->n_hosts, l->gbps, path, "gbps", err);
     if (st == RZ_OK)
         st = read_matrix(gj_get(o, "latency_us"), l->n_hosts, l->latency_us, path, "latency_us",

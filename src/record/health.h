@@ -5,9 +5,10 @@
  * Fields (keys in this order): ok, time, world_size, slurm_ntasks, checks [{name, ok, detail}],
  * warning, hosts, failed_hosts, ranks [{rank, host, isa, cpus, n_cpus, omp_threads,
  * mem_available_bytes, mem_total_bytes, mem_limit_bytes, mem_limit_source, mem_need_bytes,
- * ckpt_free_bytes, run_root_seen, machine}], links {hosts, probe_bytes, gbps [[...]], latency_us [[...]]}.
- * Older files may lack checks, warning, the later rank fields and links: the reader leaves those
- * empty.
+ * ckpt_free_bytes, run_root_seen, machine}], links {hosts, probe_bytes, gbps [[...]], latency_us [[...]],
+ * ring_hop_us}.
+ * Older files may lack checks, warning, the later rank fields, links and ring_hop_us: the reader
+ * leaves those empty (ring_hop_us NaN).
  * Ownership: health_read allocates ranks; health_free releases them (a zeroed doc is fine). */
 #ifndef RZ_RECORD_HEALTH_H
 #define RZ_RECORD_HEALTH_H
@@ -49,6 +50,8 @@ struct health_links {
     int64_t probe_bytes;
     double gbps[HEALTH_MAX_HOSTS][HEALTH_MAX_HOSTS];
     double latency_us[HEALTH_MAX_HOSTS][HEALTH_MAX_HOSTS];
+    double ring_hop_us;         /* one hop of a ring of every rank, on the job's own placement
+                                 * (comm_hop_probe); NaN: one rank, or an older file */
 };
 
 struct health_doc {
@@ -78,7 +81,7 @@ enum rz_status health_read(const char *path, struct health_doc *h, struct rz_err
 void health_free(struct health_doc *h);
 
 /* The links object as health.json and report.json hold it ({hosts, probe_bytes, gbps,
- * latency_us}): its fields, written into an object the caller has opened (the report adds its
+ * latency_us, ring_hop_us}): its fields, written into an object the caller has opened (the report adds its
  * own after them), and read back strictly (hosts name the rows of the two square matrices); the
  * message names the file. */
 struct rz_json;

@@ -136,7 +136,7 @@ static void report_topology(struct report_rec *r, const struct gj_value *v)
 {
     const struct gj_value *t = gj_get(v, "topology");
     int64_t nodes = 0, machines = 0;
-    r->cores_per_rank = r->machine_cpus = NAN;
+    r->cores_per_rank = r->machine_cpus = r->cpu_quota = NAN;
     if (t != NULL && t->type == GJ_OBJ) {
         (void)gj_get_int(t, "nodes", &nodes);
         (void)gj_get_int(t, "machines", &machines);
@@ -144,6 +144,11 @@ static void report_topology(struct report_rec *r, const struct gj_value *v)
         const struct gj_value *pn = gj_get(t, "per_node");
         if (pn != NULL && pn->type == GJ_ARR && pn->n > 0)
             (void)gj_get_num(&pn->items[0], "machine_cpus", &r->machine_cpus);
+        for (size_t i = 0; pn != NULL && pn->type == GJ_ARR && i < pn->n; i++) {
+            double q = NAN; /* null: no quota on that node */
+            if (gj_get_num(&pn->items[i], "cpu_quota", &q) && q > 0 && !(q >= r->cpu_quota))
+                r->cpu_quota = q;
+        }
     }
     r->nodes = (int)nodes;
     r->machines = (int)machines;
@@ -209,7 +214,7 @@ enum rz_status report_read(struct report_rec *r, const char *path, struct rz_err
     memset(r, 0, sizeof *r);
     r->throughput = r->throughput_p10 = r->allreduce_p50_ms = NAN;
     r->global_batch = r->num_parameters = r->median_compute_s = NAN;
-    r->cores_per_rank = r->machine_cpus = NAN;
+    r->cores_per_rank = r->machine_cpus = r->cpu_quota = NAN;
     if (strlen(path) >= sizeof r->path)
         return rz_fail(err, RZ_EIO, "report path too long: %.200s...", path);
     rz_fmt(r->path, sizeof r->path, "%s", path);

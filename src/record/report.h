@@ -46,6 +46,7 @@ struct report_rec {
     /* topology (0 / NaN when the report predates it) */
     int nodes, machines;
     double cores_per_rank, machine_cpus;
+    double cpu_quota;           /* the tightest of its nodes' CPU quotas, in cores (NaN: none) */
     struct health_links *links; /* the preflight's link matrix; NULL when it had none */
     /* reliability: time_lost_by_kind, nodes_lost, nodes_excluded ("" / 0 when absent) */
     struct report_lost {

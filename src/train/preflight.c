@@ -30,6 +30,7 @@
 #define PROBE_FLOATS ((size_t)1 << 20)
 #define MAX_CPUS PREFLIGHT_MAX_CPUS
 #define LINK_PROBE_REPS 5                  /* timed sends each way per pair of nodes */
+#define HOP_PROBE_REPS 9                   /* timed blocks of the ring's all-reduce */
 
 /* ---- probes --------------------------------------------------------------------------------------- */
 
@@ -463,10 +464,11 @@ static void fill_rank(struct health_rank *h, const struct probe *p)
     h->cpu_quota = p->cpu_quota > 0.0 ? p->cpu_quota : (double)NAN;
 }
 
-static void fill_links(struct health_links *h, const struct comm_links *l)
+static void fill_links(struct health_links *h, const struct comm_links *l, double hop_s)
 {
     h->n_hosts = l->n_hosts < HEALTH_MAX_HOSTS ? l->n_hosts : HEALTH_MAX_HOSTS;
     h->probe_bytes = (int64_t)l->bytes;
+    h->ring_hop_us = 1e6 * hop_s;
     for (int i = 0; i < h->n_hosts; i++) {
         rz_fmt(h->hosts[i], sizeof h->hosts[i], "%s", l->hosts[i]);
         for (int j = 0; j < h->n_hosts; j++) {
@@ -478,7 +480,8 @@ static void fill_links(struct health_links *h, const struct comm_links *l)
 
 static enum rz_status write_health(const struct preflight_opts *o, int world_size,
                                    const struct probe *all, int n, const struct comm_links *links,
-                                   const struct verdict *v, bool ok, struct rz_err *err)
+                                   double hop_s, const struct verdict *v, bool ok,
+                                   struct rz_err *err)
 {
     char path[4200];
     static struct health_doc h;
@@ -510,7 +513,7 @@ static enum rz_status write_health(const struct preflight_opts *o, int world_siz
     h.n_ranks = n;
     h.has_links = links != NULL;
     if (links != NULL)
-        fill_links(&h.links, links);
+        fill_links(&h.links, links, hop_s);
     enum rz_status st = health_write(path, &h, err);
     free(ranks);
     return st;
@@ -519,9 +522,10 @@ static enum rz_status write_health(const struct preflight_opts *o, int world_siz
 /* ---- the run --------------------------------------------------------------------------------------- */
 
 /* The collective checks; st is the status of the MPI calls themselves.  The links are measured
- * into `links`. */
+ * into `links`, and the ring's hop on this placement into *hop_s (no verdict: the ladder's
+ * model reads it, docs/ladder.md). */
 static enum rz_status run_collectives(const struct preflight_opts *o, struct verdict *v,
-                                      struct comm_links *links, struct rz_err *err)
+                                      struct comm_links *links, double *hop_s, struct rz_err *err)
 {
     struct rz_err e;
     int n = comm_size(o->comm);
@@ -547,6 +551,8 @@ static enum rz_status run_collectives(const struct preflight_opts *o, struct ver
         pf_judge_links(links, &o->cfg->network, v);
     if (st == RZ_OK && again)
         pf_add_detail(v, CHECK_LINKS, " (measured twice: each link's better figure)");
+    if (st == RZ_OK)
+        st = comm_hop_probe(o->comm, HOP_PROBE_REPS, hop_s, err);
     return st;
 }
 
@@ -557,13 +563,14 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     struct model_dims d = plan_model_dims(c, &ps);
     static struct verdict v;
     static struct comm_links links;
+    double hop_s = NAN;
     memset(&v, 0, sizeof v);
     memset(&links, 0, sizeof links);
     int n = comm_size(o->comm);
     enum rz_status st = rz_mkdirs(o->run_dir, err);
     if (st != RZ_OK)
         return st;
-    st = run_collectives(o, &v, &links, err);
+    st = run_collectives(o, &v, &links, &hop_s, err);
     char root_token[PF_ROOT_TOKEN_LEN];
     if (st == RZ_OK)
         st = pf_root_token_share(o, root_token, err);
@@ -595,9 +602,12 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     if (comm_rank(o->comm) == 0) {
         pf_log_verdict(o->log, &v);
         pf_log_links(o->log, &links);
+        if (hop_s > 0 && o->log != NULL)
+            fprintf(o->log, "ryzen-train: preflight: the ring's hop on this placement: %.1f us "
+                    "(%d ranks)\n", 1e6 * hop_s, n);
     }
     if (st == RZ_OK && comm_rank(o->comm) == 0)
-        st = write_health(o, n, all, n, &links, &v, ok, err);
+        st = write_health(o, n, all, n, &links, hop_s, &v, ok, err);
     free(all);
     if (st != RZ_OK)
         return st;
@@ -621,6 +631,6 @@ enum rz_status preflight_report_launch(const char *run_dir, const char *why, FIL
     struct preflight_opts o = {.run_dir = run_dir};
     enum rz_status st = rz_mkdirs(run_dir, err);
     if (st == RZ_OK)
-        st = write_health(&o, 0, NULL, 0, NULL, &v, false, err);
+        st = write_health(&o, 0, NULL, 0, NULL, NAN, &v, false, err);
     return st;
 }

@@ -37,6 +37,7 @@ static void trainer_free(struct trainer *t)
     free(t->live.gathered);
     free(t->live.ranks);
     free(t->live.hosts);
+    train_net_free(&t->live.net);
     free(t->live.host_names);
     health_watchdog_stop(t->watchdog);
     metrics_close(t->metrics);

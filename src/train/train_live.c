@@ -47,6 +47,9 @@ enum rz_status tr_live_init(struct trainer *t, struct rz_err *err)
         if (r < t->rank && strcmp(l->hosts[r], mine) == 0)
             l->node_first = false; /* a lower rank on this node writes its file */
     }
+    st = train_net_addrs(&l->net, t->comm, l->node_first, err);
+    if (st != RZ_OK)
+        return st;
     l->writer = l->node_first && c->metrics.prom_interval > 0;
     if (c->metrics.prom_dir[0] != '\0')
         snprintf(l->dir, sizeof l->dir, "%s", c->metrics.prom_dir);
@@ -86,6 +89,11 @@ void tr_live_write(struct trainer *t, bool running)
         .straggler_no_go = c->gates.straggler_ratio_no_go,
         .packet_loss_no_go = c->gates.packet_loss_no_go};
     d.has_net = train_net_since(&l->net, &d.net, NULL);
+    struct train_net_mpi mpi = {0};
+    d.has_mpi = d.has_net &&
+                train_net_mpi(&l->net, (const char(*)[64])l->hosts, l->hosts[t->rank], &mpi);
+    d.mpi_data_segs = mpi.data_segs;
+    d.mpi_lost = mpi.lost;
     struct rz_err err;
     char path[4400];
     if (metrics_prom_write(l->dir, &d, path, sizeof path, &err) != RZ_OK && !l->warned) {

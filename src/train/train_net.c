@@ -3,23 +3,71 @@
 
 #include "train/train_net.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/util.h"
 #include "net/netsock.h"
 
-enum { MAX_ADDRS = 8 };
+enum { MAX_ADDRS = TRAIN_NET_MAX_ADDRS };
+static const char FABRIC_DIR[] = "/sys/class/infiniband";
+
+enum rz_status train_net_addrs(struct train_net *n, struct comm *c, bool node_first,
+                               struct rz_err *err)
+{
+    char local[MAX_ADDRS][NETSOCK_ADDR_LEN];
+    int n_addr = 0;
+    struct rz_err e;
+    memset(local, 0, sizeof local);
+    if (node_first && netsock_local_addrs(local, MAX_ADDRS, &n_addr, &e) != RZ_OK) {
+        fprintf(stderr, "ryzen-train: rank %d: %s (the report shows no links for node %s)\n",
+                comm_rank(c), e.msg, comm_host(c));
+        memset(local, 0, sizeof local); /* no addresses: no connection is matched */
+    }
+    train_net_free(n);
+    n->addrs = calloc((size_t)comm_size(c), sizeof *n->addrs);
+    n->pids = calloc((size_t)comm_size(c), sizeof *n->pids);
+    if (n->addrs == NULL || n->pids == NULL) {
+        train_net_free(n);
+        return rz_fail(err, RZ_ENOMEM, "trainer: out of memory for the nodes' addresses");
+    }
+    n->world = comm_size(c);
+    long pid = (long)getpid();
+    enum rz_status st = comm_allgather_bytes(c, local, sizeof local, n->addrs, err);
+    if (st == RZ_OK)
+        st = comm_allgather_bytes(c, &pid, sizeof pid, n->pids, err);
+    if (st != RZ_OK)
+        train_net_free(n);
+    return st;
+}
+
+void train_net_free(struct train_net *n)
+{
+    free(n->addrs);
+    free(n->pids);
+    n->addrs = NULL;
+    n->pids = NULL;
+    n->world = 0;
+}
 
 void train_net_start(struct train_net *n, bool node_first, int rank, const char *host)
 {
     struct rz_err e;
+    int world = n->world;
+    char(*addrs)[MAX_ADDRS][NETSOCK_ADDR_LEN] = n->addrs;
+    long *pids = n->pids;
     memset(n, 0, sizeof *n);
+    n->world = world; /* train_net_addrs' gathers stand */
+    n->addrs = addrs;
+    n->pids = pids;
     n->node_first = node_first;
     if (!node_first)
         return;
-    n->ok = netstat_read("/proc", &n->start, &e) == RZ_OK;
+    n->ok = netstat_read("/proc", &n->start, &e) == RZ_OK &&
+            netstat_read_fabric(FABRIC_DIR, &n->start, &e) == RZ_OK;
     n->t0 = rz_now();
     if (!n->ok)
         fprintf(stderr, "ryzen-train: rank %d: network counters: %s (the report shows none for "
@@ -30,7 +78,8 @@ bool train_net_since(const struct train_net *n, struct netstat *d, double *secon
 {
     struct netstat now;
     struct rz_err e;
-    if (!n->ok || netstat_read("/proc", &now, &e) != RZ_OK)
+    if (!n->ok || netstat_read("/proc", &now, &e) != RZ_OK ||
+        netstat_read_fabric(FABRIC_DIR, &now, &e) != RZ_OK)
         return false;
     *d = netstat_delta(&now, &n->start);
     if (seconds != NULL)
@@ -49,58 +98,131 @@ static int rank_of_addr(const char (*addrs)[MAX_ADDRS][NETSOCK_ADDR_LEN], int wo
     return -1;
 }
 
-/* Sum this node's connections per other node into mine->peers. */
+/* Which of the node's connections are the job's: those its ranks hold (`inodes`, sorted: the
+ * sockets of the node's ranks' processes), else, when they could not be read, the job user's
+ * (`uid`).  Either way MPI's connections count and Slurm's, PMIx's and munge's (root's,
+ * slurm's) do not; by process, another job of the same user on the same nodes does not either. */
+struct job_socks {
+    bool by_uid;
+    const unsigned long *inodes;
+    size_t n;
+    unsigned uid;
+};
+
+static int ulong_cmp(const void *a, const void *b)
+{
+    unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+    return (x > y) - (x < y);
+}
+
+static bool job_conn(const struct job_socks *js, const struct netsock_conn *c)
+{
+    if (js->by_uid)
+        return c->uid == js->uid;
+    return js->n > 0 &&
+           bsearch(&c->inode, js->inodes, js->n, sizeof *js->inodes, ulong_cmp) != NULL;
+}
+
+/* Sum this node's connections to each other node of the job into mine->peers. */
 static void sum_peers(const char (*addrs)[MAX_ADDRS][NETSOCK_ADDR_LEN], int world,
                       const char (*hosts)[64], const char *me,
-                      const struct netsock_conn *conn, size_t n_conn,
+                      const struct netsock_conn *conn, size_t n_conn, const struct job_socks *js,
                       struct metrics_rank_result *mine)
 {
     for (size_t i = 0; i < n_conn; i++) {
         int r = rank_of_addr(addrs, world, conn[i].remote);
-        if (r < 0 || strcmp(hosts[r], me) == 0)
-            continue; /* not the job's, or a connection within the node */
+        if (r < 0 || strcmp(hosts[r], me) == 0 || !job_conn(js, &conn[i]))
+            continue; /* not to the job's nodes, within the node, or not the job's own */
         int p = 0;
         while (p < mine->n_peers && strcmp(mine->peers[p].host, hosts[r]) != 0)
             p++;
         if (p == mine->n_peers) {
             if (p == METRICS_MAX_PEERS)
                 continue;
+            memset(&mine->peers[p], 0, sizeof mine->peers[p]);
             rz_fmt(mine->peers[p].host, sizeof mine->peers[p].host, "%s", hosts[r]);
             mine->n_peers++;
         }
-        mine->peers[p].segs_out += conn[i].segs_out;
-        mine->peers[p].retrans += conn[i].retrans;
+        struct metrics_peer *q = &mine->peers[p];
+        q->conns++;
+        q->segs_out += conn[i].segs_out;
+        q->data_segs_out += conn[i].data_segs_out;
+        q->retrans += conn[i].retrans;
+        q->dsack_dups += conn[i].dsack_dups; /* NaN stays NaN: the kernel cannot tell */
     }
+}
+
+/* The sockets of the node's ranks (`me`'s), sorted, into *js; by uid when a rank's descriptors
+ * cannot be read. */
+static void node_socks(const struct train_net *n, const char (*hosts)[64], const char *me,
+                       struct job_socks *js, unsigned long **buf)
+{
+    size_t len = 0, cap = 0;
+    struct rz_err e;
+    *js = (struct job_socks){.by_uid = true, .uid = (unsigned)getuid()};
+    for (int r = 0; r < n->world; r++)
+        if (strcmp(hosts[r], me) == 0 &&
+            netsock_pid_sockets("/proc", n->pids[r], buf, &len, &cap, &e) != RZ_OK)
+            return; /* *buf is freed by the caller */
+    if (len > 0)
+        qsort(*buf, len, sizeof **buf, ulong_cmp);
+    js->by_uid = false;
+    js->inodes = *buf;
+    js->n = len;
+}
+
+/* This node's connections per other node into mine->peers (mine->n_peers 0 first); false when
+ * the sockets cannot be listed (said on stderr unless `quiet`). */
+static bool node_peers(const struct train_net *n, const char (*hosts)[64], const char *me,
+                       bool quiet, struct metrics_rank_result *mine)
+{
+    struct netsock_conn *conn = NULL;
+    size_t n_conn = 0;
+    struct rz_err e;
+    if (n->addrs == NULL)
+        return false;
+    if (netsock_list(&conn, &n_conn, &e) != RZ_OK) {
+        if (!quiet)
+            fprintf(stderr, "ryzen-train: %s (the report shows no links for node %s)\n", e.msg,
+                    me);
+        return false;
+    }
+    unsigned long *buf = NULL;
+    struct job_socks js;
+    node_socks(n, hosts, me, &js, &buf);
+    sum_peers((const char(*)[MAX_ADDRS][NETSOCK_ADDR_LEN])n->addrs, n->world, hosts, me, conn,
+              n_conn, &js, mine);
+    free(buf);
+    free(conn);
+    return true;
+}
+
+bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const char *me,
+                   struct train_net_mpi *out)
+{
+    struct metrics_rank_result mine = {.n_peers = 0};
+    memset(out, 0, sizeof *out);
+    if (!n->node_first || !node_peers(n, hosts, me, true, &mine))
+        return false;
+    for (int p = 0; p < mine.n_peers; p++) {
+        const struct metrics_peer *q = &mine.peers[p];
+        double lost = isfinite(q->dsack_dups) ? q->retrans - q->dsack_dups : q->retrans;
+        out->data_segs += q->data_segs_out;
+        out->lost += lost > 0.0 ? lost : 0.0;
+        out->conns += q->conns;
+    }
+    out->peers = mine.n_peers;
+    return true;
 }
 
 enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
                                  const char (*hosts)[64], struct metrics_rank_result *mine,
                                  struct rz_err *err)
 {
-    int world = comm_size(c), n_addr = 0;
-    char local[MAX_ADDRS][NETSOCK_ADDR_LEN];
-    memset(local, 0, sizeof local);
+    (void)err; /* nothing collective is left here: the addresses were gathered at start-up */
     mine->has_net = train_net_since(n, &mine->net, &mine->net_seconds);
     mine->n_peers = 0;
-    struct rz_err e;
-    if (mine->has_net && netsock_local_addrs(local, MAX_ADDRS, &n_addr, &e) != RZ_OK) {
-        fprintf(stderr, "ryzen-train: rank %d: %s (the report shows no links for node %s)\n",
-                comm_rank(c), e.msg, hosts[comm_rank(c)]);
-        memset(local, 0, sizeof local); /* no addresses: no connection is matched */
-    }
-    char(*addrs)[MAX_ADDRS][NETSOCK_ADDR_LEN] = calloc((size_t)world, sizeof *addrs);
-    if (addrs == NULL)
-        return rz_fail(err, RZ_ENOMEM, "trainer: out of memory for the nodes' addresses");
-    enum rz_status st = comm_allgather_bytes(c, local, sizeof local, addrs, err);
-    struct netsock_conn *conn = NULL;
-    size_t n_conn = 0;
-    if (st == RZ_OK && mine->has_net && netsock_list(&conn, &n_conn, &e) != RZ_OK)
-        fprintf(stderr, "ryzen-train: rank %d: %s (the report shows no links for node %s)\n",
-                comm_rank(c), e.msg, hosts[comm_rank(c)]);
-    else if (st == RZ_OK && mine->has_net)
-        sum_peers((const char(*)[MAX_ADDRS][NETSOCK_ADDR_LEN])addrs, world, hosts,
-                  hosts[comm_rank(c)], conn, n_conn, mine);
-    free(conn);
-    free(addrs);
-    return st;
+    if (mine->has_net)
+        (void)node_peers(n, hosts, hosts[comm_rank(c)], false, mine);
+    return RZ_OK;
 }

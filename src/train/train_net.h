@@ -1,8 +1,12 @@
 /* train_net.h: what the network did while a run trained, for its summary and live metrics: the
  * node's kernel counters (net/netstat.h) between the first step and the end, and the counters of
  * its TCP connections to each other node of the job (net/netsock.h).  The lowest rank of each
- * node reads them; every rank takes part in the one gather.  Unreadable counters are said once
- * and leave the summary without them: monitoring never stops training. */
+ * node reads them; every rank takes part in the one gather of the nodes' addresses, at start-up
+ * (train_net_addrs).  The connections counted are the job's ranks' to the job's other nodes
+ * (MPI's; the job user's where the ranks' descriptors cannot be read): the summary's peers and the live loss figures (train_net_mpi) are the same sample the
+ * packet-loss gate judges.  An InfiniBand/RoCE port's counters are read with the node's when the
+ * kernel shows them (/sys/class/infiniband).  Unreadable counters are said once and leave the
+ * summary without them: monitoring never stops training. */
 #ifndef RZ_TRAIN_TRAIN_NET_H
 #define RZ_TRAIN_TRAIN_NET_H
 
@@ -10,26 +14,55 @@
 
 #include "comm/comm.h"
 #include "metrics/metrics.h"
+#include "net/netsock.h"
 #include "net/netstat.h"
+
+enum { TRAIN_NET_MAX_ADDRS = 8 }; /* a node's addresses matched, at most */
 
 struct train_net {
     bool node_first;   /* the lowest rank of its node: it reads */
     bool ok;           /* start was read */
     struct netstat start;
     double t0;
+    /* Every rank's node's addresses and every rank's process id (train_net_addrs; NULL
+     * before): a connection is the job's when its remote end is one of those addresses and a
+     * rank of this node holds it (its socket is among the rank's descriptors), or, where the
+     * ranks' descriptors cannot be read, when the job's user owns it. */
+    int world;
+    char (*addrs)[TRAIN_NET_MAX_ADDRS][NETSOCK_ADDR_LEN];
+    long *pids;
 };
 
-/* As training starts: the node's counters (node_first only). */
+/* The node's MPI connections summed over its peers: data segments sent and lost (retransmitted
+ * less the resends D-SACK proved spurious, per peer: the gate's count). */
+struct train_net_mpi {
+    double data_segs, lost;
+    int peers, conns;
+};
+
+/* Collective, at start-up: every node's non-loopback addresses into n->addrs (read by its
+ * lowest rank, `node_first`; the other ranks send none), every rank's pid into n->pids.  A node whose addresses cannot be read
+ * is said once and matches no connection.  train_net_free frees them. */
+enum rz_status train_net_addrs(struct train_net *n, struct comm *c, bool node_first,
+                               struct rz_err *err);
+void train_net_free(struct train_net *n);
+
+/* As training starts: the node's counters (node_first only); the addresses are kept. */
 void train_net_start(struct train_net *n, bool node_first, int rank, const char *host);
 
 /* Their change since train_net_start; false on other ranks or when unreadable.  `seconds` may be
  * NULL. */
 bool train_net_since(const struct train_net *n, struct netstat *d, double *seconds);
 
-/* Collective, before MPI_Finalize (the connections are still open): fill `mine` (has_net, net,
- * net_seconds, peers) on each node's lowest rank.  `hosts` holds every rank's node name.  Each
- * node's non-loopback addresses are gathered; a connection counts for the node whose address
- * is its remote end. */
+/* The node's MPI connections now (node_first only, after train_net_addrs): what the live
+ * metrics show of loss.  `hosts` holds every rank's node name, `me` this node's.  False when
+ * they cannot be read (or on another rank). */
+bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const char *me,
+                   struct train_net_mpi *out);
+
+/* Before MPI_Finalize (the connections are still open): fill `mine` (has_net, net,
+ * net_seconds, peers) on each node's lowest rank.  `hosts` holds every rank's node name; a
+ * connection counts for the node whose address (train_net_addrs) is its remote end. */
 enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
                                  const char (*hosts)[64], struct metrics_rank_result *mine,
                                  struct rz_err *err);
