@@ -307,6 +307,25 @@ START_TEST(recoveries_from_the_runs_and_events)
     gate_recoveries_causes(&in);
     ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); relaunched in "
                                         "the allocation (failure); network fault: n2 unreachable");
+    /* a link Slurm could not see (ryzen-step's probe): the recovery names it, a network fault */
+    struct gate_event lost = ev[2];
+    ev[1] = (struct gate_event){.job = "7", .event = "requeue", .reason = "network", .t = 1021};
+    ev[2] = (struct gate_event){.job = "7", .event = "network_partition", .nodes = "n1,n2",
+                                .t = 1019, .summary = "network fault: n1 and n2 cannot reach "
+                                "each other (Slurm sees both up); Slurm: n1 MIXED, n2 MIXED; "
+                                "probe: n1 -> n2: no answer in 3 s"};
+    in.recov[0].lost[0] = in.recov[0].cause[0] = in.recov[0].kind[0] = '\0';
+    gate_recoveries_causes(&in);
+    ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); requeued "
+                                        "(network); network fault: n1 and n2 cannot reach each "
+                                        "other (Slurm sees both up)");
+    ck_assert_str_eq(in.recov[0].kind, "network fault");
+    ck_assert_str_eq(in.recov[0].lost, "n1,n2");
+    ck_assert_int_eq(gate_requeue_of("network"), GATE_RQ_NETWORK);
+    ev[1] = (struct gate_event){.job = "7", .event = "relaunch", .reason = "failure", .t = 1021};
+    ev[2] = lost;
+    in.recov[0].lost[0] = in.recov[0].cause[0] = in.recov[0].kind[0] = '\0';
+    gate_recoveries_causes(&in);
     /* the nodes it lost and those excluded for the ladder; the checkpoint interval and why */
     ck_assert_str_eq(in.nodes_failed, "n2");
     ck_assert_str_eq(in.nodes_excluded, "n2");

@@ -58,6 +58,7 @@ trap cleanup EXIT
 . "$src/tests/lib.sh"
 skipped=0
 checks=67 # every check below: all skipped in the loopback mode, all run in the ns mode
+checks=$((checks + 26)) # ... and those of the partition Slurm cannot see (near link control)
 
 site_setup
 if [ "$(cat "$RYZEN_DEVCLUSTER_DIR/net-mode" 2>/dev/null)" != ns ]; then
@@ -391,6 +392,108 @@ check "--cut: a connection from n2 to n1 times out" \
 "$dc" net n1 --heal >/dev/null
 got=$(iperf n2 n1 $((1 << 20)) 5207)
 check "--heal: n2 reaches n1 again ($((got / 1000)) kbit/s)" [ "${got:-0}" -gt 0 ]
+
+# ---- a partition Slurm cannot see: two nodes that cannot reach each other ----------------------
+# 'net NODE --cut-from PEER' drops every packet between the two nodes' addresses at NODE's end of
+# its link, both ways; each still reaches the head and every other node, so Slurm sees both up
+# and does nothing.  ryzen-step's probe (ryzen-step --probe-peers: a bounded TCP connect to each
+# peer's slurmd, no MPI) is what tells them apart.
+sport() { scontrol show node -o "$1" | tr ' ' '\n' | sed -n 's/^Port=//p'; }
+peers_of() { for p in "$@"; do printf '%s=%s:%s\n' "$p" "$(addr "$p")" "$(sport "$p")"; done; }
+# probe NODE: NODE's row, "link NODE PEER ok|fail ..." for each other node
+probe() { on "$1" timeout 30 "$prefix/bin/ryzen-step" --probe-peers 2 $(peers_of n1 n2 n3 n4); }
+"$dc" net n1 --cut-from n2 >"$tmp/net.out" 2>&1 || show "$tmp/net.out"
+expect "net n1 --cut-from n2: 'net show' reads the cut back from the kernel" 0 \
+  "^n1 +198\.18\.0\.11 .* no +n2 " -- "$dc" net show
+rows=$( (probe n1; probe n2; probe n3) | sort)
+check "... n1 and n2 cannot reach each other, and each reaches n3 and n4 ($(echo "$rows" | grep -c ' ok ') of 9 links answer)" \
+  sh -c 'echo "$1" | grep -q "^link n1 n2 fail no answer" && echo "$1" | grep -q "^link n2 n1 fail no answer" &&
+    [ "$(echo "$1" | grep -c " ok ")" -eq 7 ]' _ "$rows"
+"$dc" net n1 --heal >/dev/null
+expect "--heal ends it" 0 "^n1 +198\.18\.0\.11 .* no +- " -- "$dc" net show
+check "... n1 reaches n2 again" sh -c "'$dc' exec n1 timeout 30 '$prefix/bin/ryzen-step' --probe-peers 2 $(peers_of n2) | grep -q '^link n1 n2 ok'"
+expect "net n1 --cut-from n9: no such node" 1 "no node 'n9'" -- "$dc" net n1 --cut-from n9
+expect "net n1 --cut-from n1: refused" 1 "is the node itself" -- "$dc" net n1 --cut-from n1
+
+# cut_mid_run NAME TEMPLATE STEPS HOLD WHICH: TEMPLATE (STEPS steps) as scenario NAME, its rank 0
+# slowed to about 50 times its own compute per step (RYZEN_TEST_SLOW_RANK: the other ranks wait
+# in the all-reduce; so on any CPU), held after step HOLD only to know where it is; released, and
+# at once two of its nodes are cut from each other while the ranks train the steps after HOLD.
+# WHICH: "batch", the batch host and the node after it; "others", the two nodes after the batch
+# host.  Its watchdog fires 15 s into a step (health.watchdog_floor_s), not 300; the steps after
+# the second of a run are judged (training.warmup_bench 2), so that a run resumed near the end
+# has steady steps for the gates.  Neither changes what the ranks compute.  Sets j, r, pair ("A
+# B", cut as 'net A --cut-from B') and t_cut.
+cut_mid_run() {
+  local nodes
+  j=$(RYZEN_TEST_HOLD=$4:$(hold_file "$1") RYZEN_TEST_SLOW_RANK=0 RYZEN_TEST_SLOW_FACTOR=50 \
+    run "$1" rzuser $site "$T/$2.sh" $small --set training.steps="$3" \
+    --set health.watchdog_floor_s=15 --set training.warmup_bench=2)
+  r=$(R "$1" "$2")
+  await "$2 ($1) holds at step $4" 300 step_reached "$r" "$j" "$4"
+  nodes=$(job_field "$j" BatchHost; scontrol show hostnames "$(job_field "$j" NodeList)" |
+    grep -vx "$(job_field "$j" BatchHost)")
+  if [ "$5" = batch ]; then
+    pair=$(echo "$nodes" | sed -n 1,2p | paste -sd' ')
+  else
+    pair=$(echo "$nodes" | sed -n 2,3p | paste -sd' ')
+  fi
+  release "$1"
+  t_cut=$(date +%s.%N)
+  "$dc" net "${pair% *}" --cut-from "${pair#* }" >/dev/null
+  echo "# $1: job $j, ${pair% *} cut from ${pair#* } after step $4"
+}
+# partitioned NAME PAIR: the checks of a job cut at PAIR ("A B"): Slurm saw both up; the
+# network_partition event names the link; the job trained again on nodes that can talk, within
+# 5 minutes of the cut
+partitioned() {
+  local a=${2% *} b=${2#* } link ex last back
+  link=$(printf '%s\n' "$a" "$b" | sort -V | paste -sd-)
+  check "... Slurm saw $a and $b up all along: no node_failed or nodes_lost event" \
+    lacks "$r/events.jsonl" '"event":"(node_failed|nodes_lost)"'
+  check "... a network_partition event names the link $link, Slurm seeing both up" \
+    has_event "$r" "$j" network_partition "cannot reach each other (Slurm sees both up).*\"links\":\"$link\""
+  ex=$(event_field "$r" "$j" network_partition excluded_nodes)
+  echo "# $1: $(grep '"event":"network_partition"' "$r/events.jsonl" | sed -n 's/.*"message":"\([^"]*\)".*/\1/p' | head -n 1)"
+  last=$(grep '"event":"start"' "$r/events.jsonl" | tail -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
+  check "... $ex left out (an end of the link), the attempt that finished ran without it ($last)" \
+    sh -c "test -n '$ex' && echo '$a $b' | grep -qw '$ex' && ! scontrol show hostnames '$last' | grep -qx '$ex'"
+  check "... the restart counted as a network fault, not a crash nor 'no progress'" \
+    sh -c "has() { grep -q \"\$1\" '$r/events.jsonl'; }; has '\"cause\":\"network fault\"' &&
+      has '\"reason\":\"network\"' && ! has '\"event\":\"no_progress\"'"
+  back=$(grep "\"job\":\"$j\"" "$r/events.jsonl" | grep '"event":"train_start"' | tail -n 1 | sed -n 's/.*"t":\([0-9.]*\),.*/\1/p')
+  back=$(awk -v c="$t_cut" -v b="${back:-0}" 'BEGIN { printf "%.1f", b - c }')
+  check "... training launched again on nodes that can talk $back s after the cut (under 300)" \
+    awk -v s="$back" 'BEGIN { exit !(s > 0 && s < 300) }'
+  rec=$(sed -n 's/.*"recoveries":\[\([^]]*\)\].*/\1/p' "$r/reports/$j/report.json" 2>/dev/null)
+  secs=$(echo "$rec" | sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' | head -n 1)
+  check "... the report's recovery: network fault: ${link%-*} and ${link#*-} cannot reach each other (Slurm sees both up), $secs s from the last step to training again" \
+    sh -c "echo '$rec' | grep -q '\"cause\":\"[^\"]*network fault: [n0-9]* and [n0-9]* cannot reach each other (Slurm sees both up)' &&
+           echo '$rec' | grep -q '\"kind\":\"network fault\"'"
+}
+
+# Two nodes: phase2a's batch host cut from its other node at step 12.  ryzen-step leaves the
+# other node out and requeues; the job runs on the batch host and another node, resumes from step
+# 10's checkpoint, and ends bit-identical to the undisturbed 30 steps above.
+cut_mid_run cut2 phase2a_8proc 30 12 batch
+st=$(wait_done "$j" 600)
+"$dc" net reset >/dev/null
+ended "phase2a with its batch host cut from its other node mid-run completes" "$j" COMPLETED 0:0
+partitioned cut2 "$pair"
+same_params "... bit-identical to an uninterrupted run" "$(R p2ref phase2a_8proc)" "$r" 30
+check_ckpts "... every checkpoint it committed verifies" "$r"
+
+# Three nodes: phase2b (n1..n3 on an idle cluster) with its two nodes that are not the batch host
+# cut from each other at step 5: their rows come from a probe step on them; one end is left out
+# and the job requeued without it, onto n4; bit-identical to the 10 steps on healthy links above.
+cut_mid_run cut3 phase2b_12proc 10 5 others
+st=$(wait_done "$j" 600)
+"$dc" net reset >/dev/null
+ended "phase2b with two of its nodes cut from each other mid-run completes" "$j" COMPLETED 0:0
+partitioned cut3 "$pair"
+same_params "... bit-identical to an uninterrupted run on healthy links" "$(R slowref phase2b_12proc)" "$r" 10
+check_ckpts "... every checkpoint it committed verifies" "$r"
+# ---- end: a partition Slurm cannot see ---------------------------------------------------------
 
 # ---- errors --------------------------------------------------------------------------------
 expect "net n9: no such node" 1 "no node 'n9'" -- "$dc" net n9 --rate 1gbit

@@ -74,7 +74,8 @@ bool gate_end_parse(const char *name, enum gate_end *out);
  * gate: a preemption or a time limit is the site's doing, not the run's. */
 enum gate_requeue {
     GATE_RQ_FAILURE, GATE_RQ_SIGNAL, GATE_RQ_PREEMPTION, GATE_RQ_TIME_LIMIT,
-    GATE_RQ_NODE_FAILURE, GATE_RQ_SLURM, GATE_RQ_PREFLIGHT_NODE, GATE_RQ_OTHER, GATE_N_RQ
+    GATE_RQ_NODE_FAILURE, GATE_RQ_SLURM, GATE_RQ_PREFLIGHT_NODE, GATE_RQ_NETWORK, GATE_RQ_OTHER,
+    GATE_N_RQ
 };
 const char *gate_requeue_name(enum gate_requeue r);   /* "failure", ..., "other" */
 

@@ -449,7 +449,8 @@ static void gate_failures_uptime(struct gate_result *res, const struct gate_inpu
     gate_measure(kf, (double)fail, (int64_t)in->n_job_events);
     gate_note(kf, "restarts: %lld requeue(s) after a failure or give-up, %lld for other reasons "
               "(signal %lld, preemption %lld, time limit %lld, node failure %lld, slurm %lld, "
-              "node excluded after the preflight %lld, other %lld), %lld resume(s) from a "
+              "node excluded after the preflight %lld, network fault %lld, other %lld), %lld "
+              "resume(s) from a "
               "checkpoint", (long long)fail,
               (long long)other, (long long)in->requeues[GATE_RQ_SIGNAL],
               (long long)in->requeues[GATE_RQ_PREEMPTION],
@@ -457,6 +458,7 @@ static void gate_failures_uptime(struct gate_result *res, const struct gate_inpu
               (long long)in->requeues[GATE_RQ_NODE_FAILURE],
               (long long)in->requeues[GATE_RQ_SLURM],
               (long long)in->requeues[GATE_RQ_PREFLIGHT_NODE],
+              (long long)in->requeues[GATE_RQ_NETWORK],
               (long long)in->requeues[GATE_RQ_OTHER],
               (long long)in->resumes);
     double train = 0;

@@ -126,7 +126,7 @@ const char *gate_requeue_name(enum gate_requeue r)
 {
     static const char *const names[GATE_N_RQ] = {"failure", "signal", "preemption", "time_limit",
                                                  "node_failure", "slurm", "preflight_node",
-                                                 "other"};
+                                                 "network", "other"};
     return (unsigned)r < GATE_N_RQ ? names[r] : "other";
 }
 

@@ -1,6 +1,7 @@
 /* gate_recover.c: the stops of a phase and the runs after them: how long from the last step
  * before a stop to the first step after it, how many steps were trained twice, and what the
- * job's events say stopped it (a lost node, a requeue and why, how the attempt ended); the
+ * job's events say stopped it (a lost node, a network fault between two nodes Slurm sees up, a
+ * requeue and why, how the attempt ended); the
  * nodes the job lost and those excluded for the rest of the ladder; and the checkpoint interval
  * it trained with, and why (summary.json).  Read from
  * rank 0's metrics in the order they were written, where each run counts its steps from 1
@@ -88,7 +89,12 @@ void gate_recoveries_causes(struct gate_input *in)
             if (isnan(r->last_t) || e->t < r->last_t || e->t > r->first_t)
                 continue;
             const char *why = e->reason[0] ? e->reason : "?";
-            if (strcmp(e->event, "nodes_lost") == 0 || strcmp(e->event, "node_failed") == 0) {
+            if (strcmp(e->event, "network_partition") == 0) {
+                /* "network fault: n1 and n2 cannot reach each other (Slurm sees both up); ..." */
+                rz_fmt(r->lost, sizeof r->lost, "%s", e->nodes);
+                rz_fmt(text, sizeof text, "%.*s", (int)strcspn(e->summary, ";"), e->summary);
+                rz_fmt(r->kind, sizeof r->kind, "network fault");
+            } else if (strcmp(e->event, "nodes_lost") == 0 || strcmp(e->event, "node_failed") == 0) {
                 rz_fmt(r->lost, sizeof r->lost, "%s", e->nodes);
                 rz_fmt(text, sizeof text, "network fault: %s unreachable", e->nodes);
                 rz_fmt(r->kind, sizeof r->kind, "lost node"); /* the stop's cause, above all */

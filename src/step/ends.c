@@ -89,6 +89,7 @@ static void nodes_out(const struct wrapper *w, char *nodes, size_t len, char *lo
     nodes[0] = '\0';
     rz_list_add(nodes, len, lost);
     rz_list_add(nodes, len, w->place.exclude);
+    rz_list_add(nodes, len, w->net_out);
 }
 
 /* The allocation cannot hold the phase any more (place.c): requeued without the nodes it left
@@ -118,7 +119,8 @@ static int relaunch_self(struct wrapper *w, enum step_requeue reason, const char
     else
         rz_fmt(msg, sizeof msg, "%s: the preflight and the training run again in this "
                "allocation, without %s (%s restart %ld, restart.failures relaunch)", why,
-               w->attempt_lost, step_requeue_name(reason), used);
+               reason == RQ_NETWORK ? w->net_out : w->attempt_lost, step_requeue_name(reason),
+               used);
     struct step_kv kv[] = {{"reason", step_requeue_name(reason), 0},
                            {"count", NULL, (double)used}};
     step_event(&w->ev, "relaunch", msg, kv, 2);
@@ -152,7 +154,9 @@ int step_apply(struct wrapper *w, const struct step_decision *d, int status)
         char nodes[1100], lost[1100];
         nodes_out(w, nodes, sizeof nodes, lost, sizeof lost);
         if (nodes[0] != '\0') /* lost, or out */
-            return step_requeue_excluding(w, d->reason, nodes, "the attempt ended");
+            return step_requeue_excluding(w, d->reason, nodes, d->reason == RQ_NETWORK
+                                          ? "the attempt ended on a network fault"
+                                          : "the attempt ended");
         return requeue_self(w, d->reason, "the attempt ended");
     }
     case ACT_RELAUNCH:
@@ -219,8 +223,19 @@ int step_conclude(struct wrapper *w, enum step_class cls, enum step_cause cause,
         step_nodes_check(w); /* a lost node: named, and left out of what follows */
     if (w->attempt_lost[0] != '\0' && cause == CAUSE_NONE && cls != CLASS_DONE)
         cause = CAUSE_NODE_LOST; /* the job runs on (--no-kill): ours to restart */
+    /* a crash or a hang on nodes Slurm sees up: are they still talking to each other? */
+    if (status != 0 && cause == CAUSE_NONE && (cls == CLASS_CRASH || cls == CLASS_HANG) &&
+        step_links_check(w))
+        cause = CAUSE_NETWORK;
     step_attempt_end(w, cls, cause, status, progress, who);
     step_decide(cls, cause, status, progress, &w->hist, &b, &d);
+    if (cause == CAUSE_NETWORK && d.action == ACT_RELAUNCH && !w->net_fits)
+        d.action = ACT_REQUEUE; /* the batch host left out, or no node to spare */
+    if (cause == CAUSE_NETWORK && d.action == ACT_END) { /* the links named, not "a crash" */
+        char why[sizeof d.why];
+        rz_fmt(why, sizeof why, "network fault: %s; %s", w->net_fault, d.why);
+        rz_fmt(d.why, sizeof d.why, "%s", why);
+    }
     return step_apply(w, &d, status);
 }
 

@@ -77,3 +77,20 @@ void step_env_parse(struct step_env *e, char *const *envp)
 }
 
 bool step_env_in_slurm(const struct step_env *e) { return strcmp(e->job_id, "local") != 0; }
+
+/* A program of the suite: OVERRIDE (RYZEN_TRAIN, RYZEN_GATE) when set, else NAME beside
+ * ryzen-step (SELF_DIR) when it is there, else NAME on PATH. */
+void step_find_program(char *out, size_t len, const char *override, const char *self_dir,
+                       const char *name)
+{
+    if (override != NULL && override[0] != '\0') {
+        rz_fmt(out, len, "%s", override);
+        return;
+    }
+    if (self_dir != NULL && self_dir[0] != '\0') {
+        rz_fmt(out, len, "%s/%s", self_dir, name);
+        if (access(out, X_OK) == 0)
+            return;
+    }
+    rz_fmt(out, len, "%s", name);
+}

@@ -17,7 +17,8 @@
 #include "step/step_internal.h"
 
 static const char *const requeue_names[RQ_N] = {
-    "failure", "signal", "preemption", "time_limit", "node_failure", "slurm", "preflight_node"};
+    "failure", "signal", "preemption", "time_limit", "node_failure", "slurm", "preflight_node",
+    "network"};
 
 const char *step_requeue_name(enum step_requeue r)
 {
@@ -182,6 +183,10 @@ static void history_line(const struct gj_value *o, void *user)
         const char *nodes = gj_get_str(o, "nodes");
         if (nodes != NULL)
             rz_list_add(s->cur_failed, sizeof s->cur_failed, nodes);
+    } else if (is_event(o, "network_partition")) {
+        const char *nodes = gj_get_str(o, "nodes");
+        if (nodes != NULL)
+            rz_list_add(s->h->net_ends, sizeof s->h->net_ends, nodes);
     } else if (is_event(o, "preflight_failed") || is_event(o, "nodes_lost")) {
         s->h->failures += is_event(o, "nodes_lost"); /* a node the job lost: its attempt failed */
         const char *nodes = gj_get_str(o, "excluded_nodes");

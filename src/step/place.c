@@ -154,7 +154,8 @@ bool step_place(struct wrapper *w)
     rz_fmt(p->nodes, sizeof p->nodes, "%s", now.node_list);
     for (int i = 0; i < n; i++) {
         bool lost = slurm_node_unreachable(&nodes[i]);
-        if (!lost && !rz_list_has(w->ladder_bad, nodes[i].name)) {
+        if (!lost && !rz_list_has(w->ladder_bad, nodes[i].name) &&
+            !rz_list_has(w->net_out, nodes[i].name)) {
             p->usable++;
             continue;
         }
@@ -194,8 +195,9 @@ enum rz_status step_place_args(const struct wrapper *w, struct step_argv *v, str
      * marks the node down (SlurmdTimeout), and holds its CPUs on the nodes that live; srun
      * would wait for them ("Requested nodes are busy", measured: 14 s of a 33 s recovery from
      * a cut link).  Those ranks have ended (srun reported them), and ryzen-step runs one step
-     * at a time, so the next one may share what the old step still holds. */
-    if (st == RZ_OK && w->job_lost[0] != '\0')
+     * at a time, so the next one may share what the old step still holds.  So after a broken
+     * link (probe.c): the old step's ranks at the far end of it may be reported late. */
+    if (st == RZ_OK && (w->job_lost[0] != '\0' || w->net_out[0] != '\0'))
         st = step_argv_add(v, "--overlap", err);
     if (st == RZ_OK && p->exclude[0] != '\0') {
         rz_fmt(exclude, sizeof exclude, "--exclude=%s", p->exclude);

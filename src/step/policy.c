@@ -21,18 +21,19 @@ const char *step_cause_name(enum step_cause c)
 {
     static const char *const names[] = {"none", "cancelled", "preempted", "time limit",
                                         "requeued", "node failure", "stop signal",
-                                        "node lost"};
+                                        "node lost", "network fault"};
     return (unsigned)c < RZ_ARRAY_LEN(names) ? names[c] : "?";
 }
 
 bool step_cause_outside(enum step_cause c)
 {
-    return c == CAUSE_REQUEUED || c == CAUSE_NODE_FAILURE || c == CAUSE_NODE_LOST;
+    return c == CAUSE_REQUEUED || c == CAUSE_NODE_FAILURE || c == CAUSE_NODE_LOST ||
+           c == CAUSE_NETWORK;
 }
 
 bool step_cause_name_outside(const char *name)
 {
-    for (int c = CAUSE_NONE; c <= CAUSE_NODE_LOST; c++)
+    for (int c = CAUSE_NONE; c <= CAUSE_NETWORK; c++)
         if (strcmp(name, step_cause_name((enum step_cause)c)) == 0)
             return step_cause_outside((enum step_cause)c);
     return false;
@@ -223,6 +224,26 @@ static void requeue(struct step_decision *d, enum step_requeue reason, bool slur
     d->exit_status = RZ_EXIT_REQUEUE;
 }
 
+/* Two nodes Slurm sees up cannot reach each other, and one end is left out (probe.c): restarted
+ * without it, in the allocation when it still holds the phase (ends.c decides; else through the
+ * queue).  Not the same again, so not "no progress"; but a fault all the same: these restarts
+ * and the failures' share restart.max_restarts.  When it is spent the job ends NO-GO (health),
+ * the links named (ends.c). */
+static void network(struct step_decision *d, const struct step_history *h,
+                    const struct step_budget *b)
+{
+    long used = h->requeues[RQ_FAILURE] + h->requeues[RQ_NETWORK];
+    if (used >= b->max_failures) {
+        end(d, "health", RZ_EXIT_HEALTH, "");
+        rz_fmt(d->why, sizeof d->why, "the restart budget is spent (%ld of %ld failure and "
+               "network restarts used)", used, b->max_failures);
+        return;
+    }
+    d->action = b->relaunch ? ACT_RELAUNCH : ACT_REQUEUE;
+    d->reason = RQ_NETWORK;
+    d->exit_status = RZ_EXIT_REQUEUE;
+}
+
 void step_decide(enum step_class cls, enum step_cause cause, int status, bool progress,
                  const struct step_history *h, const struct step_budget *b,
                  struct step_decision *d)
@@ -272,6 +293,7 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
         d->reason = RQ_NODE_FAILURE;
         d->exit_status = RZ_EXIT_REQUEUE;
         return;
+    case CAUSE_NETWORK: network(d, h, b); return;
     default: break;
     }
     if (cls == CLASS_SIGNAL) { /* the ranks stopped on a signal the wrapper never saw */
@@ -279,7 +301,7 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
         return;
     }
     /* A crash or a hang: the failure budget, spent by relaunches and requeues alike. */
-    if (h->requeues[RQ_FAILURE] < b->max_failures) {
+    if (h->requeues[RQ_FAILURE] + h->requeues[RQ_NETWORK] < b->max_failures) {
         d->action = b->relaunch ? ACT_RELAUNCH : ACT_REQUEUE;
         d->reason = RQ_FAILURE;
         d->exit_status = RZ_EXIT_REQUEUE;

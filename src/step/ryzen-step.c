@@ -100,6 +100,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "ryzen-step: %s\n", err.msg);
         return rz_exit_code(err.status);
     }
+    if (argc > 1 && strcmp(argv[1], "--probe-peers") == 0) /* one node's row (probe.c) */
+        return step_probe_main(argc - 2, (const char *const *)(argv + 2),
+                               getenv("SLURMD_NODENAME"), stdout, stderr);
     static struct step_args args;
     int rc = parse_args(&args, argc, argv);
     if (rc != 0)

@@ -123,7 +123,7 @@ enum rz_status slurm_job_query(const struct step_runner *r, const char *job, str
 
 /* ---- scontrol show node -o ----------------------------------------------------------------------- */
 
-/* One line: NodeName, State and Reason (the last field, with spaces: every token after "Reason="
+/* One line: NodeName, State, NodeAddr, Port and Reason (the last field, with spaces: every token after "Reason="
  * that is not a field of its own). */
 static void node_parse_line(char *line, struct slurm_node *n)
 {
@@ -146,7 +146,13 @@ static void node_parse_line(char *line, struct slurm_node *n)
             rz_fmt(n->state, sizeof n->state, "%s", v);
         else if (strcmp(key, "Reason") == 0)
             rz_fmt(n->reason, sizeof n->reason, "%s", empty_value(v) ? "" : v);
+        else if (strcmp(key, "NodeAddr") == 0)
+            rz_fmt(n->addr, sizeof n->addr, "%s", empty_value(v) ? "" : v);
+        else if (strcmp(key, "Port") == 0)
+            n->port = strtol(v, NULL, 10);
     }
+    if (n->addr[0] == '\0') /* Slurm's default: the node's name */
+        rz_fmt(n->addr, sizeof n->addr, "%s", n->name);
 }
 
 int slurm_node_parse(const char *text, struct slurm_node *out, int max)

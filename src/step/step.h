@@ -123,6 +123,13 @@ int step_signals_last(void);
 /* Record a signal as if it had arrived (tests, and the early-stop check). */
 void step_signals_note(int signo);
 
+/* ---- the link probe (probe.c) -------------------------------------------------------------------------
+ * `ryzen-step --probe-peers TIMEOUT_S NAME=ADDR[:PORT]...`: a bounded TCP connect from this node
+ * (`from`: SLURMD_NODENAME, else the host name) to each peer, one line each on out ("link FROM
+ * TO ok|fail DETAIL").  Arguments after --probe-peers; 0, or RZ_EXIT_USAGE after saying why. */
+int step_probe_main(int argc, const char *const *argv, const char *from, FILE *out,
+                    FILE *err);
+
 /* ---- the whole job ---------------------------------------------------------------------------------- */
 
 /* Run one attempt of the phase; `out` gets the readable event lines (the job output).  Returns

@@ -5,6 +5,8 @@
  *   slurm.c    `scontrol show job` parsed; the job's own sbatch flags; --signal; requeue/hold/...
  *   owner.c    RUN_DIR belongs to one live job
  *   policy.c   how an attempt ended and what to do about it (pure functions)
+ *   probe.c    which of the job's nodes can reach each other, without MPI (a broken link that
+ *              Slurm cannot see)
  *   chain.c    ryzen-gate, promotion, rollback, cancelling this lineage's pending jobs
  *   wrapper.c  the sequence (step_main)
  * Internal to src/step/.  Ownership: struct step_argv owns its strings (step_argv_free); the
@@ -71,6 +73,8 @@ enum step_requeue {
     RQ_NODE_FAILURE,            /* a node of the job went down; Slurm requeues */
     RQ_SLURM,                   /* requeued by an operator (scontrol requeue) */
     RQ_PREFLIGHT_NODE,          /* a node failed the preflight: excluded, requeued */
+    RQ_NETWORK,                 /* two nodes Slurm sees up cannot reach each other: one end
+                                 * left out (probe.c); counted with failures in the budget */
     RQ_N
 };
 const char *step_requeue_name(enum step_requeue r);
@@ -86,6 +90,7 @@ struct step_history {
     char excluded[512];         /* nodes excluded after preflight failures ("" none) */
     char prev_nodes[512];       /* node_list of the attempt before this one ("" none) */
     char prev_failed[512];      /* nodes that attempt named in node_failed events */
+    char net_ends[512];         /* nodes at an end of a broken link (network_partition) */
     long prev_restart;          /* ... and its restart count */
     long failures;              /* attempts that ended in a crash or a hang, and lost nodes */
     double first_start_t, last_end_t; /* the job's first start and last attempt_end (0: none) */
@@ -134,10 +139,13 @@ struct slurm_job {
 void slurm_job_parse(const char *text, struct slurm_job *j);
 enum rz_status slurm_job_query(const struct step_runner *r, const char *job, struct slurm_job *j,
                                struct rz_err *err);
-/* `scontrol show node -o NAMES`: each node's name, state ("DOWN+NOT_RESPONDING", "IDLE", ...)
- * and reason ("Not responding [slurm@...]"). */
+/* `scontrol show node -o NAMES`: each node's name, state ("DOWN+NOT_RESPONDING", "IDLE", ...),
+ * reason ("Not responding [slurm@...]"), address (NodeAddr; the name when absent) and slurmd's
+ * port (Port; 0 when absent: the site's SlurmdPort). */
 struct slurm_node {
     char name[64], state[96], reason[192];
+    char addr[128];
+    long port;
 };
 /* The nodes of that output (one per line), at most max. */
 int slurm_node_parse(const char *text, struct slurm_node *out, int max);
@@ -226,6 +234,7 @@ enum step_cause {
     CAUSE_NODE_FAILURE,         /* a node went down: Slurm requeues */
     CAUSE_USER_SIGNAL,          /* a stop signal by hand: requeue */
     CAUSE_NODE_LOST,            /* a node left the allocation (--no-kill): ours to restart */
+    CAUSE_NETWORK,              /* two nodes Slurm sees up cannot reach each other (probe.c) */
 };
 const char *step_cause_name(enum step_cause c);
 /* Stopped from outside the job by a requeue (Slurm's, an operator's) or a node failure or
@@ -307,6 +316,11 @@ struct wrapper {
     char attempt_lost[512];              /* nodes this attempt lost ("" none) */
     char job_lost[512];                  /* ... and every attempt of this job so far */
     char ladder_bad[512];                /* nodes excluded for the rest of the ladder */
+    char net_out[512];                   /* nodes left out for a broken link (probe.c) */
+    char net_fault[512];                 /* this attempt's: "n1 and n2 cannot reach each other
+                                          * (Slurm sees both up)" ("" none) */
+    bool net_fits;                       /* ... and the allocation holds the phase without
+                                          * net_out, the batch host kept: relaunch in it */
 };
 
 /* ends.c: how an attempt ends. */
@@ -348,6 +362,40 @@ void step_nodes_check(struct wrapper *w);
 /* A node_failed event (cause: unreachable, preflight); nodes at their second failure in the run
  * root are excluded for the rest of the ladder (node_excluded). */
 void step_node_failed(struct wrapper *w, const char *nodes, const char *cause, const char *why);
+
+/* probe.c: the links between the job's nodes, probed without MPI (a non-blocking TCP connect,
+ * bounded, to each other node's slurmd).  ryzen-step --probe-peers TIMEOUT_S NAME=ADDR:PORT...
+ * prints one line per peer: "link FROM TO ok|fail DETAIL" (FROM: `from`, this node). */
+int step_probe_peers(const char *from, double timeout_s, const char *const *peers, int n,
+                     FILE *out);
+
+#define STEP_LINK_NODES 64
+/* Reachability between nodes: reach[i][j] 1 (i reached j), 0 (it did not), -1 (not probed). */
+struct step_links {
+    int n;
+    char node[STEP_LINK_NODES][64];
+    signed char reach[STEP_LINK_NODES][STEP_LINK_NODES];
+    char detail[STEP_LINK_NODES][STEP_LINK_NODES][96];
+};
+/* The nodes of a comma-separated list, nothing probed. */
+void step_links_init(struct step_links *l, const char *nodes);
+/* Read the probe's "link FROM TO ok|fail DETAIL" lines (others, and unknown nodes, skipped). */
+void step_links_parse(struct step_links *l, const char *text);
+/* A pair is broken when either end failed to reach the other: "A-B" comma-separated into out
+ * (both ends into ends when not NULL); the number of broken pairs. */
+int step_links_broken(const struct step_links *l, char *out, size_t len, char *ends,
+                      size_t ends_len);
+/* The nodes to leave out so that no broken pair is left: the node at an end of the most broken
+ * links first (as the preflight's slow-link rule blames the node at an end of every slow link);
+ * on a tie, not the batch host unless it is `suspect` (an end of a broken link before, in
+ * another pairing), then the later node.  With two nodes: the other node, or the suspect batch
+ * host. */
+void step_links_cover(const struct step_links *l, const char *batch_host, bool suspect,
+                      char *out, size_t len);
+/* After a failed attempt on two or more nodes that Slurm sees up: probe the links between them;
+ * on broken ones a network_partition event, w->net_fault, w->net_out and w->net_fits set; true
+ * then. */
+bool step_links_check(struct wrapper *w);
 
 /* startup.c: the training step's start-up, bounded by health.start_timeout_s until every rank's
  * watchdog has written its heartbeat file (RUN_DIR/health/rank-R.hb). */

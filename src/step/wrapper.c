@@ -27,21 +27,6 @@
 
 /* ---- where things are ------------------------------------------------------------------------------ */
 
-void step_find_program(char *out, size_t len, const char *override, const char *self_dir,
-                       const char *name)
-{
-    if (override != NULL && override[0] != '\0') {
-        rz_fmt(out, len, "%s", override);
-        return;
-    }
-    if (self_dir != NULL && self_dir[0] != '\0') {
-        rz_fmt(out, len, "%s/%s", self_dir, name);
-        if (access(out, X_OK) == 0)
-            return;
-    }
-    rz_fmt(out, len, "%s", name);
-}
-
 static bool readable_file(const char *path)
 {
     struct stat sb;

@@ -3,7 +3,7 @@
 # Sourced by tools/devcluster; uses netns.sh.
 #
 #   tools/devcluster net show                    each node's link: rate, loss, cut, counters
-#   tools/devcluster net NODE [--rate R] [--loss PCT] [--cut | --heal]
+#   tools/devcluster net NODE [--rate R] [--loss PCT] [--cut | --cut-from PEER | --heal]
 #   tools/devcluster net all  [--rate R] [--loss PCT] [--heal]
 #   tools/devcluster net reset                   every node back to the default rate, no loss, healed
 #
@@ -15,6 +15,10 @@
 #               of both ends of the link (numgen random): these kernels have no netem.
 #   --cut       a partition: every packet to or from the node is dropped, silently, as by a
 #               failed switch port.  Its processes keep running.  --heal ends it.
+#   --cut-from PEER  a fault between two nodes only: every packet between NODE's address and
+#               PEER's is dropped at NODE's end of the link (both ways); each still reaches the
+#               head and every other node, so Slurm sees both up.  Repeat for more peers;
+#               --heal ends every cut of the node.
 # Each setting is read back from the kernel after it is made; 'show' prints what the kernel has.
 
 LINK_DEFAULT_RATE=${RYZEN_DEVCLUSTER_RATE:-250mbit}
@@ -69,52 +73,63 @@ link_set_rate() {
   link_tbf "$ns" "$rate"
 }
 
-# link_rules NODE LOSS_PER_10000 CUT: rewrite the node's loss and cut rules.  Both are drops
+# link_rules NODE LOSS_PER_10000 CUT CUT_FROM: rewrite the node's loss and cut rules (CUT_FROM:
+# the peers cut from it, comma-separated, or "-").  Both are drops
 # at the ingress of each end of the node's link: on the host's veth (what the node sends) and on
 # the node's eth0 (what it receives).  A drop there is lost on the wire for the sender's TCP,
 # which must notice and retransmit; a drop in the sender's output hook would not be (TCP sees
 # the error at once and sends again, and counts no retransmission).  The veths carry one MTU
 # packet per frame (net_up: gso_max_segs 1), so PCT is of packets on the wire.
 link_rules() {
-  local n=$1 loss=$2 cut=$3 ns
+  local n=$1 loss=$2 cut=$3 from=${4:--} ns
   ns=$(net_ns "$n")
   nft delete table netdev "$LINK_TABLE-$n" 2>/dev/null || true
   link_nft "$n" delete table netdev "$LINK_TABLE" 2>/dev/null || true
-  ((loss == 0)) && [[ $cut == no ]] && return 0
-  link_table "$LINK_TABLE-$n" "$ns" "$loss" "$cut" | nft -f - ||
+  ((loss == 0)) && [[ $cut == no && $from == - ]] && return 0
+  # the host's veth sees what the node sends (to PEER: daddr); its eth0 what it receives (saddr)
+  link_table "$LINK_TABLE-$n" "$ns" "$loss" "$cut" "$from" daddr | nft -f - ||
     die "net: nft could not set the rules of $n's veth $ns"
-  link_table "$LINK_TABLE" eth0 "$loss" "$cut" | link_nft "$n" -f - ||
+  link_table "$LINK_TABLE" eth0 "$loss" "$cut" "$from" saddr | link_nft "$n" -f - ||
     die "net: nft could not set the rules of $n's eth0"
 }
 
-# link_table TABLE DEVICE LOSS_PER_10000 CUT: an nftables netdev table dropping at DEVICE's ingress
+# link_table TABLE DEVICE LOSS_PER_10000 CUT CUT_FROM PEER_FIELD: an nftables netdev table
+# dropping at DEVICE's ingress; each peer of CUT_FROM matched by its address in PEER_FIELD
 link_table() {
+  local p
   echo "table netdev $1 {"
   echo "  chain ingress { type filter hook ingress device \"$2\" priority 0; policy accept;"
   [[ $4 == yes ]] && echo "    counter drop comment \"cut\""
+  [[ ${5:--} == - ]] || for p in ${5//,/ }; do
+    echo "    ip $6 $(net_addr "$p") counter drop comment \"cut-from $p\""
+  done
   (($3 > 0)) && echo "    numgen random mod 10000 < $3 counter drop comment \"loss\""
   echo "  }"
   echo "}"
 }
 
-# link_state NODE: "RATE LOSS_PER_10000 CUT" read back from the kernel
+# link_state NODE: "RATE LOSS_PER_10000 CUT CUT_FROM" read back from the kernel (CUT_FROM: the
+# peers of its cut-from rules in both tables, or "-")
 link_state() {
-  local n=$1 ns rate loss cut
+  local n=$1 ns rate loss cut from
   ns=$(net_ns "$n")
   rate=$(tc -n "$ns" qdisc show dev eth0 root 2>/dev/null | awk '/tbf/ { for (i = 1; i < NF; i++) if ($i == "rate") { print $(i + 1); exit } }')
   local rules
   rules=$(nft list table netdev "$LINK_TABLE-$n" 2>/dev/null || true)
   loss=$(awk '/numgen random mod 10000/ { for (i = 1; i < NF; i++) if ($i == "<") { print $(i + 1); exit } }' <<<"$rules")
   grep -q 'comment "cut"' <<<"$rules" && cut=yes || cut=no
-  echo "${rate:-off} ${loss:-0} $cut"
+  from=$( (sed -n 's/.*comment "cut-from \(n[0-9]*\)".*/\1/p' <<<"$rules"
+    link_nft "$n" list table netdev "$LINK_TABLE" 2>/dev/null |
+      sed -n 's/.*comment "cut-from \(n[0-9]*\)".*/\1/p') | sort | uniq -d | paste -sd, -)
+  echo "${rate:-off} ${loss:-0} $cut ${from:--}"
 }
 
 link_summary() { # NODE: ", rate R, loss P%, cut" for net_status
   [[ $(recorded_net_mode) == ns ]] || return 0
   local s
   read -r -a s <<<"$(link_state "$1")"
-  printf ', rate %s, loss %s%%%s' "${s[0]}" "$(awk -v l="${s[1]}" 'BEGIN { printf "%g", l / 100 }')" \
-    "$([[ ${s[2]} == yes ]] && echo ', CUT')"
+  printf ', rate %s, loss %s%%%s%s' "${s[0]}" "$(awk -v l="${s[1]}" 'BEGIN { printf "%g", l / 100 }')" \
+    "$([[ ${s[2]} == yes ]] && echo ', CUT')" "$([[ ${s[3]} != - ]] && echo ", cut from ${s[3]}")"
 }
 
 # link_counters NODE: the node's eth0 counters (rx/tx bytes, packets, drops, errors) and TCP's
@@ -131,29 +146,36 @@ link_counters() {
 
 link_show() {
   local n s
-  printf '%-4s %-14s %-10s %-8s %-5s %s\n' node address rate loss cut counters
+  printf '%-4s %-14s %-10s %-8s %-5s %-9s %s\n' node address rate loss cut cut_from counters
   for n in "${NODES[@]}"; do
     read -r -a s <<<"$(link_state "$n")"
-    printf '%-4s %-14s %-10s %-8s %-5s %s\n' "$n" "$(net_addr "$n")" "${s[0]}" \
-      "$(awk -v l="${s[1]}" 'BEGIN { printf "%g%%", l / 100 }')" "${s[2]}" "$(link_counters "$n")"
+    printf '%-4s %-14s %-10s %-8s %-5s %-9s %s\n' "$n" "$(net_addr "$n")" "${s[0]}" \
+      "$(awk -v l="${s[1]}" 'BEGIN { printf "%g%%", l / 100 }')" "${s[2]}" "${s[3]}" \
+      "$(link_counters "$n")"
   done
 }
 
-# link_apply NODE RATE LOSS CUT: RATE/LOSS/CUT empty = keep the node's current one
+# link_apply NODE RATE LOSS CUT [CUT_FROM]: RATE/LOSS/CUT/CUT_FROM empty = keep the node's current
+# one; CUT_FROM "+PEER" adds a peer, "-" clears them
 link_apply() {
-  local n=$1 rate=$2 loss=$3 cut=$4 cur
+  local n=$1 rate=$2 loss=$3 cut=$4 from=${5:-} cur
   read -r -a cur <<<"$(link_state "$n")"
   if [[ -n $rate ]]; then
     link_set_rate "$n" "$rate"
   fi
   [[ -n $loss ]] || loss=${cur[1]}
   [[ -n $cut ]] || cut=${cur[2]}
-  link_rules "$n" "$loss" "$cut"
+  case $from in
+    '') from=${cur[3]} ;;
+    +*) from=$( (tr , '\n' <<<"${cur[3]}" | grep -v '^-$'; echo "${from#+}") | sort -u | paste -sd, -) ;;
+  esac
+  link_rules "$n" "$loss" "$cut" "$from"
   # read back
   read -r -a cur <<<"$(link_state "$n")"
   [[ -z $rate || $rate == off || ${cur[0]} != off ]] || die "net: the rate of $n did not take"
-  [[ ${cur[1]} == "$loss" && ${cur[2]} == "$cut" ]] ||
-    die "net: $n reads back loss ${cur[1]}/10000 cut ${cur[2]}, not $loss/10000 $cut"
+  [[ ${cur[1]} == "$loss" && ${cur[2]} == "$cut" && ${cur[3]} == "$from" ]] ||
+    die "net: $n reads back loss ${cur[1]}/10000 cut ${cur[2]} cut from ${cur[3]}, not" \
+      "$loss/10000 $cut $from"
   note "$n: $(link_summary "$n" | sed 's/^, //')"
 }
 
@@ -166,13 +188,13 @@ link_loss_arg() {
 
 cmd_net() {
   [[ $# -gt 0 ]] || link_usage
-  local target=$1 rate='' loss='' cut='' n nodes=()
+  local target=$1 rate='' loss='' cut='' from='' n nodes=()
   shift
   case $target in
     show) link_need_ns; link_show; return 0 ;;
     reset)
       link_need_ns
-      for n in "${NODES[@]}"; do link_apply "$n" "$LINK_DEFAULT_RATE" 0 no; done
+      for n in "${NODES[@]}"; do link_apply "$n" "$LINK_DEFAULT_RATE" 0 no -; done
       return 0
       ;;
     all) nodes=("${NODES[@]}") ;;
@@ -187,13 +209,21 @@ cmd_net() {
       --rate) (($# > 1)) || link_usage; rate=$2; shift ;;
       --loss) (($# > 1)) || link_usage; loss=$(link_loss_arg "$2"); shift ;;
       --cut) cut=yes ;;
-      --heal) cut=no ;;
+      --cut-from)
+        (($# > 1)) || link_usage
+        [[ " ${NODES[*]} " == *" $2 "* ]] || die "net --cut-from: no node '$2' (nodes: ${NODES[*]})"
+        [[ $2 != "$target" ]] || die "net --cut-from: $2 is the node itself; name another node"
+        from=+$2
+        shift
+        ;;
+      --heal) cut=no from=- ;;
       *) link_usage ;;
     esac
     shift
   done
-  [[ -n $rate$loss$cut ]] || link_usage
+  [[ -n $rate$loss$cut$from ]] || link_usage
   [[ $target == all && $cut == yes ]] && die "net: 'all --cut' would cut every node; cut one node"
+  [[ $target == all && $from == +* ]] && die "net: 'all --cut-from' would cut every node; cut one node"
   link_need_ns
-  for n in "${nodes[@]}"; do link_apply "$n" "$rate" "$loss" "$cut"; done
+  for n in "${nodes[@]}"; do link_apply "$n" "$rate" "$loss" "$cut" "$from"; done
 }
