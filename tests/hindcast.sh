@@ -39,7 +39,7 @@ trap cleanup EXIT
 . "$src/tests/lib.sh"
 ladders=${RZ_HINDCAST_LADDERS:-1}
 case $ladders in '' | *[!0-9]* | 0) echo "RZ_HINDCAST_LADDERS: a count of ladders, not '$ladders'"; exit 64 ;; esac
-checks=$((5 * ladders + 2))
+checks=$((5 * ladders + 2)) skipped=0
 
 site_setup
 site_flags
@@ -82,16 +82,21 @@ b=$(awk -v t="${step1:-0}" -v a="${small4:-0}" -v cpus="${cpus:-0}" 'BEGIN {
   b = int(20 * 2 * 15 * q / c) + 1    # the 16-rank hops at most 5% of its compute
   cap = int(0.0625 / c)               # ... and the 16-rank step at most about half a second
   if (b < 4) b = 4; if (b > cap) b = cap
-  printf "%d %.3g %.3g\n", b, c, q }')
-read -r b c q <<<"$b"
+  # steps: phase 1 (4 ranks on these CPUs) trains at least 5 s, so that a stall of a second (a
+  # checkpoint, a daemon) does not make a fitted phase slow: 60 tiny steps took under a second,
+  # and one ladder of two fitted its phase1 and phase2a 30% slow (1.39 and 1.28)
+  n = int(5 / (c * b * 4 / (cpus > 0 ? cpus : 1))) + 1
+  if (n < 60) n = 60
+  printf "%d %.3g %.3g %d\n", b, c, q, n }')
+read -r b c q steps <<<"$b"
 echo "# calibration on n1 ($cpus CPUs, no quota): a sample's compute on a core c = ${c:-?} s;" \
   "a ring hop's wait per rank sharing a core q = ${q:-?} s (4 ranks' small collective p50" \
-  "${small4:-?} s); per-rank batch b = ${b:-?}"
+  "${small4:-?} s); per-rank batch b = ${b:-?}, ${steps:-?} steps a phase"
 if [ "$cal_rc" -eq 0 ] && [ "${b:-0}" -gt 0 ]; then
   ok "calibration: c and q measured on n1, the ladder's per-rank batch sized from them: $b"
 else
   bad "calibration: c and q measured on n1 (exit $cal_rc)"; show "$tmp/cal-one.out"; show "$tmp/cal-four.out"
-  b=4
+  b=4 steps=60
 fi
 
 # ---- the ladder, RZ_HINDCAST_LADDERS times ----------------------------------------------------
@@ -101,7 +106,7 @@ fi
 # shapers lost 1 of 8570 data segments on n1 in one phase2b (a drop at the shaper's queue, not
 # D-SACKed: HOLD by the gate's meaning, GO only at none), which stopped a ladder here.  The preflight's bound: 60 s, not the default 120 s that CI28's
 # phase2c waited out when its MPI start-up hung in Slurm's PMIx collective (docs/devcluster.md).
-sets="$model --set training.batch_size=$b --set training.steps=60
+sets="$model --set training.batch_size=$b --set training.steps=$steps
   --set checkpoint.interval=20 --set health.sync_check_interval=20
   $open_gates --set gates.failures_go=1 --set phase.on_hold=promote
   --set health.preflight_timeout_s=60"
@@ -127,8 +132,15 @@ while [ "$n_ladder" -le "$ladders" ]; do
   sent=$(grep -o '"steps":[0-9]*,[^{]*"network":{"seconds":[0-9.e+-]*,"tcp_segments_sent":[0-9.e+-]*,"tcp_retransmitted":[0-9.e+-]*,"tx_bytes":[0-9.e+-]*' \
     "$LR/phase2c_16proc/summary.json" | sed 's/"steps":\([0-9]*\),.*"tx_bytes":\(.*\)/\2 \1/' |
     awk -v m="${ring:-0}" '{ printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2 / (4 * m) }')
-  check "ladder $n_ladder: phase2c's all-reduce is a ring: each node sent $sent gradients a step (2(P-1)/P = 1.88; 1.8 .. 2.3)" \
-    sh -c "test -n '$sent' && echo '$sent' | tr ' ' '\n' | awk '\$1 < 1.8 || \$1 > 2.3 { bad = 1 } END { exit bad }'"
+  # A gradient of a few kB (the tiny model's) is too small for the interfaces' byte counters to
+  # show the ring: headers, ACKs and the small collective are as large (3.4 "gradients" a step).
+  if [ $((4 * ${ring:-0})) -lt 65536 ]; then
+    skipped=$((skipped + 1))
+    echo "SKIP ladder $n_ladder: phase2c's ring, from its nodes' bytes: a gradient of $((4 * ${ring:-0})) bytes is too small to show it"
+  else
+    check "ladder $n_ladder: phase2c's all-reduce is a ring: each node sent $sent gradients a step (2(P-1)/P = 1.88; 1.8 .. 2.3)" \
+      sh -c "test -n '$sent' && echo '$sent' | tr ' ' '\n' | awk '\$1 < 1.8 || \$1 > 2.3 { bad = 1 } END { exit bad }'"
+  fi
   n_ladder=$((n_ladder + 1))
 done
 "$dc" up >/dev/null
@@ -139,5 +151,7 @@ for p in phase2b_12proc phase2c_16proc; do
 done
 check "the cluster's CPU quota is back (every node's cgroup has one)" \
   sh -c "for n in 1 2 3 4; do q=\$(cat /sys/fs/cgroup/cpu/slurm_n\$n/cpu.cfs_quota_us 2>/dev/null || echo -1); [ \"\$q\" -gt 0 ] || exit 1; done"
-[ $((pass + fail)) -eq $checks ] || bad "the suite ran $((pass + fail)) checks, not the $checks it counts"
-finish
+[ $((pass + fail + skipped)) -eq $checks ] ||
+  bad "the suite ran $((pass + fail + skipped)) checks, not the $checks it counts"
+echo "$pass passed, $fail failed, $skipped skipped"
+[ "$fail" -eq 0 ]
