@@ -455,8 +455,12 @@ void gate_ladder_fit(const struct gate_ladder *l, int below, struct gate_fit *fi
     rz_fmt(fit->note + used, sizeof fit->note - used, "%d measured attempt(s)%s%s%s%s",
            fit->points, fit->hop_s > 0 ? "; the ring's hops wait q per rank sharing a core "
                                          "(the fitted phases' small collective)" : "",
-           nn > 0 ? "" : "; no phase on several nodes: the whole ring time over the links "
-                         "assumed exposed (k_net = 1)",
+           nn > 0                   ? ""
+           : fit->link_Bps > 0      ? "; no phase on several nodes: the whole ring time over the "
+                                      "links assumed exposed (k_net = 1)"
+                                    : "; no link measured yet (every phase ran on one node): a "
+                                      "prediction for several nodes leaves the network out, an "
+                                      "upper bound",
            isnan(fit->bytes) ? "; no parameter count: communication unmodelled" : "",
            exact ? "; as many points as fitted parameters: the fit is exact, the band is the "
                    "measurements' own spread (1 - p10 / median)" : "");
