@@ -6,6 +6,8 @@
  * inode, and a process's descriptors give the inodes of the sockets it holds. */
 #include "config.h"
 
+#include <math.h>
+
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +300,14 @@ START_TEST(test_pid_sockets)
 }
 END_TEST
 
+START_TEST(test_lost_less_spurious)
+{
+    ck_assert_double_eq(netsock_lost(10, 3), 7);  /* resent less those D-SACK proved spurious */
+    ck_assert_double_eq(netsock_lost(2, 5), 0);   /* never below none */
+    ck_assert_double_eq(netsock_lost(4, NAN), 4); /* no D-SACK count: every resend counts */
+}
+END_TEST
+
 START_TEST(test_local_addrs_skip_loopback)
 {
     char addrs[16][NETSOCK_ADDR_LEN];
@@ -329,6 +339,7 @@ static Suite *net_suite(void)
     tcase_add_test(sock, test_sock_lists_a_connection);
     tcase_add_test(sock, test_local_addrs_skip_loopback);
     tcase_add_test(sock, test_pid_sockets);
+    tcase_add_test(sock, test_lost_less_spurious);
     suite_add_tcase(s, sock);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, test_snmp_errors);

@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
+#include "net/netsock.h"
 
 static double share(double retrans, double segs)
 {
@@ -85,12 +86,6 @@ double gate_loss_min_segments(double no_go, double alpha)
 
 /* ---- what is judged -------------------------------------------------------------------------- */
 
-/* A link's segments lost: retransmitted, less those the receiver proved spurious (D-SACK). */
-static double link_lost(double retrans, double spurious)
-{
-    return isfinite(spurious) ? fmax(0.0, retrans - spurious) : retrans;
-}
-
 /* A node's sample: what its connections to every other node sent and lost (tcp), or its fabric
  * ports' packets and errors.  `known` is false when the summary predates the data segments. */
 struct loss_sample {
@@ -104,7 +99,7 @@ static struct loss_sample node_tcp(const struct gate_node_net *g)
     for (int p = 0; p < g->n_peers; p++) {
         s.known &= isfinite(g->peers[p].data_segs);
         s.sent += isfinite(g->peers[p].data_segs) ? g->peers[p].data_segs : 0.0;
-        s.lost += link_lost(g->peers[p].retrans, g->peers[p].spurious);
+        s.lost += netsock_lost(g->peers[p].retrans, g->peers[p].spurious);
     }
     return s;
 }
@@ -163,12 +158,12 @@ static int count_nodes(const struct gate_input *in)
 /* A link's (a node's connections to one other node) share lost. */
 static double peer_share(const struct gate_node_net *g, int p)
 {
-    return share(link_lost(g->peers[p].retrans, g->peers[p].spurious), g->peers[p].data_segs);
+    return share(netsock_lost(g->peers[p].retrans, g->peers[p].spurious), g->peers[p].data_segs);
 }
 
 static bool link_lossy(const struct gate_node_net *g, int p, double limit, double threshold)
 {
-    double lost = link_lost(g->peers[p].retrans, g->peers[p].spurious), lo, hi;
+    double lost = netsock_lost(g->peers[p].retrans, g->peers[p].spurious), lo, hi;
     if (!(g->peers[p].data_segs > 0.0) || peer_share(g, p) <= limit)
         return false;
     gate_loss_bounds(lost, g->peers[p].data_segs, GATE_LOSS_ALPHA, &lo, &hi);
@@ -182,7 +177,7 @@ static int links_at(const struct gate_input *in, int h, bool any, double limit, 
     for (int i = 0; i < in->n_net; i++)
         for (int p = 0; p < in->net[i].n_peers; p++) {
             const struct gate_node_net *g = &in->net[i];
-            bool hit = any ? link_lost(g->peers[p].retrans, g->peers[p].spurious) > 0.0
+            bool hit = any ? netsock_lost(g->peers[p].retrans, g->peers[p].spurious) > 0.0
                            : link_lossy(g, p, limit, threshold);
             n += hit && (h < 0 || i == h || strcmp(g->peers[p].host, in->net[h].host) == 0);
         }
@@ -253,7 +248,7 @@ static void name_lossy(struct gate_criterion *k, struct gate_result *res,
                 gate_note(k, "%s%s -> %s %.3g%% (%.0f of %.0f)", named++ ? "" : "lossy links: ",
                           in->net[i].host, in->net[i].peers[p].host,
                           100.0 * peer_share(&in->net[i], p),
-                          link_lost(in->net[i].peers[p].retrans, in->net[i].peers[p].spurious),
+                          netsock_lost(in->net[i].peers[p].retrans, in->net[i].peers[p].spurious),
                           in->net[i].peers[p].data_segs);
 }
 
@@ -482,7 +477,7 @@ void gate_md_network(FILE *f, const struct gate_input *in, const struct gate_res
                 per_step(g->tx_bytes, g->steps) / 1e6, g->drops, g->errors);
         for (int p = 0; p < g->n_peers; p++)
             fprintf(f, "%s%s %.0f / %.0f", p ? ", " : " ", g->peers[p].host,
-                    link_lost(g->peers[p].retrans, g->peers[p].spurious), g->peers[p].data_segs);
+                    netsock_lost(g->peers[p].retrans, g->peers[p].spurious), g->peers[p].data_segs);
         fputs(" |\n", f);
     }
     fputc('\n', f);
@@ -514,7 +509,7 @@ void gate_html_network(FILE *f, const struct gate_input *in, const struct gate_r
         for (int p = 0; p < g->n_peers; p++) {
             fputs(p ? ", " : "", f);
             gate_html_text(f, g->peers[p].host);
-            fprintf(f, " %.0f / %.0f", link_lost(g->peers[p].retrans, g->peers[p].spurious),
+            fprintf(f, " %.0f / %.0f", netsock_lost(g->peers[p].retrans, g->peers[p].spurious),
                     g->peers[p].data_segs);
         }
         fputs("</td></tr>\n", f);

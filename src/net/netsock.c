@@ -159,6 +159,11 @@ cleanup:
     return st;
 }
 
+double netsock_lost(double total_retrans, double dsack_dups)
+{
+    return isfinite(dsack_dups) ? fmax(0.0, total_retrans - dsack_dups) : total_retrans;
+}
+
 enum rz_status netsock_list(struct netsock_conn **out, size_t *n, struct rz_err *err)
 {
     size_t cap = 0;

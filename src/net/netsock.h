@@ -38,6 +38,9 @@ struct netsock_conn {
 
 /* Every TCP socket of the namespace in any state but LISTEN, IPv4 and IPv6. */
 enum rz_status netsock_list(struct netsock_conn **out, size_t *n, struct rz_err *err);
+/* The segments lost, as above: total_retrans less dsack_dups, never below 0; all of
+ * total_retrans where the kernel reports no D-SACKs (dsack_dups NaN). */
+double netsock_lost(double total_retrans, double dsack_dups);
 
 /* The inodes of the sockets process `pid` holds open (/proc/PID/fd/N -> "socket:[INODE]"),
  * `proc` being "/proc" or a test's copy: appended to *inodes (grown with *cap; the caller frees).

@@ -206,9 +206,8 @@ bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const cha
         return false;
     for (int p = 0; p < mine.n_peers; p++) {
         const struct metrics_peer *q = &mine.peers[p];
-        double lost = isfinite(q->dsack_dups) ? q->retrans - q->dsack_dups : q->retrans;
         out->data_segs += q->data_segs_out;
-        out->lost += lost > 0.0 ? lost : 0.0;
+        out->lost += netsock_lost(q->retrans, q->dsack_dups);
         out->conns += q->conns;
     }
     out->peers = mine.n_peers;
