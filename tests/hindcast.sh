@@ -62,7 +62,7 @@ steady() {
     awk '$1 > 5 { print $2 }' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
 }
 cal() { # NAME RANKS CONFIG: ryzen-train on n1, 40 steps of the model, 4 samples a rank
-  as rzuser env OMP_NUM_THREADS=1 timeout 300 srun -A ml -p batch -t 5 -w n1 -N 1 -n "$2" \
+  as rzuser env OMP_NUM_THREADS=1 timeout 300 srun -A ml -p batch -t 5 --mem=2000M -w n1 -N 1 -n "$2" \
     --mpi=pmix "$prefix/bin/ryzen-train" --config "$prefix/share/ryzen-llm/configs/$3.yaml" \
     $model --set training.batch_size=4 --set training.steps=40 --set checkpoint.interval=0 \
     --run-dir "$sub/cal-$1" --quiet >"$tmp/cal-$1.out" 2>&1
@@ -70,7 +70,7 @@ cal() { # NAME RANKS CONFIG: ryzen-train on n1, 40 steps of the model, 4 samples
 cal one 1 baseline_1proc && cal four 4 phase1_4proc
 cal_rc=$?
 # the CPUs 4 tasks on n1 may use, together (Slurm's binding, as the ranks had it)
-cpus=$(as rzuser timeout 120 srun -A ml -p batch -t 2 -w n1 -N 1 -n 4 \
+cpus=$(as rzuser timeout 120 srun -A ml -p batch -t 2 --mem=2000M -w n1 -N 1 -n 4 \
   sh -c 'sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status' 2>/dev/null |
   tr ',' '\n' | awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) u[c] = 1 }
     END { n = 0; for (c in u) n++; print n }')
