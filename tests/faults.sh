@@ -111,18 +111,6 @@ wait_for 60 sh -c "sinfo -h -n $victim -o %T | grep -qv 'down\|drain'"
 check "$victim is back in service ($(sinfo -h -n "$victim" -o %T))" \
   sh -c "sinfo -h -n $victim -o %T | grep -qv 'down\|drain'"
 
-echo "# a real time limit with the template's --signal: checkpoint on the warning, requeue, resume"
-r=$(R time phase1_4proc)
-st=$(wait_done "$j_time" 600)
-j=$j_time
-ended "the time-limited job completes" "$j" COMPLETED 0:0
-check "... requeued at the time-limit warning" has_event "$r" "$j" requeue '"reason":"time_limit"'
-check "... after a checkpoint on the warning (exit 75)" has_event "$r" "$j" attempt_end '"status":75'
-check "... and resumed from that checkpoint" has_event "$r" "$j" resume "resuming from"
-check "... never hit the limit itself" sacct_lacks "$j" State TIMEOUT
-st=$(wait_done "$ref400" 400)
-same_params "... bit-identical to an uninterrupted run" "$(R ref400 phase1_4proc)" "$r" 400
-
 echo "# stop-signal requeues have their own cap: then held (restart.when_stuck hold), with a report"
 # holds after steps 10 and 25 (checkpoints), each until its signal: both signals reach a training job
 j=$(RYZEN_TEST_HOLD=10,25:$(hold_file cap) run cap rzuser $site "$P1" $small --set training.steps=400 \
@@ -222,5 +210,19 @@ check "... never through the queue: 1 attempt in accounting ($(attempts "$js"))"
 s1=$(sacct -n -P -j "$js.1" -o State 2>/dev/null | head -n 1)
 check "... the hung step ended in Slurm too ($js.1: ${s1:-no record})" \
   sh -c "test -n '$s1' -a '$s1' != RUNNING -a '$s1' != COMPLETED"
+
+# Checked last: its warning comes 90 to 120 s into each attempt, so the scenarios above run while
+# it waits on n1 (none of them asks for n1 by name).
+echo "# a real time limit with the template's --signal: checkpoint on the warning, requeue, resume"
+r=$(R time phase1_4proc)
+st=$(wait_done "$j_time" 600)
+j=$j_time
+ended "the time-limited job completes" "$j" COMPLETED 0:0
+check "... requeued at the time-limit warning" has_event "$r" "$j" requeue '"reason":"time_limit"'
+check "... after a checkpoint on the warning (exit 75)" has_event "$r" "$j" attempt_end '"status":75'
+check "... and resumed from that checkpoint" has_event "$r" "$j" resume "resuming from"
+check "... never hit the limit itself" sacct_lacks "$j" State TIMEOUT
+st=$(wait_done "$ref400" 400)
+same_params "... bit-identical to an uninterrupted run" "$(R ref400 phase1_4proc)" "$r" 400
 
 finish

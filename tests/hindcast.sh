@@ -21,6 +21,9 @@
 # shorter, so the batch comes out larger, as on a faster CPU.  RZ_HINDCAST_LADDERS=N: N ladders
 # in a row, each checked, and the spread of the ratios printed (docs/ladder.md has the runs).
 # Needs root and the ns mode (the multi-node phases' links); skipped in the loopback mode.
+# It measures throughput on every CPU of the machine, so tools/check runs it alone, after the
+# suites it runs beside the Slurm ones have ended (a build beside it gave 0.76 for phase2c):
+# tier: alone
 # shellcheck disable=SC2317  # functions called through the EXIT trap
 set -u
 src=${top_srcdir:-.}

@@ -1,5 +1,6 @@
 # lib.sh: helpers shared by the shell tests (sourced, not run).
-#   ok NAME / bad NAME          count a pass or a failure
+#   ok NAME / bad NAME          count a pass or a failure; the line ends with the seconds since
+#                               the suite began ("@ 93 s"), so a log shows where a suite's time goes
 #   expect NAME CODE PATTERN -- CMD...   run CMD; exit status CODE and PATTERN (grep -E) in its
 #                                        output, which stays in $tmp/out
 #   finish                      print "N passed, N failed" and exit accordingly
@@ -8,9 +9,11 @@
 # Every test script sets up $tmp (a scratch directory it removes on exit) before sourcing.
 pass=0
 fail=0
+lib_t0=$(date +%s)
 
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+lib_at() { echo "@ $(($(date +%s) - lib_t0)) s"; }
+ok() { pass=$((pass + 1)); echo "ok   $1  $(lib_at)"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1  $(lib_at)"; }
 
 show() { sed 's/^/     | /' "$1" | tail -n "${2:-20}"; }
 
