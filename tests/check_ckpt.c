@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/hooks.h"
 #include "core/sha256.h"
 #include "core/status.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "config/keys.h"
 #include "core/status.h"
 #include "core/util.h"

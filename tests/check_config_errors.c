@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "testutil.h"

@@ -1,6 +1,6 @@
 /* check_core: status/exit-code mapping, error records, the JSON writer, file helpers, the durable
  * writer (and its crash points in a test-hook build), the test hooks' parsing (in a test-hook
- * build) and the counter-based RNG. */
+ * build), the counter-based RNG, quantiles and time stamps. */
 #include "config.h"
 
 #include <check.h>
@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/durable.h"
@@ -169,6 +170,49 @@ START_TEST(name_lists)
     ck_assert_str_eq(out, "n4,n2,n10");
     rz_list_add(out, sizeof out, "n7");
     ck_assert_str_eq(out, "n4,n2,n10");
+}
+END_TEST
+
+/* Quantiles interpolate between neighbouring order statistics and sort the values in place. */
+START_TEST(quantiles_interpolate_between_order_statistics)
+{
+    double v[] = {4, 1, 3, 2};
+    ck_assert_double_eq(rz_quantile(v, 4, 0.5), 2.5); /* halfway between 2 and 3 */
+    ck_assert_double_eq(v[0], 1);
+    ck_assert_double_eq(v[3], 4);
+    ck_assert_double_eq(rz_quantile(v, 4, 0.0), 1);
+    ck_assert_double_eq(rz_quantile(v, 4, 1.0), 4);
+    ck_assert_double_eq_tol(rz_quantile(v, 4, 0.99), 3.97, 1e-12);
+    double w[11];
+    for (int i = 0; i < 11; i++)
+        w[i] = 10 - i;
+    ck_assert_double_eq_tol(rz_quantile(w, 11, 0.1), 1.0, 1e-12);
+    double one = 7;
+    ck_assert_double_eq(rz_quantile(&one, 1, 0.99), 7);
+    ck_assert(isnan(rz_quantile(v, 0, 0.5)));
+}
+END_TEST
+
+/* Time stamps: the two UTC shapes, whole seconds (a fraction is dropped, never rounded up), and
+ * a wall clock that agrees with time(). */
+START_TEST(utc_time_stamps)
+{
+    char buf[32];
+    rz_utc_format(buf, sizeof buf, 1795229319.999, RZ_UTC_ISO8601);
+    ck_assert_str_eq(buf, "2026-11-21T02:48:39Z");
+    rz_utc_format(buf, sizeof buf, 1795229319.0, RZ_UTC_COMPACT);
+    ck_assert_str_eq(buf, "20261121T024839Z");
+    rz_utc_format(buf, sizeof buf, 0, RZ_UTC_ISO8601);
+    ck_assert_str_eq(buf, "1970-01-01T00:00:00Z");
+    time_t t0 = time(NULL);
+    double now = rz_unix_now();
+    rz_utc_iso8601(buf, sizeof buf);
+    time_t t1 = time(NULL);
+    ck_assert_double_ge(now, (double)t0 - 1); /* time() may read a coarser clock */
+    ck_assert_double_lt(now, (double)t1 + 2);
+    ck_assert_uint_eq(strlen(buf), 20);
+    ck_assert(buf[4] == '-' && buf[10] == 'T' && buf[19] == 'Z');
+    ck_assert_int_eq(strncmp(buf, "20", 2), 0);
 }
 END_TEST
 
@@ -521,6 +565,8 @@ static Suite *core_suite(void)
     tcase_add_test(core, rng_is_a_pure_function);
     tcase_add_test(core, shards_partition_the_buffer);
     tcase_add_test(core, name_lists);
+    tcase_add_test(core, quantiles_interpolate_between_order_statistics);
+    tcase_add_test(core, utc_time_stamps);
     tcase_add_test(core, isa_levels_parse_and_set);
     tcase_add_test(core, mkdirs_and_read_file);
     tcase_add_test(core, alloc_aligned_and_rss);

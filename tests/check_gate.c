@@ -6,7 +6,7 @@
  * measures, validation losses, the memory plan against the measured peak, packet loss named by
  * node, the gradient all-reduce, recoveries, and where the ranks ran.  The suite's "core" test
  * case goes on with the verdicts (check_gate_verdicts.c), the report files
- * (check_gate_reports.c), the ladder (check_gate_ladder.c), the charts' axes
+ * (check_gate_reports.c), a threshold far from a chart's data
  * (check_gate_charts.c) and how a phase ended (check_gate_ended.c); its "errors" test case,
  * malformed inputs with their file:line, is check_gate_errors.c's (gate_fixtures.h).
  * Checkpoints are injected into struct gate_input: ckpt_list itself is tested in check_ckpt. */
@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
-#include "record/health.h"
+#include "record/health_json.h"
 #include "core/json.h"
 #include "testutil.h"
 
@@ -271,20 +271,20 @@ END_TEST
 START_TEST(recoveries_from_the_runs_and_events)
 {
     static struct gate_input in;
-    struct gate_row rows[22];
+    struct rank_row rows[22];
     memset(&in, 0, sizeof in);
     size_t n = 0;
     for (int s = 1; s <= 17; s++)
-        rows[n++] = (struct gate_row){.step = s, .run_step = s, .time = 1000.0 + s};
+        rows[n++] = (struct rank_row){.step = s, .run_step = s, .time = 1000.0 + s};
     for (int s = 16; s <= 20; s++)
-        rows[n++] = (struct gate_row){.step = s, .run_step = s - 15, .time = 1057.0 + s - 16};
+        rows[n++] = (struct rank_row){.step = s, .run_step = s - 15, .time = 1057.0 + s - 16};
     gate_recoveries_scan(&in, rows, n);
     ck_assert_int_eq(in.n_recov, 1);
     ck_assert_int_eq(in.recov[0].last_step, 17);
     ck_assert_int_eq(in.recov[0].first_step, 16);
     ck_assert_int_eq(in.recov[0].redone, 2);
     ck_assert_double_eq_tol(in.recov[0].seconds, 40.0, 1e-9);
-    struct gate_event ev[5] = {
+    struct event_rec ev[5] = {
         {.job = "7", .event = "attempt_end", .t = 1020, .summary = "status 0: crash (requeued); "
                                                                   "a new checkpoint"},
         {.job = "7", .event = "requeue", .reason = "slurm", .t = 1021},
@@ -302,15 +302,15 @@ START_TEST(recoveries_from_the_runs_and_events)
                                         "network fault: n2 unreachable");
     ck_assert_str_eq(in.recov[0].lost, "n2");
     /* a restart in the job's own allocation says so (restart.failures relaunch) */
-    ev[1] = (struct gate_event){.job = "7", .event = "relaunch", .reason = "failure", .t = 1021};
+    ev[1] = (struct event_rec){.job = "7", .event = "relaunch", .reason = "failure", .t = 1021};
     in.recov[0].lost[0] = in.recov[0].cause[0] = '\0';
     gate_recoveries_causes(&in);
     ck_assert_str_eq(in.recov[0].cause, "attempt ended: status 0: crash (requeued); relaunched in "
                                         "the allocation (failure); network fault: n2 unreachable");
     /* a link Slurm could not see (ryzen-step's probe): the recovery names it, a network fault */
-    struct gate_event lost = ev[2];
-    ev[1] = (struct gate_event){.job = "7", .event = "requeue", .reason = "network", .t = 1021};
-    ev[2] = (struct gate_event){.job = "7", .event = "network_partition", .nodes = "n1,n2",
+    struct event_rec lost = ev[2];
+    ev[1] = (struct event_rec){.job = "7", .event = "requeue", .reason = "network", .t = 1021};
+    ev[2] = (struct event_rec){.job = "7", .event = "network_partition", .nodes = "n1,n2",
                                 .t = 1019, .summary = "network fault: n1 and n2 cannot reach "
                                 "each other (Slurm sees both up); Slurm: n1 MIXED, n2 MIXED; "
                                 "probe: n1 -> n2: no answer in 3 s"};
@@ -321,15 +321,15 @@ START_TEST(recoveries_from_the_runs_and_events)
                                         "other (Slurm sees both up)");
     ck_assert_str_eq(in.recov[0].kind, "network fault");
     ck_assert_str_eq(in.recov[0].lost, "n1,n2");
-    ck_assert_int_eq(gate_requeue_of("network"), GATE_RQ_NETWORK);
-    ev[1] = (struct gate_event){.job = "7", .event = "relaunch", .reason = "failure", .t = 1021};
+    ck_assert_int_eq(event_requeue_of("network"), EVENT_RQ_NETWORK);
+    ev[1] = (struct event_rec){.job = "7", .event = "relaunch", .reason = "failure", .t = 1021};
     ev[2] = lost;
     in.recov[0].lost[0] = in.recov[0].cause[0] = in.recov[0].kind[0] = '\0';
     gate_recoveries_causes(&in);
     /* the nodes it lost and those excluded for the ladder; the checkpoint interval and why */
     ck_assert_str_eq(in.nodes_failed, "n2");
     ck_assert_str_eq(in.nodes_excluded, "n2");
-    in.ckpt_policy = (struct gate_ckpt_policy){.known = true, .mode = "async",
+    in.ckpt_policy = (struct summary_ckpts){.known = true, .mode = "async",
                                                .policy = "young_daly", .interval_steps = 13,
                                                .failed = 2,
                                                .stall_ms_mean = 0.04, .commit_ms_mean = 37,
@@ -493,7 +493,6 @@ static Suite *gate_suite(void)
     gate_verdicts_tests(core);
     gate_net_tests(core);
     gate_reports_tests(core);
-    gate_ladder_tests(core);
     gate_charts_tests(core);
     gate_ended_tests(core);
     suite_add_tcase(s, core);

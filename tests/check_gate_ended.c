@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "gate/gate.h"
 
@@ -41,19 +41,19 @@ START_TEST(requeues_by_reason_and_unknown_events)
         "{\"time\":\"x\",\"t\":1008,\"job\":\"7\",\"restart\":4,\"phase\":\"phase\",\"event\":"
         "\"requeue\",\"message\":\"\",\"reason\":\"quantum\"}\n");
     ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
-    ck_assert_int_eq(in.requeues[GATE_RQ_FAILURE], 1);
-    ck_assert_int_eq(in.requeues[GATE_RQ_PREEMPTION], 1);
-    ck_assert_int_eq(in.requeues[GATE_RQ_TIME_LIMIT], 1);
-    ck_assert_int_eq(in.requeues[GATE_RQ_NODE_FAILURE], 1);
-    ck_assert_int_eq(in.requeues[GATE_RQ_SIGNAL], 0);
-    ck_assert_int_eq(in.requeues[GATE_RQ_OTHER], 1);
+    ck_assert_int_eq(in.requeues[EVENT_RQ_FAILURE], 1);
+    ck_assert_int_eq(in.requeues[EVENT_RQ_PREEMPTION], 1);
+    ck_assert_int_eq(in.requeues[EVENT_RQ_TIME_LIMIT], 1);
+    ck_assert_int_eq(in.requeues[EVENT_RQ_NODE_FAILURE], 1);
+    ck_assert_int_eq(in.requeues[EVENT_RQ_SIGNAL], 0);
+    ck_assert_int_eq(in.requeues[EVENT_RQ_OTHER], 1);
     ck_assert_double_eq(res.crit[GATE_FAILURES].measured, 1.0);
     ck_assert_uint_eq(in.n_job_events, 9);
     ck_assert_uint_eq(in.n_chain_events, 1);
     /* start, requeue, promote, attempt_end and the 4 later requeues; not train_exit or the
      * unknown event */
     ck_assert_uint_eq(in.n_verdict_events, 8);
-    const struct gate_event *e = &in.events[in.verdict_events[5]];
+    const struct event_rec *e = &in.events[in.verdict_events[5]];
     ck_assert_str_eq(e->event, "attempt_end");
     ck_assert_str_eq(e->summary, "step ended (class crash, status 137, rank 1, host n2)");
     gate_result_free(&res);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/json.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
-#include "health/health.h"
+#include "health/watchdog.h"
 #include "testutil.h"
 
 static char dir[64];

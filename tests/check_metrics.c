@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "core/util.h"
-#include "metrics/live.h"
+#include "metrics/live_series.h"
 #include "metrics/metrics.h"
+#include "record/rank_log.h"
+#include "record/summary.h"
 #include "testutil.h"
 
 static char dir[64];
@@ -27,18 +29,18 @@ static void teardown(void)
 
 START_TEST(step_line_has_every_field)
 {
-    struct metrics_log *log;
-    ck_assert_int_eq(metrics_open(&log, dir, "77", 3, NULL), RZ_OK);
-    struct metrics_step s = {.step = 5, .samples_seen = 80, .run_step = 2, .loss = 0.5,
-                             .lr = 1e-3, .grad_norm = 2, .step_time_s = 0.25,
-                             .comm_time_s = 0.125, .samples_per_sec = 64, .tokens_per_sec = 8192,
-                             .mfu = 0.5, .rss_bytes = 1000, .allreduce_s = 1e-5, .world_size = 4,
-                             .grad_allreduce_s = 0.375,
-                             .has_sync = 1, .sync_ok = 1, .has_val = 1, .val_loss = 0.75};
-    ck_assert_int_eq(metrics_write(log, &s, NULL), RZ_OK);
+    struct rank_log *log;
+    ck_assert_int_eq(rank_log_open(&log, dir, "77", 3, NULL), RZ_OK);
+    struct rank_step s = {.step = 5, .samples_seen = 80, .run_step = 2, .loss = 0.5,
+                         .lr = 1e-3, .grad_norm = 2, .step_time_s = 0.25,
+                         .comm_time_s = 0.125, .samples_per_sec = 64, .tokens_per_sec = 8192,
+                         .mfu = 0.5, .rss_bytes = 1000, .allreduce_s = 1e-5, .world_size = 4,
+                         .grad_allreduce_s = 0.375,
+                         .has_sync = 1, .sync_ok = 1, .has_val = 1, .val_loss = 0.75};
+    ck_assert_int_eq(rank_log_write(log, &s, NULL), RZ_OK);
     char path[256];
-    snprintf(path, sizeof path, "%s", metrics_path(log));
-    metrics_close(log);
+    snprintf(path, sizeof path, "%s", rank_log_path(log));
+    rank_log_close(log);
     char want[256];
     snprintf(want, sizeof want, "%s/metrics/77/rank-00003.jsonl", dir);
     ck_assert_str_eq(path, want);
@@ -58,13 +60,13 @@ END_TEST
 
 START_TEST(summary_in_the_seed_format)
 {
-    struct metrics_rank_result ranks[2] = {
+    struct summary_rank ranks[2] = {
         {.rank = 0, .host = "n1", .steps = 10, .avg_loss = 2, .samples_per_sec = 50},
         {.rank = 1, .host = "n2", .steps = 10, .avg_loss = 2, .samples_per_sec = 49}};
-    struct metrics_summary s = {.num_processes = 2, .avg_loss = 2.5, .total_duration_sec = 12,
-                                .samples_per_sec = 99, .steps = 10, .entropy_floor = -1,
-                                .ranks = ranks};
-    ck_assert_int_eq(metrics_write_summary(dir, &s, NULL), RZ_OK);
+    struct summary_doc s = {.num_processes = 2, .avg_loss = 2.5, .total_duration_sec = 12,
+                            .samples_per_sec = 99, .steps = 10, .entropy_floor = -1,
+                            .ranks = ranks};
+    ck_assert_int_eq(summary_write(dir, &s, NULL), RZ_OK);
     char path[256], *text = NULL;
     snprintf(path, sizeof path, "%s/summary.json", dir);
     ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
@@ -80,9 +82,9 @@ START_TEST(summary_in_the_seed_format)
     ranks[0].net = (struct netstat){.tcp_out_segs = 900, .tcp_retrans_segs = 9, .tx_bytes = 1e6,
                                     .rx_bytes = 2e6, .drops = 1, .errors = 0};
     ranks[0].n_peers = 1;
-    ranks[0].peers[0] = (struct metrics_peer){.host = "n2", .segs_out = 800, .retrans = 8,
+    ranks[0].peers[0] = (struct summary_peer){.host = "n2", .segs_out = 800, .retrans = 8,
                                               .data_segs_out = 700, .dsack_dups = 3, .conns = 2};
-    ck_assert_int_eq(metrics_write_summary(dir, &s, NULL), RZ_OK);
+    ck_assert_int_eq(summary_write(dir, &s, NULL), RZ_OK);
     ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
     ck_assert_ptr_nonnull(strstr(text, "\"network\":{\"seconds\":2.5,\"tcp_segments_sent\":900,"
                                        "\"tcp_retransmitted\":9,\"tx_bytes\":1000000,\"rx_bytes\":"
@@ -98,7 +100,7 @@ START_TEST(summary_in_the_seed_format)
     s.val_loss = 1.5;
     s.val_step = 10;
     s.val_samples = 64;
-    ck_assert_int_eq(metrics_write_summary(dir, &s, NULL), RZ_OK);
+    ck_assert_int_eq(summary_write(dir, &s, NULL), RZ_OK);
     snprintf(path, sizeof path, "%s/summary.json", dir);
     ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
     ck_assert_ptr_nonnull(strstr(text, "\"val_loss\":1.5,\"val_loss_hex\":\"0x1.8p+0\","
@@ -336,13 +338,13 @@ END_TEST
 
 START_TEST(unwritable_directory_is_an_io_error)
 {
-    struct metrics_log *log = NULL;
+    struct rank_log *log = NULL;
     struct rz_err e;
-    ck_assert_int_eq(metrics_open(&log, "/proc/self/rz-no", "1", 0, &e), RZ_EIO);
+    ck_assert_int_eq(rank_log_open(&log, "/proc/self/rz-no", "1", 0, &e), RZ_EIO);
     ck_assert_ptr_null(log);
     ck_assert_ptr_nonnull(strstr(e.msg, "/proc/self/rz-no"));
-    struct metrics_summary s = {.num_processes = 0};
-    ck_assert_int_eq(metrics_write_summary("/proc/self/rz-no", &s, &e), RZ_EIO);
+    struct summary_doc s = {.num_processes = 0};
+    ck_assert_int_eq(summary_write("/proc/self/rz-no", &s, &e), RZ_EIO);
     ck_assert_ptr_nonnull(strstr(e.msg, "summary.json"));
     struct metrics_prom_doc d = doc3("n1");
     ck_assert_int_eq(metrics_prom_write("/proc/self/rz-no", &d, NULL, 0, &e), RZ_EIO);

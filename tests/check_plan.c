@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "plan/plan.h"
 #include "testutil.h"
 

@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 #include "core/util.h"
-#include "record/health.h"
+#include "record/events.h"
 #include "record/exits.h"
+#include "record/health_json.h"
 #include "record/layout.h"
+#include "record/rank_log.h"
 #include "record/report.h"
+#include "record/summary.h"
 #include "testutil.h"
 
 static char dir[4096], path[4200];
@@ -405,6 +408,305 @@ START_TEST(report_newest_of_a_run_dir)
 }
 END_TEST
 
+/* ---- events.jsonl, rank-NNNNN.jsonl, summary.json: each in a tree of its own ---------------- */
+
+static char tree[4096];
+
+static void tree_setup(void) { rz_test_tmpdir(tree, sizeof tree, "check_record_files"); }
+static void tree_teardown(void) { rz_test_rmtree(tree); }
+
+static void put_at(const char *file, const char *text)
+{
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static enum rz_status count_line(void *ctx, const struct gj_value *v, const char *p, long line,
+                                 const char *text, struct rz_err *err)
+{
+    (void)v, (void)p, (void)line, (void)text, (void)err;
+    ++*(int *)ctx;
+    return RZ_OK;
+}
+
+/* Every written reason reads back as itself; anything else is "other". */
+START_TEST(events_requeue_vocabulary)
+{
+    for (int r = 0; r < EVENT_N_RQ_WRITTEN; r++)
+        ck_assert_int_eq(event_requeue_of(event_requeue_name((enum event_requeue)r)), r);
+    ck_assert_str_eq(event_requeue_name(EVENT_RQ_PREFLIGHT_NODE), "preflight_node");
+    ck_assert_str_eq(event_requeue_name(EVENT_RQ_OTHER), "other");
+    ck_assert_str_eq(event_requeue_name((enum event_requeue)99), "other");
+    ck_assert_int_eq(event_requeue_of("other"), EVENT_RQ_OTHER); /* never a written reason */
+    ck_assert_int_eq(event_requeue_of("cosmic_ray"), EVENT_RQ_OTHER);
+    ck_assert_int_eq(event_requeue_of(NULL), EVENT_RQ_OTHER);
+    ck_assert_int_eq(EVENT_N_RQ, EVENT_N_RQ_WRITTEN + 1);
+    struct event_rec e = {.event = "rollback_start"};
+    ck_assert(event_is_chain(&e) && event_is_verdict(&e));
+    rz_fmt(e.event, sizeof e.event, "relaunch");
+    ck_assert(!event_is_chain(&e) && event_is_verdict(&e));
+    rz_fmt(e.event, sizeof e.event, "node_failed"); /* the job's own timeline only */
+    ck_assert(!event_is_chain(&e) && !event_is_verdict(&e));
+}
+END_TEST
+
+/* The writer's lines read back by the strict reader with their common and key fields. */
+START_TEST(events_round_trip)
+{
+    struct events_log log;
+    struct rz_err err;
+    ck_assert_int_eq(events_open(&log, tree, "100", "90", 2, "phase1", &err), RZ_OK);
+    struct event_kv rq[] = {{"reason", "preemption", 0}, {"status", NULL, 75}};
+    event_append(&log, 1000.25, "start", "attempt 3", NULL, 0);
+    event_append(&log, 1060.5, "requeue", "preempted", rq, 2);
+    events_close(&log);
+    event_append(&log, 1070, "lost", "after close: nothing", NULL, 0);
+    struct event_rec *ev = NULL;
+    size_t n = 0;
+    char file[4200];
+    snprintf(file, sizeof file, "%s/events.jsonl", tree);
+    ck_assert_str_eq(log.path, file);
+    ck_assert_int_eq(events_read(file, &ev, &n, &err), RZ_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(ev[0].event, "start");
+    ck_assert_str_eq(ev[0].job, "100");
+    ck_assert_str_eq(ev[0].phase, "phase1");
+    ck_assert_str_eq(ev[0].reason, "");
+    ck_assert_double_eq_tol(ev[0].t, 1000.25, 1e-9);
+    ck_assert_str_eq(ev[0].when, "1970-01-01 00:16:40Z");
+    ck_assert_str_eq(ev[1].reason, "preemption");
+    ck_assert_int_eq(event_requeue_of(ev[1].reason), EVENT_RQ_PREEMPTION);
+    ck_assert_str_eq(ev[1].summary, "preempted (reason preemption, status 75)");
+    ck_assert_ptr_nonnull(strstr(ev[1].json, "\"lineage\":\"90\",\"restart\":2,"));
+    events_free(ev, n);
+    int lines = 0; /* the tolerant reader sees the same two */
+    ck_assert_int_eq(events_each(file, JSONL_TOLERANT, count_line, &lines, &err), RZ_OK);
+    ck_assert_int_eq(lines, 2);
+    ev = NULL;
+    n = 0;
+    snprintf(file, sizeof file, "%s/none.jsonl", tree); /* no wrapper: no events, no error */
+    ck_assert_int_eq(events_read(file, &ev, &n, &err), RZ_OK);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
+/* A malformed line names the file and the line; the tolerant reader skips it. */
+START_TEST(events_refuses_a_malformed_line)
+{
+    char file[4200];
+    snprintf(file, sizeof file, "%s/events.jsonl", tree);
+    const char *good = "{\"job\":\"1\",\"event\":\"start\",\"t\":5}\n";
+    const char *bad[][2] = {
+        {"{\"job\":\"1\",\"event\":\"start\"}\n", "events.jsonl:2: an event needs"},
+        {"[1, 2]\n", "events.jsonl:2: a JSON object expected"},
+        {"{\"job\":\"1\",\"ev\n", "events.jsonl:2"},
+        {"{\"job\":\"1\",\"event\":\"x\",\"t\":6}", "events.jsonl:2: truncated line"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s%s", good, bad[i][0], i == 3 ? "" : good);
+        put_at(file, text);
+        struct event_rec *ev = NULL;
+        size_t n = 0;
+        struct rz_err err;
+        ck_assert_int_eq(events_read(file, &ev, &n, &err), RZ_EDATA);
+        ck_assert_msg(strstr(err.msg, file) != NULL && strstr(err.msg, bad[i][1]) != NULL,
+                      "case %zu: %s", i, err.msg);
+        ck_assert_uint_eq(n, 1); /* the line before it is kept */
+        events_free(ev, n);
+        int lines = 0;
+        ck_assert_int_eq(events_each(file, JSONL_TOLERANT, count_line, &lines, &err), RZ_OK);
+        ck_assert_int_eq(lines, i == 0 ? 3 : 2); /* a line without t is still an object */
+    }
+    struct events_log log;
+    struct rz_err err;
+    ck_assert_int_ne(events_open(&log, "/proc/self/rz-no/run", "1", "1", 0, "p", &err), RZ_OK);
+    ck_assert_ptr_null(log.f);
+}
+END_TEST
+
+/* Two steps of a rank, the second a requeued run's with a sync check: read back in file order. */
+START_TEST(rank_log_round_trip)
+{
+    struct rank_log *log;
+    struct rz_err err;
+    ck_assert_int_eq(rank_log_open(&log, tree, "42", 1, &err), RZ_OK);
+    struct rank_step s = {.step = 1, .run_step = 1, .samples_seen = 16, .loss = 3.5,
+                          .step_time_s = 0.5, .comm_time_s = 0.125, .allreduce_s = 0.001,
+                          .compute_time_s = 0.25, .rss_bytes = 4096, .world_size = 2,
+                          .time = 1700000000.5};
+    ck_assert_int_eq(rank_log_write(log, &s, &err), RZ_OK);
+    s = (struct rank_step){.step = 1, .run_step = 1, .samples_seen = 16, .loss = 3.25,
+                           .step_time_s = 0.75, .world_size = 2, .has_sync = 1, .sync_ok = 1,
+                           .gnorm_post_spread = 0.5, .has_val = 1, .val_loss = 3};
+    ck_assert_int_eq(rank_log_write(log, &s, &err), RZ_OK);
+    char mdir[4200], file[4400];
+    snprintf(mdir, sizeof mdir, "%s/metrics/42", tree);
+    rank_log_file(file, sizeof file, mdir, 1);
+    ck_assert_str_eq(rank_log_path(log), file);
+    rank_log_close(log);
+    struct rank_row *rows = NULL;
+    size_t n = 0;
+    int world = 0;
+    ck_assert_int_eq(rank_log_read(file, &rows, &n, &world, &err), RZ_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(world, 2);
+    ck_assert_double_eq(rows[0].loss, 3.5);
+    ck_assert_double_eq(rows[0].compute_time_s, 0.25);
+    ck_assert_double_eq_tol(rows[0].time, 1700000000.5, 1e-3);
+    ck_assert_uint_eq(rows[0].rss_bytes, 4096);
+    ck_assert(!rows[0].has_sync);
+    ck_assert(isnan(rows[0].val_loss));
+    ck_assert_double_eq(rows[1].loss, 3.25);
+    ck_assert(isnan(rows[1].time)); /* time 0: not written */
+    ck_assert(rows[1].has_sync && rows[1].sync_ok);
+    ck_assert_double_eq(rows[1].gnorm_post_spread, 0.5);
+    ck_assert_double_eq(rows[1].val_loss, 3);
+    free(rows);
+}
+END_TEST
+
+/* A bad line is RZ_EDATA "FILE:LINE: ..." and the rows before it stay. */
+START_TEST(rank_log_refuses_a_malformed_line)
+{
+    char file[4200];
+    rank_log_file(file, sizeof file, tree, 0);
+    const char *good = "{\"step\":1,\"run_step\":1,\"samples_seen\":8,\"world_size\":2,"
+                       "\"loss\":1,\"step_time_s\":0.5,\"comm_time_s\":0,\"allreduce_s\":0,"
+                       "\"rss_bytes\":10}\n";
+    const char *bad[][2] = {
+        {"{\"step\":2,\"run_step\":2,\"samples_seen\":16,\"world_size\":2,\"loss\":1,"
+         "\"comm_time_s\":0,\"allreduce_s\":0,\"rss_bytes\":10}\n",
+         "rank-00000.jsonl:2: field 'step_time_s' is missing"},
+        {"{\"step\":2,\"run_step\":2,\"samples_seen\":16,\"world_size\":4,\"loss\":1,"
+         "\"step_time_s\":0.5,\"comm_time_s\":0,\"allreduce_s\":0,\"rss_bytes\":10}\n",
+         "rank-00000.jsonl:2: world_size 4 differs from 2"},
+        {"{\"step\":2,\"run_step\":2,\"samples_seen\":16,\"world_size\":2,\"loss\":null,"
+         "\"step_time_s\":0.5,\"comm_time_s\":0,\"allreduce_s\":0,\"rss_bytes\":10}\n",
+         "rank-00000.jsonl:2: field 'loss' is null"},
+        {"{\"step\":0,\"run_step\":1,\"samples_seen\":16,\"world_size\":2}\n",
+         "rank-00000.jsonl:2: field 'step' is not an integer >= 1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s", good, bad[i][0]);
+        put_at(file, text);
+        struct rank_row *rows = NULL;
+        size_t n = 0;
+        int world = 0;
+        struct rz_err err;
+        ck_assert_int_eq(rank_log_read(file, &rows, &n, &world, &err), RZ_EDATA);
+        ck_assert_msg(strstr(err.msg, file) != NULL && strstr(err.msg, bad[i][1]) != NULL,
+                      "case %zu: %s", i, err.msg);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_int_eq(world, 2);
+        free(rows);
+    }
+    /* a skipped step may carry a null (non-finite) loss */
+    char text[1024];
+    snprintf(text, sizeof text, "%s{\"step\":2,\"run_step\":2,\"samples_seen\":16,"
+             "\"world_size\":2,\"skipped\":true,\"loss\":null,\"step_time_s\":0.5,"
+             "\"comm_time_s\":0,\"allreduce_s\":0,\"rss_bytes\":10}\n", good);
+    put_at(file, text);
+    struct rank_row *rows = NULL;
+    size_t n = 0;
+    int world = 0;
+    struct rz_err err;
+    ck_assert_int_eq(rank_log_read(file, &rows, &n, &world, &err), RZ_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(rows[1].skipped && isnan(rows[1].loss));
+    free(rows);
+    rank_log_file(file, sizeof file, tree, 9);
+    ck_assert_int_eq(rank_log_read(file, &rows, &n, &world, &err), RZ_EDATA); /* missing */
+    ck_assert_ptr_nonnull(strstr(err.msg, "rank-00009.jsonl"));
+    struct rank_log *log = NULL;
+    ck_assert_int_eq(rank_log_open(&log, "/proc/self/rz-no", "1", 0, &err), RZ_EIO);
+    ck_assert_ptr_null(log);
+}
+END_TEST
+
+/* What ryzen-gate takes of a summary the trainer's writer made. */
+START_TEST(summary_round_trip)
+{
+    struct summary_rank ranks[3] = {
+        {.rank = 0, .host = "n1", .steps = 10, .predicted_peak_rss_bytes = 1000, .has_net = 1,
+         .net_seconds = 2.5, .n_peers = 1},
+        {.rank = 1, .host = "n1", .steps = 10, .predicted_peak_rss_bytes = 2000},
+        {.rank = 2, .host = "n2", .steps = 10, .has_net = 1, .net_seconds = 3}};
+    ranks[0].net = (struct netstat){.tcp_out_segs = 900, .tcp_retrans_segs = 9, .has_ext = 1,
+                                    .timeouts = 2};
+    ranks[0].peers[0] = (struct summary_peer){.host = "n2", .segs_out = 800, .retrans = 8,
+                                              .data_segs_out = 700, .dsack_dups = NAN};
+    struct summary_doc d = {.num_processes = 3, .steps = 10, .num_parameters = 123456,
+                            .entropy_floor = 1.5, .restarts = 2, .ckpt_mode = "async",
+                            .ckpt_count = 4, .ckpt_stall_s = 0.4, .ckpt_commit_s = 2,
+                            .ckpt_policy = "young_daly", .ckpt_interval = 25,
+                            .ckpt_interval_why = "mtbf 600 s", .ranks = ranks};
+    struct rz_err err;
+    ck_assert_int_eq(summary_write(tree, &d, &err), RZ_OK);
+    char file[4200];
+    summary_path(file, sizeof file, tree);
+    struct summary_rec s;
+    ck_assert_int_eq(summary_read(file, &s, &err), RZ_OK);
+    ck_assert_double_eq(s.num_parameters, 123456);
+    ck_assert_double_eq(s.entropy_floor, 1.5);
+    ck_assert_int_eq(s.restarts, 2);
+    ck_assert(s.ckpts.known);
+    ck_assert_str_eq(s.ckpts.mode, "async");
+    ck_assert_str_eq(s.ckpts.policy, "young_daly");
+    ck_assert_str_eq(s.ckpts.why, "mtbf 600 s");
+    ck_assert_int_eq(s.ckpts.interval_steps, 25);
+    ck_assert_double_eq_tol(s.ckpts.stall_ms_mean, 100, 1e-9);
+    ck_assert_double_eq_tol(s.ckpts.commit_ms_mean, 500, 1e-9);
+    ck_assert_uint_eq(s.n_ranks, 3);
+    ck_assert(s.ranks[2].has_rank && s.ranks[2].rank == 2);
+    ck_assert_str_eq(s.ranks[2].host, "n2");
+    ck_assert_double_eq(s.ranks[1].predicted_peak_rss, 2000);
+    ck_assert_int_eq(s.n_net, 2); /* the nodes' lowest ranks */
+    ck_assert_str_eq(s.net[0].host, "n1");
+    ck_assert_int_eq(s.net[0].steps, 10);
+    ck_assert_double_eq(s.net[0].segs, 900);
+    ck_assert(s.net[0].has_ext);
+    ck_assert_double_eq(s.net[0].timeouts, 2);
+    ck_assert_int_eq(s.net[0].n_peers, 1);
+    ck_assert_double_eq(s.net[0].peers[0].data_segs, 700);
+    ck_assert(isnan(s.net[0].peers[0].spurious)); /* the kernel did not count them */
+    ck_assert_str_eq(s.net[1].host, "n2");
+    ck_assert(!s.net[1].has_ext);
+    summary_free(&s);
+    d.entropy_floor = -1; /* unknown: left out, read back NaN */
+    d.num_processes = 0;
+    ck_assert_int_eq(summary_write(tree, &d, &err), RZ_OK);
+    ck_assert_int_eq(summary_read(file, &s, &err), RZ_OK);
+    ck_assert(isnan(s.entropy_floor));
+    ck_assert_uint_eq(s.n_ranks, 0);
+    summary_free(&s);
+}
+END_TEST
+
+START_TEST(summary_refuses_what_is_not_one)
+{
+    char file[4200];
+    summary_path(file, sizeof file, tree);
+    struct summary_rec s;
+    struct rz_err err;
+    ck_assert_int_eq(summary_read(file, &s, &err), RZ_EIO); /* missing */
+    ck_assert_ptr_nonnull(strstr(err.msg, file));
+    summary_free(&s);
+    put_at(file, "{\"timestamp\":\"x\",\"num_processes\":1}\n");
+    ck_assert_int_eq(summary_read(file, &s, &err), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(err.msg, file));
+    ck_assert_ptr_nonnull(strstr(err.msg, "'aggregated_metrics' object missing"));
+    summary_free(&s);
+    put_at(file, "{\"aggregated_metrics\":{\n");
+    ck_assert_int_eq(summary_read(file, &s, &err), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(err.msg, file));
+    summary_free(&s);
+    struct summary_doc d = {.num_processes = 0};
+    ck_assert_int_eq(summary_write("/proc/self/rz-no", &d, &err), RZ_EIO);
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -428,6 +730,19 @@ static Suite *record_suite(void)
     tcase_add_test(report, report_refuses_what_is_not_one);
     tcase_add_test(report, report_newest_of_a_run_dir);
     suite_add_tcase(s, report);
+    TCase *files = rz_test_tcase("events_rank_log_summary");
+    tcase_add_checked_fixture(files, tree_setup, tree_teardown);
+    tcase_add_test(files, events_requeue_vocabulary);
+    tcase_add_test(files, events_round_trip);
+    tcase_add_test(files, rank_log_round_trip);
+    tcase_add_test(files, summary_round_trip);
+    suite_add_tcase(s, files);
+    TCase *file_errors = rz_test_tcase("errors_events_rank_log_summary");
+    tcase_add_checked_fixture(file_errors, tree_setup, tree_teardown);
+    tcase_add_test(file_errors, events_refuses_a_malformed_line);
+    tcase_add_test(file_errors, rank_log_refuses_a_malformed_line);
+    tcase_add_test(file_errors, summary_refuses_what_is_not_one);
+    suite_add_tcase(s, file_errors);
     TCase *layout = rz_test_tcase("layout");
     tcase_add_test(layout, run_root_of_every_layout);
     suite_add_tcase(s, layout);

@@ -265,14 +265,14 @@ START_TEST(decisions_and_budgets)
     ck_assert_int_eq(d.action, ACT_CANCELLED); /* scancel never requeues */
     step_decide(CLASS_SIGNAL, CAUSE_TIME_LIMIT, 75, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_REQUEUE);
-    ck_assert_int_eq(d.reason, RQ_TIME_LIMIT);
+    ck_assert_int_eq(d.reason, EVENT_RQ_TIME_LIMIT);
     step_decide(CLASS_SIGNAL, CAUSE_PREEMPTED, 75, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_REQUEUE); /* exiting in GraceTime would end it: PREEMPTED */
-    ck_assert_int_eq(d.reason, RQ_PREEMPTION);
+    ck_assert_int_eq(d.reason, EVENT_RQ_PREEMPTION);
     step_decide(CLASS_CRASH, CAUSE_REQUEUED, 143, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_SLURM_REQUEUES); /* never "requeue_failed" after Slurm's */
     step_decide(CLASS_CRASH, CAUSE_NODE_FAILURE, 1, true, &h, &b, &d);
-    ck_assert_int_eq(d.reason, RQ_NODE_FAILURE);
+    ck_assert_int_eq(d.reason, EVENT_RQ_NODE_FAILURE);
     step_decide(CLASS_IO, CAUSE_NONE, 74, false, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_END);
     ck_assert_str_eq(d.ended, "io");
@@ -282,15 +282,15 @@ START_TEST(decisions_and_budgets)
     /* the failure budget */
     step_decide(CLASS_HANG, CAUSE_NONE, 76, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_REQUEUE);
-    ck_assert_int_eq(d.reason, RQ_FAILURE);
+    ck_assert_int_eq(d.reason, EVENT_RQ_FAILURE);
     b.relaunch = true; /* restart.failures relaunch: the same budget, a new step in place */
     step_decide(CLASS_CRASH, CAUSE_NONE, 137, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_RELAUNCH);
-    ck_assert_int_eq(d.reason, RQ_FAILURE);
+    ck_assert_int_eq(d.reason, EVENT_RQ_FAILURE);
     step_decide(CLASS_SIGNAL, CAUSE_USER_SIGNAL, 75, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_REQUEUE); /* a stop signal still goes through the queue */
     b.relaunch = false;
-    h.requeues[RQ_FAILURE] = 2;
+    h.requeues[EVENT_RQ_FAILURE] = 2;
     step_decide(CLASS_CRASH, CAUSE_NONE, 137, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_END);
     ck_assert_str_eq(d.ended, "give_up");
@@ -298,9 +298,9 @@ START_TEST(decisions_and_budgets)
     ck_assert_msg(has(d.why, "2 of 2 failure requeues"), "%s", d.why);
     /* signals, preemptions and time limits have their own cap; they never spend the budget */
     memset(&h, 0, sizeof h);
-    h.requeues[RQ_SIGNAL] = 1;
-    h.requeues[RQ_PREEMPTION] = 1;
-    h.requeues[RQ_TIME_LIMIT] = 1;
+    h.requeues[EVENT_RQ_SIGNAL] = 1;
+    h.requeues[EVENT_RQ_PREEMPTION] = 1;
+    h.requeues[EVENT_RQ_TIME_LIMIT] = 1;
     step_decide(CLASS_SIGNAL, CAUSE_USER_SIGNAL, 75, true, &h, &b, &d);
     ck_assert_int_eq(d.action, ACT_END); /* restart.when_stuck fail: FAILED with a NO-GO */
     ck_assert_str_eq(d.ended, "give_up");
@@ -341,9 +341,9 @@ START_TEST(history_and_lineage_from_events)
     fake_init(&f);
     snprintf(rd, sizeof rd, "%s/runs/p1", dir);
     ck_assert_int_eq(step_events_open(&ev, rd, "100", "90", 0, "p1", NULL, &f.r, &err), RZ_OK);
-    struct step_kv sig[] = {{"reason", "signal", 0}}, fail[] = {{"reason", "failure", 0}};
-    struct step_kv yes[] = {{"progress", NULL, 1}}, no[] = {{"progress", NULL, 0}};
-    struct step_kv pf[] = {{"excluded_nodes", "n2,n3", 0}}, pf2[] = {{"excluded_nodes", "n3", 0}};
+    struct event_kv sig[] = {{"reason", "signal", 0}}, fail[] = {{"reason", "failure", 0}};
+    struct event_kv yes[] = {{"progress", NULL, 1}}, no[] = {{"progress", NULL, 0}};
+    struct event_kv pf[] = {{"excluded_nodes", "n2,n3", 0}}, pf2[] = {{"excluded_nodes", "n3", 0}};
     step_event(&ev, "requeue", "", sig, 1);
     step_event(&ev, "requeue", "", fail, 1);
     step_event(&ev, "requeue", "", fail, 1);
@@ -351,27 +351,27 @@ START_TEST(history_and_lineage_from_events)
     step_event(&ev, "attempt_end", "", no, 1);
     step_event(&ev, "preflight_failed", "", pf, 1);
     step_event(&ev, "preflight_failed", "", pf2, 1);
-    struct step_kv promo[] = {{"next_job", "101", 0}};
+    struct event_kv promo[] = {{"next_job", "101", 0}};
     step_event(&ev, "promote", "", promo, 1);
     step_events_close(&ev);
     /* another job's lines in the same file do not count */
     ck_assert_int_eq(step_events_open(&ev, rd, "555", "555", 0, "p1", NULL, &f.r, &err), RZ_OK);
     step_event(&ev, "requeue", "", fail, 1);
-    struct step_kv other[] = {{"next_job", "777", 0}};
+    struct event_kv other[] = {{"next_job", "777", 0}};
     step_event(&ev, "promote", "", other, 1);
     step_events_close(&ev);
     /* a rollback lineage's directory, two levels down */
     snprintf(rd, sizeof rd, "%s/runs/p0/rollback-101", dir);
     ck_assert_int_eq(step_events_open(&ev, rd, "102", "90", 0, "p0", NULL, &f.r, &err), RZ_OK);
-    struct step_kv rb[] = {{"new_job", "103", 0}};
+    struct event_kv rb[] = {{"new_job", "103", 0}};
     step_event(&ev, "rollback", "", rb, 1);
     step_events_close(&ev);
 
     struct step_history h;
     snprintf(rd, sizeof rd, "%s/runs/p1/events.jsonl", dir);
     step_history_read(rd, "100", &h);
-    ck_assert_int_eq(h.requeues[RQ_SIGNAL], 1);
-    ck_assert_int_eq(h.requeues[RQ_FAILURE], 2);
+    ck_assert_int_eq(h.requeues[EVENT_RQ_SIGNAL], 1);
+    ck_assert_int_eq(h.requeues[EVENT_RQ_FAILURE], 2);
     ck_assert_int_eq(h.attempts, 2);
     ck_assert_int_eq(h.no_progress_run, 1);
     ck_assert_str_eq(h.excluded, "n2,n3");

@@ -645,8 +645,8 @@ START_TEST(restarts_and_down_time_live)
     write_file(path, text);
     struct step_history h;
     step_history_read(path, "100", &h);
-    ck_assert_double_eq_tol(h.down_s[RQ_FAILURE], 30.0, 1e-9);
-    ck_assert_int_eq(h.pending_reason, RQ_SLURM);
+    ck_assert_double_eq_tol(h.down_s[EVENT_RQ_FAILURE], 30.0, 1e-9);
+    ck_assert_int_eq(h.pending_reason, EVENT_RQ_SLURM);
     step(&w, preflight_ok);
     step(&w, ranks(0, 0, 20));
     rule(&w.f, "ryzen-gate", 0, "", 0);

@@ -303,7 +303,7 @@ START_TEST(a_link_slurm_cannot_see_is_named_and_left_out)
     char path[700];
     snprintf(path, sizeof path, "%s/events.jsonl", w.rd);
     step_history_read(path, "100", &h);
-    ck_assert_int_eq(h.requeues[RQ_NETWORK], 1);
+    ck_assert_int_eq(h.requeues[EVENT_RQ_NETWORK], 1);
     ck_assert_int_eq(h.no_progress_run, 0); /* not "more of the same" */
     ck_assert_str_eq(h.net_ends, "n1,n2");
     world_free(&w);

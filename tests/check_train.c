@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/hooks.h"
 #include "core/util.h"
 #include "train/guard.h"

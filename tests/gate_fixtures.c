@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "gate/gate.h"

@@ -2,7 +2,7 @@
  * ranks written by hand in a mkdtemp directory, its configuration and the judge on it, a file
  * read whole, a criterion's thresholds, report.html counted and checked, the reports of two
  * ranks, and the tests that check_gate.c adds to its suite from check_gate_verdicts.c,
- * check_gate_net.c, check_gate_reports.c, check_gate_ladder.c, check_gate_charts.c,
+ * check_gate_net.c, check_gate_reports.c, check_gate_charts.c,
  * check_gate_ended.c and check_gate_errors.c.  Test code only. */
 #ifndef RZ_TESTS_GATE_FIXTURES_H
 #define RZ_TESTS_GATE_FIXTURES_H
@@ -10,7 +10,7 @@
 #include <check.h>
 #include <stddef.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "gate/gate.h"
 
@@ -84,11 +84,8 @@ void gate_net_tests(TCase *tc);
  * (check_gate_reports.c). */
 void gate_reports_tests(TCase *tc);
 
-/* Add the ladder's tests (the fit by hand, the dev cluster's hindcast) to tc
- * (check_gate_ladder.c). */
-void gate_ladder_tests(TCase *tc);
 
-/* Add the charts' axes' tests (round steps, thresholds near and far) to tc
+/* Add the report charts' test (a threshold far from the data named off the chart) to tc
  * (check_gate_charts.c). */
 void gate_charts_tests(TCase *tc);
 

@@ -39,7 +39,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "ckpt/ckpt_internal.h"
+#include "ckpt/ckpt_h5.h"
 #include "core/durable.h"
 #include "core/hooks.h"
 #include "core/sha256.h"

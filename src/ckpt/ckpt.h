@@ -8,53 +8,20 @@
  * load.  A file that fails verification during discovery is moved to checkpoints/quarantine/
  * with a .reason note and is never loaded.  Layout and versioning: docs/checkpoint-format.md.
  *
- * Ownership: struct ckpt_meta is a plain value, except config_yaml, which ckpt_read_meta and
- * ckpt_load allocate and ckpt_meta_free releases.  Tensor data lives in caller buffers. */
+ * Ownership: struct ckpt_meta (ckpt_meta.h) is a plain value, except config_yaml, which
+ * ckpt_read_meta and ckpt_load allocate and ckpt_meta_free releases.  Tensor data lives in caller
+ * buffers. */
 #ifndef RZ_CKPT_CKPT_H
 #define RZ_CKPT_CKPT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckpt/ckpt_meta.h"
 #include "core/status.h"
 #include "model/model.h"
 
 #define CKPT_FORMAT_VERSION 1
-#define CKPT_GUARD_RECENT 64  /* most recent skipped steps kept (training.max_skipped_steps max) */
-
-/* The loss guard's state (train/guard.h), carried so a resumed run judges as an uninterrupted
- * one would.  Optional attributes: files written before the guard read as zeros (a fresh
- * guard). */
-struct ckpt_guard {
-    double loss_mean, loss_var, gnorm_mean, gnorm_var; /* running statistics, accepted steps */
-    int64_t seen;             /* accepted steps observed */
-    int64_t skipped;          /* steps skipped so far */
-    int64_t recent[CKPT_GUARD_RECENT]; /* the latest skipped steps, oldest first; 0 = unused */
-};
-
-struct ckpt_meta {
-    int64_t step;             /* optimizer steps completed */
-    int64_t samples_seen;     /* global samples consumed (the data cursor) */
-    int64_t global_batch;     /* samples per optimizer step at save */
-    int64_t world_size;       /* ranks at save */
-    int64_t adam_t;           /* Adam steps taken */
-    double lr;                /* learning rate of the last step */
-    uint64_t init_seed, data_seed; /* counter-based RNG state is (seed, counter) */
-    /* aggregated metrics to continue across restarts */
-    double loss_sum;          /* sum of per-step losses so far */
-    double train_time_s;      /* training time so far (excludes restarts) */
-    int64_t restarts;         /* resumes so far */
-    struct ckpt_guard guard;  /* the loss guard's state */
-    /* model shape (refused on mismatch) */
-    struct model_dims dims;
-    char config_sha256[65];
-    char params_sha256[65];   /* SHA-256 of all parameter bytes in table order */
-    char adam_sha256[65];     /* SHA-256 of /adam_m then /adam_v bytes in table order; recomputed
-                               * by ckpt_load and ckpt_inspect (not stored) */
-    char build[64];           /* PACKAGE_STRING of the writer */
-    int64_t format_version;
-    char *config_yaml;        /* the resolved config text (owned) */
-};
 
 /* ZeRO's moment source for ckpt_save: fill out (the tensor's rows * cols floats) with moment
  * `which` (0: m, 1: v) of table entry `index`. */

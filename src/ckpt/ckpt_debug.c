@@ -5,7 +5,7 @@
 
 #include "ckpt/ckpt_debug.h"
 
-#include "ckpt/ckpt_internal.h"
+#include "ckpt/ckpt_h5.h"
 
 static enum rz_status open_rw(const struct ckpt_io *io, hid_t *file)
 {

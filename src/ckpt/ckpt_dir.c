@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt/ckpt_internal.h"
+#include "ckpt/ckpt_h5.h"
 #include "core/util.h"
 
 enum entry_kind { ENTRY_FINAL, ENTRY_TMP };

@@ -5,7 +5,7 @@
  * checkpoint is opened with, the pre-open sanity check of a file).
  * Deliberately not here: writing (ckpt.c), reading (ckpt_read.c), directories (ckpt_dir.c). */
 
-#include "ckpt/ckpt_internal.h"
+#include "ckpt/ckpt_h5.h"
 #include "core/durable.h"
 
 #include <errno.h>

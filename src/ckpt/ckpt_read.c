@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/ckpt_internal.h"
+#include "ckpt/ckpt_h5.h"
 
 static void shape_str(char *buf, size_t len, int64_t rows, int64_t cols)
 {

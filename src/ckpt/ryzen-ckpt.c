@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "ckpt/ckpt.h"
 #include "core/cli.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "core/util.h"
 
 static void usage(FILE *f)
 {
@@ -64,10 +64,7 @@ static int cmd_list(const char *dir)
     printf("%-10s  %-20s  %12s  %s\n", "STEP", "SAVED (UTC)", "SIZE (bytes)", "STATUS");
     for (size_t i = 0; i < n; i++) {
         char when[32];
-        time_t t = (time_t)v[i].mtime;
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        rz_utc_format(when, sizeof when, (double)v[i].mtime, RZ_UTC_ISO8601);
         printf("%-10lld  %-20s  %12lld  %s%s\n", (long long)v[i].step, when,
                (long long)v[i].size_bytes, v[i].valid ? "valid" : "INVALID: ",
                v[i].valid ? "" : v[i].reason);

@@ -6,9 +6,9 @@
  * nested values and several documents are rejected.  Every problem is collected, one line each,
  * as "FILE:LINE:COLUMN: KEY: cause" before failing with RZ_ECONFIG.  This is the only file that
  * includes yaml.h.  It does not know what the keys mean beyond the cross-key checks below. */
-#include <config.h> /* autoconf's; <> so that this directory's config.h is not picked up */
+#include "config.h"
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "config/keys.h"
 #include "core/util.h"
 

@@ -1,9 +1,9 @@
 /* config_write.c: the resolved configuration as YAML (every key, as the run used it) and the
  * Markdown key reference (docs/config.md, `make config-doc`), both from the key table (keys.c).
  * Deliberately not here: reading YAML (config.c, the only file that includes yaml.h). */
-#include <config.h> /* autoconf's; <> so that this directory's config.h is not picked up */
+#include "config.h"
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "config/keys.h"
 
 #include <stdbool.h>

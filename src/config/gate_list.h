@@ -9,7 +9,7 @@
  *   doc     the key's documentation (docs/config.md)
  *   family, help, scale  gate.prom's family for the measured value, its HELP, and the factor
  *           from the report's unit to the family's base unit (ms -> s, % -> ratio)
- * Read by config/config.h (struct cfg_gates), config/keys.c (the keys), gate/gate.h (enum
+ * Read by config/cfg.h (struct cfg_gates), config/keys.c (the keys), gate/gate.h (enum
  * gate_crit), gate/gate_eval.c (the criteria's table) and gate/gate_prom.c (the families).  The
  * duration criterion is not here: its one threshold is gates.min_duration_h. */
 #ifndef RZ_CONFIG_GATE_LIST_H

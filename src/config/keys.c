@@ -4,7 +4,7 @@
  * It does not read YAML (config.c does) and knows nothing of positions: every failure here is only
  * a cause, which the caller prefixes with "FILE:LINE:COLUMN: KEY: " or "--set KEY: ".
  * The defaults below ARE the reference workload (configs/seed_benchmark.yaml). */
-#include <config.h> /* autoconf's; <> so that this directory's config.h is not picked up */
+#include "config.h"
 
 #include "config/keys.h"
 #include "core/util.h"

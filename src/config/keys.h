@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 
 enum cfg_type {

@@ -1,10 +1,12 @@
-/* util.c: time, allocation, memory accounting and filesystem helpers (see util.h). */
+/* util.c: time, time stamps, quantiles, allocation, memory accounting and filesystem helpers
+ * (see util.h). */
 #include "config.h"
 
 #include "core/util.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,12 +66,46 @@ double rz_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double rz_unix_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void rz_utc_format(char *buf, size_t len, double t, enum rz_utc_form form)
+{
+    time_t secs = (time_t)floor(t);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    switch (form) { /* literal formats, so the compiler checks them */
+    case RZ_UTC_ISO8601: strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm); return;
+    case RZ_UTC_COMPACT: strftime(buf, len, "%Y%m%dT%H%M%SZ", &tm); return;
+    case RZ_UTC_SPACED: strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm); return;
+    }
+}
+
 void rz_utc_iso8601(char *buf, size_t len)
 {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    rz_utc_format(buf, len, (double)time(NULL), RZ_UTC_ISO8601);
+}
+
+static int rz_dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double rz_quantile(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, n, sizeof *v, rz_dbl_cmp);
+    double pos = q * (double)(n - 1);
+    size_t i = (size_t)pos;
+    if (i + 1 >= n)
+        return v[n - 1];
+    return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
 }
 
 void *rz_alloc_aligned(size_t bytes)

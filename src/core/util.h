@@ -1,6 +1,6 @@
-/* util.h: small shared helpers: monotonic time, aligned allocation, checked allocation,
- * peak RSS, and directory creation.  Allocation functions return NULL on failure and never abort;
- * memory from rz_alloc_aligned is released with free(). */
+/* util.h: small shared helpers: monotonic and wall-clock time, UTC time stamps, quantiles,
+ * aligned allocation, checked allocation, peak RSS, and directory creation.  Allocation functions
+ * return NULL on failure and never abort; memory from rz_alloc_aligned is released with free(). */
 #ifndef RZ_CORE_UTIL_H
 #define RZ_CORE_UTIL_H
 
@@ -10,10 +10,24 @@
 
 #include "core/status.h"
 
-/* Seconds from an arbitrary fixed point (CLOCK_MONOTONIC). */
+/* Seconds from an arbitrary fixed point (CLOCK_MONOTONIC): for durations. */
 double rz_now(void);
 
-/* Wall-clock time as ISO-8601 UTC ("2026-11-21T02:48:39Z") into buf (>= 32 bytes). */
+/* Wall-clock time in Unix seconds (CLOCK_REALTIME), to the nanosecond: for time stamps. */
+double rz_unix_now(void);
+
+/* The project's shapes of a UTC time stamp. */
+enum rz_utc_form {
+    RZ_UTC_ISO8601, /* "2026-11-21T02:48:39Z": files, reports, listings */
+    RZ_UTC_COMPACT, /* "20261121T024839Z": inside a name (a run id) */
+    RZ_UTC_SPACED,  /* "2026-11-21 02:48:39Z": a time in a table for people (events) */
+};
+
+/* Unix time `t` (whole seconds; a fraction is dropped) in UTC as `form` into buf (>= 32
+ * bytes). */
+void rz_utc_format(char *buf, size_t len, double t, enum rz_utc_form form);
+
+/* Wall-clock time now as RZ_UTC_ISO8601 into buf (>= 32 bytes). */
 void rz_utc_iso8601(char *buf, size_t len);
 
 /* 64-byte-aligned, zero-filled allocation of `bytes`; NULL on failure. */
@@ -53,6 +67,10 @@ enum rz_status rz_read_file(const char *path, char **out, size_t *len, struct rz
  * `align` (except the end, n), as even as that allows; later parts may be empty when n is small.
  * A pure function: every rank computes every rank's part (ZeRO shards, the planner). */
 void rz_shard(size_t n, int parts, int index, size_t align, size_t *lo, size_t *hi);
+
+/* Quantile q in [0, 1] of v[0..n), linear between the order statistics around q (n - 1)
+ * (Hyndman and Fan's "type 7"); sorts v in place.  NaN for n == 0. */
+double rz_quantile(double *v, size_t n, double q);
 
 /* snprintf for messages and labels that may be cut at len - 1 bytes without harm. */
 void rz_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

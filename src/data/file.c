@@ -1,4 +1,4 @@
-/* file.c: the text and token files behind data.kind = text | tokens (data_internal.h): open, the
+/* file.c: the text and token files behind data.kind = text | tokens (file.h): open, the
  * size checks, one streaming pass that checks every id, and a read-only memory map that samples
  * read from.
  *
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/data_internal.h"
+#include "data/file.h"
 
 #define FILE_CHECK_CHUNK ((size_t)1 << 20) /* bytes per read of the id check; a multiple of 4 */
 

@@ -2,7 +2,7 @@
  * distribution, its entropy rate (the "entropy floor": the lowest expected loss any model can reach
  * on its samples) and its stationary samples.
  *
- * Construction, all from the counter generator keyed by the seed (data_internal.h):
+ * Construction, all from the counter generator keyed by the seed (counter_rng.h):
  *   - successors: state s always has (s+1) mod V, so 0 -> 1 -> ... -> V-1 -> 0 is a cycle through
  *     every state and the chain is irreducible; state 0 also has itself when branching >= 2, a
  *     self-loop that makes the chain aperiodic (a cycle of length 1 next to one of length V).  The
@@ -21,13 +21,15 @@
  * of its key). */
 #include "config.h"
 
-#include "data/data_internal.h"
+#include "data/markov.h"
 
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "data/counter_rng.h"
 
 #define MARKOV_PI_TOL 1e-13
 #define MARKOV_PI_MAX_ITERS 100000
@@ -227,16 +229,31 @@ void data_markov_destroy(struct data_markov *m)
     free(m);
 }
 
+/* Index of the first entry of the nondecreasing table cum[0..n) that is > u; cum[n-1] must be 1
+ * and u in [0, 1), so the answer exists.  Binary search. */
+static int32_t markov_cum_search(const double *cum, int32_t n, double u)
+{
+    int32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 void data_markov_sample(const struct data_markov *m, uint64_t key, int64_t seq_len,
                         int32_t *tokens)
 {
     size_t b = (size_t)m->branching;
-    int32_t x = data_cum_search(m->pi_cum, m->vocab, data_unit(data_draw(key, 0)));
+    int32_t x = markov_cum_search(m->pi_cum, m->vocab, data_unit(data_draw(key, 0)));
     tokens[0] = x;
     for (int64_t t = 1; t <= seq_len; t++) {
         size_t base = (size_t)x * b;
         double u = data_unit(data_draw(key, (uint64_t)t));
-        x = m->succ[base + (size_t)data_cum_search(m->cum + base, m->branching, u)];
+        x = m->succ[base + (size_t)markov_cum_search(m->cum + base, m->branching, u)];
         tokens[t] = x;
     }
 }

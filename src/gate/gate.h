@@ -1,7 +1,9 @@
 /* gate.h: go/no-go gate evaluation of one phase job and its reports (docs/gates.md).
  *
  *   gate_read      RUN_DIR/metrics/<job>/rank-*.jsonl, events.jsonl, summary.json, health.json,
- *                  checkpoints/ and the baseline report -> struct gate_input (events are
+ *                  checkpoints/ and the baseline report -> struct gate_input (the files' formats
+ *                  and readers are record/'s: rank_log.h, events.h, summary.h, health_json.h,
+ *                  report.h; events are
  *                  classified here, once: this job's, the chain, the verdict timeline, requeues
  *                  by reason)
  *   gate_evaluate  criteria, verdict, rollback checkpoint, planned action -> struct gate_result
@@ -28,11 +30,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 
-struct health_links; /* record/health.h */
+struct health_links; /* record/health_json.h */
 #include "core/status.h"
+#include "ladder/ladder.h"
+#include "record/events.h"
+#include "record/rank_log.h"
 #include "record/report.h"
+#include "record/summary.h"
 
 /* Criterion status; the values are the ryzen_gate_criterion_status codes in gate.prom. */
 enum gate_status { GATE_GO = 0, GATE_NO_GO = 1, GATE_HOLD = 2, GATE_NOT_JUDGED = 3, GATE_NA = 4 };
@@ -70,39 +76,8 @@ enum gate_end {
 const char *gate_end_name(enum gate_end e);
 bool gate_end_parse(const char *name, enum gate_end *out);
 
-/* Requeue reasons of ryzen-step's `requeue` events.  Only a failure counts against the failures
- * gate: a preemption or a time limit is the site's doing, not the run's. */
-enum gate_requeue {
-    GATE_RQ_FAILURE, GATE_RQ_SIGNAL, GATE_RQ_PREEMPTION, GATE_RQ_TIME_LIMIT,
-    GATE_RQ_NODE_FAILURE, GATE_RQ_SLURM, GATE_RQ_PREFLIGHT_NODE, GATE_RQ_NETWORK, GATE_RQ_OTHER,
-    GATE_N_RQ
-};
-const char *gate_requeue_name(enum gate_requeue r);   /* "failure", ..., "other" */
-
-/* The ladder's scaling model (gate_ladder.c; docs/gates.md, "Ladder report"), fitted to
- * measured phases:  T(P, b) = c*b + alpha*ceil(log2 P) + beta*2(P-1)/P*M  seconds per step,
- * throughput P*b/T, for P ranks of b samples each and M gradient bytes (4 per parameter). */
-struct gate_fit {
-    bool ok;
-    int points;                 /* measured attempts the fit rests on */
-    double c_s;                 /* seconds per sample on a whole core (the 1-rank phase) */
-    double k_local;             /* seconds per byte of the ring, per core share, within a node */
-    double k_net;               /* the share of the ring's time over the links a step waits */
-    double hop_s;               /* q: what a ring hop waits per rank sharing its core, seconds:
-                                 * the median over the fitted phases on fewer cores than ranks
-                                 * of their small collective's p50 per round x s, measured while
-                                 * they trained (not the preflight's idle ring hop, 4 to 7 times
-                                 * shorter: docs/ladder.md); 0: none.  2(P-1)*q/s a step */
-    double bytes;               /* M, the gradient's bytes (NaN: unknown) */
-    /* the measured attempts' layout, to place a rung not run yet */
-    double ranks_per_node, machine_cpus, link_Bps, link_lat_s;
-    double node_quota;          /* each node's CPU quota in cores, as the newest attempt's nodes
-                                 * had it (NaN: none): a node's cores are the least of its
-                                 * machine's CPUs over the nodes sharing them and this */
-    bool shared_machine;        /* their nodes are one machine's CPUs (the dev cluster) */
-    double err_rel;             /* the band: RMS relative error in-sample, or the spread */
-    char note[GATE_NOTE_MAX];   /* what the fit used, and what it lacked */
-};
+/* The requeue reasons are record/events.h's (enum event_requeue).  Only a failure counts
+ * against the failures gate: a preemption or a time limit is the site's doing, not the run's. */
 
 /* What the caller knows besides the run directory.  main fills it from the command line and the
  * environment; nothing below main reads the environment. */
@@ -116,50 +91,15 @@ struct gate_opts {
     int status;                 /* --status N: the last exit status; -1 when not given */
 };
 
-/* One metrics line of one rank, after de-duplication by step (the last occurrence wins). */
-struct gate_row {
-    int64_t step, run_step, samples_seen;
-    double loss, step_time_s, comm_time_s, allreduce_s;
-    double compute_time_s;      /* NaN in metrics written before it existed */
-    double time;                /* wall clock when the step ended (Unix s); NaN before it existed */
-    double grad_allreduce_s;    /* the gradient all-reduce's own time; NaN before it existed */
-    uint64_t rss_bytes;
-    bool has_sync, sync_ok;
-    bool skipped;               /* the loss guard skipped the step (loss may be NaN) */
-    double gnorm_post_spread;
-    double val_loss;            /* NaN on steps without a validation */
-};
-
 struct gate_rank {
     int rank;
     char host[GATE_NAME_MAX];   /* health.json, else summary.json, else "unknown" */
     double mem_total_bytes;     /* health.json; 0 when unknown */
     double predicted_peak_rss;  /* summary.json: the memory planner's peak RSS; 0 when unknown */
     double mem_limit_bytes;     /* health.json: the job\'s own limit on the node; 0 = none */
-    struct gate_row *rows;      /* ascending step */
+    struct rank_row *rows;      /* record/rank_log.h; ascending step, one per step (the last
+                                 * occurrence wins) */
     size_t n_rows;
-};
-
-/* One node's network counters while its last run trained (summary.json: its lowest rank's
- * rank_results entry, net/netstat.h): the whole host's, ryzen-train's traffic and any other;
- * its connections to each other node, the node's ranks' alone (train/train_net.h: the packet-loss
- * gate's sample); TCP's account of its retransmissions and the fabric's ports (context). */
-#define GATE_MAX_NET_NODES 64
-#define GATE_MAX_NET_PEERS 16
-struct gate_node_net {
-    char host[GATE_NAME_MAX];
-    int64_t steps;              /* the steps that run trained */
-    double seconds, segs, retrans, tx_bytes, rx_bytes, drops, errors;
-    bool has_ext;               /* TcpExt: */
-    double loss_probes, loss_probe_recoveries, dsacks, spurious_rtos, timeouts;
-    double fabric_ports, fabric_packets, fabric_errors; /* fabric_ports 0: none shown */
-    int n_peers;                /* its connections to each other node: this run's alone */
-    struct {
-        char host[GATE_NAME_MAX];
-        double segs, retrans;
-        double data_segs;       /* NaN: a summary written before it was counted */
-        double spurious;        /* D-SACKed retransmissions; NaN: unknown */
-    } peers[GATE_MAX_NET_PEERS];
 };
 
 /* A stop and the run after it, from rank 0's metrics in the order they were written: the last
@@ -207,15 +147,6 @@ struct gate_step {
     double gnorm_post_spread;   /* max over ranks */
 };
 
-struct gate_event {
-    char job[64], event[64], phase[GATE_NAME_MAX], reason[64];
-    char nodes[128];            /* its "nodes" field (nodes_lost), "" if none */
-    char summary[GATE_NOTE_MAX]; /* message and the event's key fields, for the timelines */
-    char when[32];              /* t as "YYYY-MM-DD HH:MM:SSZ" */
-    double t;                   /* seconds since the epoch */
-    char *json;                 /* the line as read (valid JSON object) */
-};
-
 /* One check of health.json (the preflight). */
 struct gate_check {
     char name[64];
@@ -250,13 +181,13 @@ struct gate_input {
     struct gate_rank *ranks;    /* world_size */
     struct gate_step *steps;
     size_t n_steps;
-    struct gate_event *events;  /* every line of events.jsonl (all jobs) */
+    struct event_rec *events;   /* every line of events.jsonl (all jobs; record/events.h) */
     size_t n_events;
     /* the events, classified once (indexes into events[]) */
     size_t *job_events, n_job_events;         /* this job's, in file order */
     size_t *chain_events, n_chain_events;     /* promote, rollback, rollback_start (any job) */
     size_t *verdict_events, n_verdict_events; /* the verdict timeline (any job, see gate_read.c) */
-    int64_t requeues[GATE_N_RQ];              /* this job's requeue events by reason */
+    int64_t requeues[EVENT_N_RQ];             /* this job's requeue events by reason */
     int64_t give_ups, resumes;                /* this job's give_up and resume events */
     double first_start_t, last_event_t;       /* this job's first `start`, last event (NaN) */
     /* how the phase ended (opts.ended) and what the caller passed along */
@@ -269,7 +200,7 @@ struct gate_input {
     double num_parameters;      /* summary.json's; NaN when unknown (the ladder's message size) */
     double entropy_floor;       /* NaN when unknown */
     int64_t summary_restarts;
-    struct gate_node_net net[GATE_MAX_NET_NODES]; /* summary.json's nodes, in rank order */
+    struct summary_net net[SUMMARY_MAX_NET_NODES]; /* summary.json's nodes, in rank order */
     int n_net;
     struct gate_topology topo;  /* health.json's ranks (n_nodes 0: none) */
     struct gate_recovery recov[GATE_MAX_RECOVERIES]; /* rank 0's runs, in order */
@@ -284,14 +215,7 @@ struct gate_input {
     /* the job's nodes lost (node_failed, nodes_lost events) and excluded for the rest of the
      * ladder (node_excluded), comma-separated ("" none) */
     char nodes_failed[256], nodes_excluded[256];
-    struct gate_ckpt_policy {   /* summary.json's checkpoints (known false: not there) */
-        bool known;
-        char mode[16], policy[16];
-        int64_t interval_steps;
-        int64_t failed;         /* periodic ones not written (checkpoint.failures_tolerated) */
-        double stall_ms_mean, commit_ms_mean; /* NaN unknown */
-        char why[GATE_NOTE_MAX];
-    } ckpt_policy;
+    struct summary_ckpts ckpt_policy; /* summary.json's checkpoints (known false: not there) */
     bool has_health;
     bool health_ok;
     struct gate_check *checks;  /* health.json's checks */
@@ -302,8 +226,9 @@ struct gate_input {
     size_t n_ckpts;
     struct gate_baseline baseline;
     char config_sha256[65];
-    struct gate_fit ladder_fit; /* the model fitted to the phases with fewer ranks under RUNROOT
-                                 * (not ok when there are none): this phase's prediction */
+    struct ladder_fit ladder_fit; /* the model fitted to the phases with fewer ranks under
+                                   * RUNROOT (not ok when there are none): this phase's
+                                   * prediction (ladder/ladder.h) */
 };
 
 struct gate_criterion {
@@ -416,107 +341,6 @@ void gate_write_prom(FILE *f, const struct gate_doc *d);
  * not an error: its message goes to warn ("" when none). */
 enum rz_status gate_write_reports(const struct gate_doc *d, char *dir_out, size_t dir_len,
                                   char *warn, size_t warn_len, struct rz_err *err);
-
-/* ---- the ladder report (ryzen-gate --ladder RUN_ROOT) ------------------------------------- */
-
-/* One phase report under RUN_ROOT (an attempt of a phase: its first run or a rollback). */
-struct gate_attempt {
-    char phase[GATE_NAME_MAX], job[64];
-    char lineage[GATE_NAME_MAX * 2]; /* "<phase>" or "<phase>/rollback-<job>" */
-    char report[4096];
-    char verdict[16], ended[32], action[16], action_phase[GATE_NAME_MAX];
-    char time[32];
-    int world;
-    double throughput, efficiency_prev;   /* the report's own efficiency (vs its baseline) */
-    double efficiency;          /* against the ladder's base attempt (gate_ladder_read) */
-    double comm, p50_ms, p99_ms, straggler;
-    double per_rank_batch;      /* global batch / world */
-    double compute_s;           /* median over ranks of the mean compute time per step */
-    double params;              /* number of parameters (NaN unknown) */
-    double throughput_p10;      /* the report's 10th percentile over windows (NaN unknown) */
-    /* where it ran (report.json topology and links; NaN / 0 when the report predates them) */
-    int nodes;
-    double cores_per_rank;      /* what each rank really had of a core */
-    double machine_cpus;        /* CPUs of the machine behind its first node */
-    double node_quota;          /* its nodes' CPU quota in cores, the tightest (NaN: none) */
-    bool shared_machine;        /* all its nodes are one machine (the dev cluster) */
-    double link_Bps, link_lat_s;/* the slowest link between its nodes, bytes/s; the median
-                                 * latency (NaN: one node, or no preflight links) */
-    double ring_hop_s;          /* its preflight's ring hop on its own placement, seconds (NaN:
-                                 * one rank, or a report from before it was measured) */
-    int64_t steps, skipped;
-    char from_ckpt[4096];       /* the checkpoint its run started from ("" fresh / unknown) */
-    char rollback_ckpt[4096];   /* the report's rollback checkpoint ("" none) */
-    char handed_to[128];        /* "job J (phase)" its checkpoint was handed to by a rollback */
-    int64_t requeues[GATE_N_RQ];
-    double goodput;             /* the report's uptime: useful training time / wall time (NaN) */
-    struct report_lost lost[REPORT_MAX_LOST]; /* the report's time lost by kind of restart */
-    int n_lost;
-    char nodes_lost[256], nodes_excluded[256];
-};
-
-#define GATE_LADDER_RUNGS 5     /* predictions at 8, 12, 16, 32 and 64 ranks */
-#define GATE_EARLY_RANKS 8      /* the hindcast's fit: phases of at most this many ranks */
-
-struct gate_prediction {
-    int world;
-    double throughput, lo, hi, efficiency;
-};
-
-struct gate_ladder {
-    char root[4096];
-    char time[32];
-    struct gate_attempt *att;   /* by world size, then time */
-    size_t n_att;
-    struct gate_event *events;  /* every lineage's events.jsonl, by time */
-    size_t n_events;
-    char (*ev_lineage)[GATE_NAME_MAX * 2]; /* n_events: the lineage each event came from */
-    size_t *timeline, n_timeline; /* the verdict timeline: indexes into events, by time */
-    int base;                   /* the attempt efficiencies are measured against (-1: none) */
-    struct gate_fit fit;
-    /* the model as it stood after the phases of at most GATE_EARLY_RANKS ranks (phase 1 and
-     * 2a), against the larger phases measured since */
-    struct gate_fit early;
-    struct gate_prediction pred[GATE_LADDER_RUNGS];
-    int n_pred;                 /* rungs not measured yet */
-};
-
-/* Read every RUN_ROOT/<phase>[/rollback-<job>]/reports/<job>/report.json and events.jsonl,
- * the efficiencies against the base (the 1-rank attempt, else the smallest), the fit and the
- * predictions.  Malformed reports are RZ_EDATA naming the file. */
-enum rz_status gate_ladder_read(struct gate_ladder *l, const char *root, struct rz_err *err);
-/* Fit the model to the attempts with fewer than `below_world` ranks (0: all). */
-void gate_ladder_fit(const struct gate_ladder *l, int below_world, struct gate_fit *fit);
-/* Where a phase runs, as the model takes it: ranks, nodes, each rank's cores, the slowest link
- * (bytes/s) and the latency (NaN: unknown). */
-struct gate_layout {
-    int world, nodes;
-    double cores, link_Bps, link_lat_s;
-};
-/* A rung not run yet, placed as the fitted attempts were (ranks per node, CPUs per machine,
- * shared or not, their links) on the nodes the newest attempt had: each rank's cores are the
- * least of 1, its machine's CPUs over the ranks on the machine, and its node's CPU quota over
- * the node's ranks, as gate_topology_read counts them for a phase that ran. */
-void gate_ladder_layout(const struct gate_fit *fit, int world, struct gate_layout *out);
-/* A measured attempt's own layout (its topology and links), the fit's where it lacks them. */
-void gate_attempt_layout(const struct gate_attempt *a, const struct gate_fit *fit,
-                         struct gate_layout *out);
-/* The model's throughput for a layout and `per_rank_batch` samples per rank; NaN if !fit->ok:
- *   T = c*b/s + H + k_net * (2(P-1)/P * M / B + 2(P-1) * lat)   on several nodes
- *   T = c*b/s + H + k_local * 2(P-1)/P * M / s                   on one
- *   throughput = P*b/T, s = each rank's cores, B = the slowest link; H = 2(P-1)*q/s, the ring's
- *   hops each waiting a turn of the ranks that share a core, where s < 1 (else 0); q the fit's. */
-double gate_ladder_predict(const struct gate_fit *fit, const struct gate_layout *lay,
-                           double per_rank_batch);
-/* gate_ladder_predict at gate_ladder_layout(world). */
-double gate_ladder_model(const struct gate_fit *fit, int world, double per_rank_batch);
-void gate_ladder_free(struct gate_ladder *l);
-
-void gate_ladder_write_json(FILE *f, const struct gate_ladder *l);
-void gate_ladder_write_md(FILE *f, const struct gate_ladder *l);
-void gate_ladder_write_html(FILE *f, const struct gate_ladder *l);
-/* RUN_ROOT/ladder.json, ladder.md, ladder.html (core/durable.h). */
-enum rz_status gate_ladder_write(const struct gate_ladder *l, struct rz_err *err);
 
 /* Shared formatting helper: "%.6g" or "n/a" for NaN, into buf. */
 const char *gate_fmt_num(char *buf, size_t len, double v);

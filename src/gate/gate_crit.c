@@ -1,4 +1,4 @@
-/* gate_crit.c: a criterion's pieces that every file judging one uses: quantiles, the judgement
+/* gate_crit.c: a criterion's pieces that every file judging one uses: the judgement
  * of a value against GO and NO-GO thresholds, the verdict of a list of criteria, the names of
  * statuses and verdicts, and a criterion's note and measurement (gate_internal.h). */
 #include "config.h"
@@ -14,24 +14,6 @@
 #include "gate/gate_internal.h"
 
 /* ---- small helpers --------------------------------------------------------------------------- */
-
-static int gate_dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double gate_quantile(double *v, size_t n, double q)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, n, sizeof *v, gate_dbl_cmp);
-    double pos = q * (double)(n - 1);
-    size_t i = (size_t)pos;
-    if (i + 1 >= n)
-        return v[n - 1];
-    return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
-}
 
 enum gate_status gate_judge(double value, double go, double no_go, bool higher_is_better)
 {

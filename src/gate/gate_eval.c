@@ -13,7 +13,7 @@
 
 #include "core/util.h"
 #include "gate/gate_internal.h"
-#include "record/health.h"
+#include "record/health_json.h"
 
 #define GATE_SUSPECT_EFFICIENCY 1.02
 
@@ -89,8 +89,8 @@ static enum rz_status gate_throughput(struct gate_result *res, const struct gate
             samples = secs = 0;
         }
     }
-    gate_measure(k, gate_quantile(rates, res->n_windows, 0.5), (int64_t)n);
-    res->throughput_p10 = gate_quantile(rates, res->n_windows, 0.1);
+    gate_measure(k, rz_quantile(rates, res->n_windows, 0.5), (int64_t)n);
+    res->throughput_p10 = rz_quantile(rates, res->n_windows, 0.1);
     gate_note(k, "median of %zu window(s) of %zu steady steps; p10 %.6g samples/s", nw, w,
               res->throughput_p10);
     free(rates);
@@ -144,7 +144,7 @@ static enum rz_status gate_ranks(struct gate_result *res, const struct gate_inpu
             return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
         size_t m = 0;
         for (size_t i = 0; i < rk->n_rows; i++) {
-            const struct gate_row *row = &rk->rows[i];
+            const struct rank_row *row = &rk->rows[i];
             rs->peak_rss_bytes = row->rss_bytes > rs->peak_rss_bytes ? row->rss_bytes
                                                                      : rs->peak_rss_bytes;
             if (!gate_steady(c, row->run_step))
@@ -159,7 +159,7 @@ static enum rz_status gate_ranks(struct gate_result *res, const struct gate_inpu
         rs->mean_compute_s = m ? compute / (double)m : (double)NAN;
         rs->comm_share = m ? comm / step : (double)NAN;
         for (int q = 0; q < 5; q++)
-            rs->q[q] = gate_quantile(t, m, q / 4.0);
+            rs->q[q] = rz_quantile(t, m, q / 4.0);
         free(t);
         samples += (int64_t)m;
         if (m > 0 && (isnan(worst) || rs->comm_share > worst)) {
@@ -194,8 +194,8 @@ static enum rz_status gate_allreduce(struct gate_result *res, const struct gate_
     if (m == 0) {
         gate_note(k, "no steady-state steps");
     } else {
-        res->allreduce_p50_ms = gate_quantile(v, m, 0.5);
-        gate_measure(k, gate_quantile(v, m, 0.99), (int64_t)m);
+        res->allreduce_p50_ms = rz_quantile(v, m, 0.5);
+        gate_measure(k, rz_quantile(v, m, 0.99), (int64_t)m);
         gate_note(k, "the small collective (loss, stop flag, norms): p50 %.4g ms, p99 %.4g ms "
                   "over steady steps of all ranks", res->allreduce_p50_ms, k->measured);
     }
@@ -204,14 +204,14 @@ static enum rz_status gate_allreduce(struct gate_result *res, const struct gate_
         m = 0;
         for (int r = 0; r < in->world_size; r++)
             for (size_t i = 0; i < in->ranks[r].n_rows; i++) {
-                const struct gate_row *row = &in->ranks[r].rows[i];
+                const struct rank_row *row = &in->ranks[r].rows[i];
                 if (gate_steady(c, row->run_step) && !isnan(row->grad_allreduce_s))
                     v[m++] = 1000.0 * (part == 0 ? row->grad_allreduce_s : row->comm_time_s);
             }
         double *p50 = part == 0 ? &res->grad_p50_ms : &res->exposed_p50_ms;
         double *p99 = part == 0 ? &res->grad_p99_ms : &res->exposed_p99_ms;
-        *p50 = m > 0 ? gate_quantile(v, m, 0.5) : (double)NAN;
-        *p99 = m > 0 ? gate_quantile(v, m, 0.99) : (double)NAN;
+        *p50 = m > 0 ? rz_quantile(v, m, 0.5) : (double)NAN;
+        *p99 = m > 0 ? rz_quantile(v, m, 0.99) : (double)NAN;
     }
     if (!isnan(res->grad_p50_ms))
         gate_note(k, "the gradient all-reduce: p50 %.4g ms, p99 %.4g ms, of which exposed p50 "
@@ -255,7 +255,7 @@ static enum rz_status gate_straggler(struct gate_result *res, const struct gate_
         free(v);
         return RZ_OK;
     }
-    res->straggler_median_s = gate_quantile(v, (size_t)n, 0.5);
+    res->straggler_median_s = rz_quantile(v, (size_t)n, 0.5);
     free(v);
     const int s = res->straggler_rank;
     gate_measure(k, slowest / res->straggler_median_s, res->crit[GATE_THROUGHPUT].samples);
@@ -437,10 +437,10 @@ static void gate_entropy(struct gate_result *res, const struct gate_input *in,
 static void gate_failures_uptime(struct gate_result *res, const struct gate_input *in)
 {
     struct gate_criterion *kf = &res->crit[GATE_FAILURES], *ku = &res->crit[GATE_UPTIME];
-    int64_t fail = in->requeues[GATE_RQ_FAILURE] + in->give_ups, other = 0;
+    int64_t fail = in->requeues[EVENT_RQ_FAILURE] + in->give_ups, other = 0;
     double first = in->first_start_t, last = in->last_event_t;
-    for (int r = 0; r < GATE_N_RQ; r++)
-        other += r == GATE_RQ_FAILURE ? 0 : in->requeues[r];
+    for (int r = 0; r < EVENT_N_RQ; r++)
+        other += r == EVENT_RQ_FAILURE ? 0 : in->requeues[r];
     if (in->n_job_events == 0) {
         gate_note(kf, "no events of job %s in events.jsonl (not run by ryzen-step?)", in->job);
         gate_note(ku, "no events of job %s in events.jsonl", in->job);
@@ -452,14 +452,14 @@ static void gate_failures_uptime(struct gate_result *res, const struct gate_inpu
               "node excluded after the preflight %lld, network fault %lld, other %lld), %lld "
               "resume(s) from a "
               "checkpoint", (long long)fail,
-              (long long)other, (long long)in->requeues[GATE_RQ_SIGNAL],
-              (long long)in->requeues[GATE_RQ_PREEMPTION],
-              (long long)in->requeues[GATE_RQ_TIME_LIMIT],
-              (long long)in->requeues[GATE_RQ_NODE_FAILURE],
-              (long long)in->requeues[GATE_RQ_SLURM],
-              (long long)in->requeues[GATE_RQ_PREFLIGHT_NODE],
-              (long long)in->requeues[GATE_RQ_NETWORK],
-              (long long)in->requeues[GATE_RQ_OTHER],
+              (long long)other, (long long)in->requeues[EVENT_RQ_SIGNAL],
+              (long long)in->requeues[EVENT_RQ_PREEMPTION],
+              (long long)in->requeues[EVENT_RQ_TIME_LIMIT],
+              (long long)in->requeues[EVENT_RQ_NODE_FAILURE],
+              (long long)in->requeues[EVENT_RQ_SLURM],
+              (long long)in->requeues[EVENT_RQ_PREFLIGHT_NODE],
+              (long long)in->requeues[EVENT_RQ_NETWORK],
+              (long long)in->requeues[EVENT_RQ_OTHER],
               (long long)in->resumes);
     double train = 0;
     for (size_t i = 0; i < in->n_steps; i++)
@@ -642,20 +642,20 @@ static void gate_prediction(struct gate_result *res, const struct gate_input *in
                             const struct cfg *c)
 {
     double b = (double)(c->training.batch_size * c->training.grad_accum);
-    struct gate_layout lay;
-    gate_ladder_layout(&in->ladder_fit, in->world_size, &lay);
+    struct ladder_layout lay;
+    ladder_rung_layout(&in->ladder_fit, in->world_size, &lay);
     if (in->topo.n_nodes > 0) {
         lay.nodes = in->topo.n_nodes;
         if (in->topo.cores_per_rank > 0)
             lay.cores = in->topo.cores_per_rank;
     }
     double bps, lat;
-    gate_link_figures(in->links, &bps, &lat);
+    ladder_link_figures(in->links, &bps, &lat);
     if (!isnan(bps)) {
         lay.link_Bps = bps;
         lay.link_lat_s = lat;
     }
-    res->predicted = gate_ladder_predict(&in->ladder_fit, &lay, b);
+    res->predicted = ladder_predict(&in->ladder_fit, &lay, b);
     res->predicted_lo = res->predicted * (1.0 - in->ladder_fit.err_rel);
     res->predicted_hi = res->predicted * (1.0 + in->ladder_fit.err_rel);
 }

@@ -1,14 +1,16 @@
 /* gate_links.c: the report's section on the links between the job's nodes, as the preflight
- * measured them (health.json's links, record/health.h): in report.json, a table in report.md,
+ * measured them (health.json's links, record/health_json.h): in report.json, a table in report.md,
  * and a table and a picture (a matrix of coloured cells) in report.html. */
 #include "config.h"
 
 #include <math.h>
 #include <stdio.h>
 
+#include "chart/chart.h"
 #include "core/json.h"
+#include "core/util.h"
 #include "gate/gate_internal.h"
-#include "record/health.h"
+#include "record/health_json.h"
 
 #define PICTURE_MAX_HOSTS 16 /* larger jobs get the table only */
 
@@ -97,13 +99,13 @@ static void links_picture(FILE *f, const struct health_links *l)
             left + cell * l->n_hosts / 2, left - 6);
     for (int b = 0; b < l->n_hosts; b++) {
         fprintf(f, "<text x=\"%.1f\" y=\"32\" text-anchor=\"middle\">", left + cell * (b + 0.5));
-        gate_html_text(f, l->hosts[b]);
+        chart_html_text(f, l->hosts[b]);
         fputs("</text>\n", f);
     }
     for (int a = 0; a < l->n_hosts; a++) {
         fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", left - 6,
                 top + cell * (a + 0.5) + 4);
-        gate_html_text(f, l->hosts[a]);
+        chart_html_text(f, l->hosts[a]);
         fputs("</text>\n", f);
         for (int b = 0; b < l->n_hosts; b++) {
             double x = left + cell * b, y = top + cell * a;
@@ -134,9 +136,9 @@ void gate_html_links(FILE *f, const struct gate_input *in)
     if (l == NULL || !slowest(l, &from, &to))
         return;
     fputs("<h2>Links between nodes (preflight)</h2>\n<p id=\"links-slowest\">Slowest: ", f);
-    gate_html_text(f, l->hosts[from]);
+    chart_html_text(f, l->hosts[from]);
     fputs(" &rarr; ", f);
-    gate_html_text(f, l->hosts[to]);
+    chart_html_text(f, l->hosts[to]);
     fprintf(f, ", %.3g Gbit/s (the fastest: %.3g). Each cell: the rate from the row's node to "
                "the column's, and the latency; %lld-byte sends.</p>\n", l->gbps[from][to],
             fastest(l), (long long)l->probe_bytes);
@@ -145,13 +147,13 @@ void gate_html_links(FILE *f, const struct gate_input *in)
     fputs("<table id=\"links\"><tr><th>from \\ to</th>", f);
     for (int b = 0; b < l->n_hosts; b++) {
         fputs("<th>", f);
-        gate_html_text(f, l->hosts[b]);
+        chart_html_text(f, l->hosts[b]);
         fputs("</th>", f);
     }
     fputs("</tr>\n", f);
     for (int a = 0; a < l->n_hosts; a++) {
         fputs("<tr><th>", f);
-        gate_html_text(f, l->hosts[a]);
+        chart_html_text(f, l->hosts[a]);
         fputs("</th>", f);
         for (int b = 0; b < l->n_hosts; b++)
             if (a == b)
@@ -161,20 +163,4 @@ void gate_html_links(FILE *f, const struct gate_input *in)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n", f);
-}
-
-void gate_link_figures(const struct health_links *l, double *slowest_Bps, double *median_lat_s)
-{
-    static double lat[HEALTH_MAX_HOSTS * HEALTH_MAX_HOSTS];
-    size_t n = 0;
-    *slowest_Bps = *median_lat_s = NAN;
-    for (int i = 0; l != NULL && i < l->n_hosts; i++)
-        for (int k = 0; k < l->n_hosts; k++)
-            if (i != k && l->gbps[i][k] > 0) {
-                double bps = l->gbps[i][k] * 1e9 / 8;
-                *slowest_Bps = n == 0 ? bps : fmin(*slowest_Bps, bps);
-                lat[n++] = l->latency_us[i][k] * 1e-6;
-            }
-    if (n > 0)
-        *median_lat_s = gate_quantile(lat, n, 0.5);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chart/chart.h"
 #include "core/json.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
@@ -93,7 +94,7 @@ struct loss_sample {
     bool known;
 };
 
-static struct loss_sample node_tcp(const struct gate_node_net *g)
+static struct loss_sample node_tcp(const struct summary_net *g)
 {
     struct loss_sample s = {.known = true};
     for (int p = 0; p < g->n_peers; p++) {
@@ -104,7 +105,7 @@ static struct loss_sample node_tcp(const struct gate_node_net *g)
     return s;
 }
 
-static struct loss_sample node_fabric(const struct gate_node_net *g)
+static struct loss_sample node_fabric(const struct summary_net *g)
 {
     return (struct loss_sample){.lost = g->fabric_errors, .sent = g->fabric_packets,
                                 .known = g->fabric_ports > 0.0};
@@ -156,12 +157,12 @@ static int count_nodes(const struct gate_input *in)
 }
 
 /* A link's (a node's connections to one other node) share lost. */
-static double peer_share(const struct gate_node_net *g, int p)
+static double peer_share(const struct summary_net *g, int p)
 {
     return share(netsock_lost(g->peers[p].retrans, g->peers[p].spurious), g->peers[p].data_segs);
 }
 
-static bool link_lossy(const struct gate_node_net *g, int p, double limit, double threshold)
+static bool link_lossy(const struct summary_net *g, int p, double limit, double threshold)
 {
     double lost = netsock_lost(g->peers[p].retrans, g->peers[p].spurious), lo, hi;
     if (!(g->peers[p].data_segs > 0.0) || peer_share(g, p) <= limit)
@@ -176,7 +177,7 @@ static int links_at(const struct gate_input *in, int h, bool any, double limit, 
     int n = 0;
     for (int i = 0; i < in->n_net; i++)
         for (int p = 0; p < in->net[i].n_peers; p++) {
-            const struct gate_node_net *g = &in->net[i];
+            const struct summary_net *g = &in->net[i];
             bool hit = any ? netsock_lost(g->peers[p].retrans, g->peers[p].spurious) > 0.0
                            : link_lossy(g, p, limit, threshold);
             n += hit && (h < 0 || i == h || strcmp(g->peers[p].host, in->net[h].host) == 0);
@@ -255,7 +256,7 @@ static void name_lossy(struct gate_criterion *k, struct gate_result *res,
 /* Judge every node's sample (tcp or fabric) and their pool; the worst node in *worst (the
  * highest lower bound), -1 when none sent anything. */
 static enum gate_status judge_samples(const struct gate_criterion *k, const struct gate_input *in,
-                                      struct loss_sample (*of)(const struct gate_node_net *),
+                                      struct loss_sample (*of)(const struct summary_net *),
                                       struct loss_sample *pool, struct loss_sample *w_out,
                                       int *worst)
 {
@@ -422,7 +423,7 @@ void gate_json_network(struct rz_json *j, const struct gate_input *in,
     rz_json_key(j, "nodes");
     rz_json_array_begin(j);
     for (int i = 0; i < in->n_net; i++) {
-        const struct gate_node_net *g = &in->net[i];
+        const struct summary_net *g = &in->net[i];
         rz_json_object_begin(j);
         rz_json_kv_string(j, "host", g->host);
         rz_json_kv_double(j, "seconds", g->seconds);
@@ -471,7 +472,7 @@ void gate_md_network(FILE *f, const struct gate_input *in, const struct gate_res
             res->lossy_host[0] ? "  Every lossy link is **" : "", res->lossy_host,
             res->lossy_host[0] ? "**'s." : "");
     for (int i = 0; i < in->n_net; i++) {
-        const struct gate_node_net *g = &in->net[i];
+        const struct summary_net *g = &in->net[i];
         fprintf(f, "| %s | %.0f | %.0f | %.3g%% | %.3g | %.0f | %.0f |", g->host, g->segs,
                 g->retrans, 100.0 * share(g->retrans, g->segs),
                 per_step(g->tx_bytes, g->steps) / 1e6, g->drops, g->errors);
@@ -493,22 +494,22 @@ void gate_html_network(FILE *f, const struct gate_input *in, const struct gate_r
           "less the resends D-SACK proved spurious).", f);
     if (res->lossy_host[0]) {
         fputs(" Every lossy link is <strong id=\"lossy-host\">", f);
-        gate_html_text(f, res->lossy_host);
+        chart_html_text(f, res->lossy_host);
         fputs("</strong>'s.", f);
     }
     fputs("</p>\n<table id=\"network\"><tr><th>node</th><th>TCP segments sent</th>"
           "<th>retransmitted</th><th>share</th><th>MB sent per step</th><th>drops</th>"
           "<th>errors</th><th>MPI to each node: lost / data segments</th></tr>\n", f);
     for (int i = 0; i < in->n_net; i++) {
-        const struct gate_node_net *g = &in->net[i];
+        const struct summary_net *g = &in->net[i];
         fputs("<tr><th>", f);
-        gate_html_text(f, g->host);
+        chart_html_text(f, g->host);
         fprintf(f, "</th><td>%.0f</td><td>%.0f</td><td>%.3g%%</td><td>%.3g</td><td>%.0f</td>"
                    "<td>%.0f</td><td>", g->segs, g->retrans, 100.0 * share(g->retrans, g->segs),
                 per_step(g->tx_bytes, g->steps) / 1e6, g->drops, g->errors);
         for (int p = 0; p < g->n_peers; p++) {
             fputs(p ? ", " : "", f);
-            gate_html_text(f, g->peers[p].host);
+            chart_html_text(f, g->peers[p].host);
             fprintf(f, " %.0f / %.0f", netsock_lost(g->peers[p].retrans, g->peers[p].spurious),
                     g->peers[p].data_segs);
         }

@@ -6,7 +6,7 @@
  * units) and the labels slurm_job_id and phase (`job` would clash with Prometheus's own scrape
  * label).  ryzen_last_update_timestamp_seconds says when the report was written.
  * Deliberately not here: where the file goes (gate_report.c) and the trainer's live metrics
- * (metrics/live.c). */
+ * (metrics/live_series.c). */
 
 #include "gate/gate.h"
 
@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "metrics/live.h"
+#include "metrics/live_series.h"
 
 /* Each criterion's measured value as its own family: name, help, and the factor from the
  * report's unit to the family's base unit (ms -> s, % -> ratio, h -> s). */
@@ -105,9 +105,9 @@ void gate_write_prom(FILE *f, const struct gate_doc *d)
     for (size_t i = 0; i < sizeof grad / sizeof grad[0]; i++)
         gate_prom_one(f, in, grad[i].name, grad[i].help, grad[i].ms / 1000.0);
     metrics_prom_head(f, "ryzen_gate_requeues", "gauge", "Requeues of the judged job by reason.");
-    for (int r = 0; r < GATE_N_RQ; r++)
+    for (int r = 0; r < EVENT_N_RQ; r++)
         gate_prom_sample(f, "ryzen_gate_requeues", in, "reason",
-                         gate_requeue_name((enum gate_requeue)r), (double)in->requeues[r]);
+                         event_requeue_name((enum event_requeue)r), (double)in->requeues[r]);
     metrics_prom_head(f, "ryzen_gate_time_lost_seconds", "gauge",
                       "Wall time from the last step before a stop to the first step after it, "
                       "summed by kind of restart.");

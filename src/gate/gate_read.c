@@ -1,9 +1,10 @@
 #include "config.h"
 
-/* gate_read.c: the gate's inputs: which job, every rank's metrics JSONL (validated line by line,
- * de-duplicated by step keeping the last occurrence, merged into steps present on every rank),
- * events.jsonl (read by gate_jsonl.c, sorted here), summary.json, health.json, the checkpoint
- * list and the config hash.
+/* gate_read.c: the gate's inputs: which job, every rank's metrics JSONL (record/rank_log.h
+ * reads and validates it line by line; de-duplicated here by step keeping the last occurrence,
+ * merged into steps present on every rank), events.jsonl (record/events.h reads it, sorted
+ * here into the timelines), summary.json (record/summary.h), health.json (record/health_json.h),
+ * the checkpoint list and the config hash.
  * Deliberately not here: any judgement (gate_eval.c) or the baseline report (gate_baseline.c). */
 
 #include "gate/gate.h"
@@ -20,110 +21,20 @@
 #include "core/util.h"
 #include "gate/gate_internal.h"
 #include "core/json_read.h"
-#include "record/health.h"
+#include "record/events.h"
+#include "record/health_json.h"
 #include "record/layout.h"
+#include "record/rank_log.h"
+#include "record/summary.h"
 
 /* ---- metrics --------------------------------------------------------------------------------- */
 
+/* A rank's rows (record/rank_log.h), in file order until gate_rows_dedupe. */
 struct gate_rows {
-    struct gate_row *v;
-    size_t n, cap;
-    int world_size;             /* from the lines; 0 until the first */
+    struct rank_row *v;
+    size_t n;
+    int world_size;
 };
-
-static enum rz_status gate_field_num(const struct gj_value *o, const char *key, double *out,
-                                     const char *path, long line, struct rz_err *err)
-{
-    const struct gj_value *v = gj_get(o, key);
-    if (v == NULL)
-        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is missing", path, line, key);
-    if (v->type == GJ_NULL)
-        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is null (a non-finite value: did "
-                       "training diverge?)", path, line, key);
-    if (v->type != GJ_NUM || !isfinite(v->num))
-        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is not a number", path, line, key);
-    *out = v->num;
-    return RZ_OK;
-}
-
-static enum rz_status gate_field_int(const struct gj_value *o, const char *key, int64_t *out,
-                                     int64_t min, const char *path, long line, struct rz_err *err)
-{
-    if (!gj_get_int(o, key, out) || *out < min)
-        return rz_fail(err, RZ_EDATA, "%s:%ld: field '%s' is not an integer >= %lld", path,
-                       line, key, (long long)min);
-    return RZ_OK;
-}
-
-static enum rz_status gate_row_parse(struct gate_row *r, int64_t *world, const struct gj_value *o,
-                                     const char *path, long line, struct rz_err *err)
-{
-    double rss = 0;
-    enum rz_status st = gate_field_int(o, "step", &r->step, 1, path, line, err);
-    if (st == RZ_OK)
-        st = gate_field_int(o, "run_step", &r->run_step, 1, path, line, err);
-    if (st == RZ_OK)
-        st = gate_field_int(o, "samples_seen", &r->samples_seen, 0, path, line, err);
-    if (st == RZ_OK)
-        st = gate_field_int(o, "world_size", world, 1, path, line, err);
-    r->skipped = false;
-    (void)gj_get_bool(o, "skipped", &r->skipped);
-    const char *keys[] = {"loss", "step_time_s", "comm_time_s", "allreduce_s", "rss_bytes"};
-    double *dst[] = {&r->loss, &r->step_time_s, &r->comm_time_s, &r->allreduce_s, &rss};
-    r->loss = NAN; /* a step the loss guard skipped may have a non-finite (null) loss */
-    bool null_loss = r->skipped && gj_get(o, "loss") != NULL && gj_get(o, "loss")->type == GJ_NULL;
-    for (size_t i = null_loss ? 1 : 0; st == RZ_OK && i < RZ_ARRAY_LEN(keys); i++)
-        st = gate_field_num(o, keys[i], dst[i], path, line, err);
-    if (st == RZ_OK && (r->step_time_s <= 0 || r->comm_time_s < 0 || r->allreduce_s < 0 ||
-                        rss < 0))
-        st = rz_fail(err, RZ_EDATA, "%s:%ld: negative time or memory (step_time_s must be > 0)",
-                     path, line);
-    r->rss_bytes = (uint64_t)rss;
-    r->compute_time_s = NAN; /* optional: metrics written before it have none */
-    if (st == RZ_OK && gj_get(o, "compute_time_s") != NULL)
-        st = gate_field_num(o, "compute_time_s", &r->compute_time_s, path, line, err);
-    r->time = NAN; /* the same */
-    if (st == RZ_OK && gj_get(o, "t") != NULL)
-        st = gate_field_num(o, "t", &r->time, path, line, err);
-    r->grad_allreduce_s = NAN; /* the same */
-    if (st == RZ_OK && gj_get(o, "grad_allreduce_s") != NULL)
-        st = gate_field_num(o, "grad_allreduce_s", &r->grad_allreduce_s, path, line, err);
-    r->has_sync = gj_get_bool(o, "sync_ok", &r->sync_ok);
-    if (st == RZ_OK && gj_get(o, "sync_ok") != NULL && !r->has_sync)
-        st = rz_fail(err, RZ_EDATA, "%s:%ld: field 'sync_ok' is not true/false", path, line);
-    r->gnorm_post_spread = 0;
-    if (st == RZ_OK && r->has_sync)
-        st = gate_field_num(o, "gnorm_post_spread", &r->gnorm_post_spread, path, line, err);
-    r->val_loss = NAN;
-    if (st == RZ_OK && gj_get(o, "val_loss") != NULL)
-        st = gate_field_num(o, "val_loss", &r->val_loss, path, line, err);
-    return st;
-}
-
-static enum rz_status gate_row_line(void *ctx, const struct gj_value *v, const char *path,
-                                    long line, const char *text, struct rz_err *err)
-{
-    struct gate_rows *rows = ctx;
-    if (rows->n == rows->cap) {
-        size_t cap = rows->cap ? rows->cap * 2 : 256;
-        struct gate_row *nv = realloc(rows->v, cap * sizeof *nv);
-        if (nv == NULL)
-            return rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
-        rows->v = nv;
-        rows->cap = cap;
-    }
-    int64_t world = 0;
-    struct gate_row *r = &rows->v[rows->n];
-    enum rz_status st = gate_row_parse(r, &world, v, path, line, err);
-    if (st != RZ_OK)
-        return st;
-    if (rows->world_size != 0 && world != rows->world_size)
-        return rz_fail(err, RZ_EDATA, "%s:%ld: world_size %lld differs from %d on earlier lines",
-                       path, line, (long long)world, rows->world_size);
-    rows->world_size = (int)world;
-    rows->n++;
-    return RZ_OK;
-}
 
 struct gate_key {
     int64_t step;
@@ -143,7 +54,7 @@ static int gate_key_cmp(const void *a, const void *b)
 static enum rz_status gate_rows_dedupe(struct gate_rows *rows, struct rz_err *err)
 {
     struct gate_key *k = calloc(rows->n, sizeof *k);
-    struct gate_row *out = calloc(rows->n, sizeof *out);
+    struct rank_row *out = calloc(rows->n, sizeof *out);
     if (k == NULL || out == NULL) {
         free(k);
         free(out);
@@ -181,7 +92,7 @@ static enum rz_status gate_read_rank(struct gate_input *in, struct gate_rank *rk
                                      int *world, struct rz_err *err)
 {
     char path[4200];
-    rz_fmt(path, sizeof path, "%s/rank-%05d.jsonl", in->metrics_dir, rank);
+    rank_log_file(path, sizeof path, in->metrics_dir, rank);
     rk->rank = rank;
     rz_fmt(rk->host, sizeof rk->host, "unknown");
     struct stat sb;
@@ -190,7 +101,8 @@ static enum rz_status gate_read_rank(struct gate_input *in, struct gate_rank *rk
                                          "(world_size %d)", rank, path, strerror(errno),
                                          *world), err);
     struct gate_rows rows = {0};
-    enum rz_status st = gate_tolerate(in, gate_read_jsonl(path, gate_row_line, &rows, err), err);
+    enum rz_status st = rank_log_read(path, &rows.v, &rows.n, &rows.world_size, err);
+    st = gate_tolerate(in, st, err);
     if (st == RZ_OK && rows.n == 0 && in->ended == GATE_END_NONE)
         st = rz_fail(err, RZ_EDATA, "%s: no metrics lines", path);
     if (st == RZ_OK && *world != 0 && rows.n > 0 && rows.world_size != *world)
@@ -223,7 +135,7 @@ static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *
         return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
     double batch = (double)(c->training.batch_size * c->training.grad_accum) * in->world_size;
     for (size_t i = 0; i < in->ranks[0].n_rows; i++) {
-        const struct gate_row *r0 = &in->ranks[0].rows[i];
+        const struct rank_row *r0 = &in->ranks[0].rows[i];
         struct gate_step s = {.step = r0->step, .run_step = r0->run_step,
                               .samples_seen = r0->samples_seen, .loss = r0->loss,
                               .skipped = r0->skipped, .val_loss = r0->val_loss};
@@ -237,7 +149,7 @@ static enum rz_status gate_merge_steps(struct gate_input *in, const struct cfg *
             all = cur[k] < rk->n_rows && rk->rows[cur[k]].step == s.step;
             if (!all)
                 break;
-            const struct gate_row *r = &rk->rows[cur[k]];
+            const struct rank_row *r = &rk->rows[cur[k]];
             s.step_time_s = fmax(s.step_time_s, r->step_time_s);
             s.sync_ranks += r->has_sync;
             s.sync_ok_ranks += r->has_sync && r->sync_ok;
@@ -318,16 +230,16 @@ static enum rz_status gate_classify_events(struct gate_input *in, struct rz_err 
         return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
     in->first_start_t = in->last_event_t = NAN;
     for (size_t i = 0; i < in->n_events; i++) {
-        const struct gate_event *e = &in->events[i];
-        if (gate_is_chain_event(e))
+        const struct event_rec *e = &in->events[i];
+        if (event_is_chain(e))
             in->chain_events[in->n_chain_events++] = i;
-        if (gate_is_verdict_event(e))
+        if (event_is_verdict(e))
             in->verdict_events[in->n_verdict_events++] = i;
         if (strcmp(e->job, in->job) != 0)
             continue;
         in->job_events[in->n_job_events++] = i;
         if (strcmp(e->event, "requeue") == 0 || strcmp(e->event, "relaunch") == 0)
-            in->requeues[gate_requeue_of(e->reason)]++; /* a relaunch is a restart as well */
+            in->requeues[event_requeue_of(e->reason)]++; /* a relaunch is a restart as well */
         in->give_ups += strcmp(e->event, "give_up") == 0;
         /* a "resume" event with a checkpoint; a fresh start says "resume" too, without one */
         in->resumes += strcmp(e->event, "resume") == 0 && strstr(e->json, "\"checkpoint\":") != NULL;
@@ -342,121 +254,53 @@ static enum rz_status gate_read_events(struct gate_input *in, struct rz_err *err
 {
     char path[4200];
     rz_fmt(path, sizeof path, "%s/events.jsonl", in->run_dir);
-    enum rz_status st = gate_read_events_file(path, &in->events, &in->n_events, err);
+    enum rz_status st = events_read(path, &in->events, &in->n_events, err);
     st = gate_tolerate(in, st, err);
     return st == RZ_OK ? gate_classify_events(in, err) : st;
 }
 
-/* One of a node's peers: its connections to one other node.  A summary written before the data
- * segments and the spurious resends were counted leaves them NaN (the gate says so). */
-static void read_node_peer(struct gate_node_net *g, const struct gj_value *q)
+/* summary.json (record/summary.h): the ranks' hosts and the planner's peak RSS, the nodes'
+ * network, the periodic checkpoints, the model's size.  Optional: a run that never finished
+ * training has none. */
+static void gate_take_summary(struct gate_input *in, const struct summary_rec *s)
 {
-    const char *peer = gj_get_str(q, "host");
-    if (peer == NULL || g->n_peers == GATE_MAX_NET_PEERS)
-        return;
-    rz_fmt(g->peers[g->n_peers].host, sizeof g->peers[0].host, "%s", peer);
-    g->peers[g->n_peers].data_segs = g->peers[g->n_peers].spurious = NAN;
-    (void)gj_get_num(q, "tcp_segments_sent", &g->peers[g->n_peers].segs);
-    (void)gj_get_num(q, "tcp_retransmitted", &g->peers[g->n_peers].retrans);
-    (void)gj_get_num(q, "tcp_data_segments_sent", &g->peers[g->n_peers].data_segs);
-    (void)gj_get_num(q, "tcp_spurious_retransmits", &g->peers[g->n_peers].spurious);
-    g->n_peers++;
-}
-
-/* A rank_results entry's "network" object (the node's lowest rank only). */
-static void read_node_net(struct gate_input *in, const struct gj_value *rr, const char *host)
-{
-    const struct gj_value *n = gj_get(rr, "network");
-    if (n == NULL || n->type != GJ_OBJ || in->n_net == GATE_MAX_NET_NODES)
-        return;
-    struct gate_node_net *g = &in->net[in->n_net++];
-    memset(g, 0, sizeof *g);
-    rz_fmt(g->host, sizeof g->host, "%s", host != NULL ? host : "unknown");
-    (void)gj_get_int(rr, "steps", &g->steps);
-    (void)gj_get_num(n, "seconds", &g->seconds);
-    (void)gj_get_num(n, "tcp_segments_sent", &g->segs);
-    (void)gj_get_num(n, "tcp_retransmitted", &g->retrans);
-    (void)gj_get_num(n, "tx_bytes", &g->tx_bytes);
-    (void)gj_get_num(n, "rx_bytes", &g->rx_bytes);
-    (void)gj_get_num(n, "drops", &g->drops);
-    (void)gj_get_num(n, "errors", &g->errors);
-    const struct gj_value *x = gj_get(n, "tcp_ext"), *f = gj_get(n, "fabric");
-    g->has_ext = x != NULL && x->type == GJ_OBJ;
-    if (g->has_ext) {
-        (void)gj_get_num(x, "loss_probes", &g->loss_probes);
-        (void)gj_get_num(x, "loss_probe_recoveries", &g->loss_probe_recoveries);
-        (void)gj_get_num(x, "dsacks_received", &g->dsacks);
-        (void)gj_get_num(x, "spurious_rtos", &g->spurious_rtos);
-        (void)gj_get_num(x, "timeouts", &g->timeouts);
+    in->has_summary = true;
+    in->entropy_floor = s->entropy_floor;
+    in->num_parameters = s->num_parameters;
+    in->summary_restarts = s->restarts;
+    in->ckpt_policy = s->ckpts;
+    in->n_net = s->n_net;
+    memcpy(in->net, s->net, (size_t)s->n_net * sizeof *in->net);
+    for (size_t i = 0; i < s->n_ranks; i++) {
+        const struct summary_rank_rec *r = &s->ranks[i];
+        if (!r->has_rank || r->rank < 0 || r->rank >= in->world_size)
+            continue;
+        if (r->has_host)
+            rz_fmt(in->ranks[r->rank].host, sizeof in->ranks[r->rank].host, "%s", r->host);
+        if (!isnan(r->predicted_peak_rss))
+            in->ranks[r->rank].predicted_peak_rss = r->predicted_peak_rss;
     }
-    if (f != NULL && f->type == GJ_OBJ) {
-        (void)gj_get_num(f, "ports", &g->fabric_ports);
-        (void)gj_get_num(f, "packets", &g->fabric_packets);
-        (void)gj_get_num(f, "errors", &g->fabric_errors);
-    }
-    const struct gj_value *p = gj_get(n, "peers");
-    for (size_t i = 0; p != NULL && p->type == GJ_ARR && i < p->n; i++)
-        read_node_peer(g, &p->items[i]);
-}
-
-/* summary.json's checkpoints: how they were written, and at which interval and why. */
-static void gate_read_ckpt_policy(struct gate_input *in, const struct gj_value *c)
-{
-    struct gate_ckpt_policy *p = &in->ckpt_policy;
-    memset(p, 0, sizeof *p);
-    p->stall_ms_mean = p->commit_ms_mean = NAN;
-    if (c == NULL || c->type != GJ_OBJ)
-        return;
-    const char *mode = gj_get_str(c, "mode"), *policy = gj_get_str(c, "policy");
-    const char *why = gj_get_str(c, "interval_why");
-    p->known = mode != NULL;
-    rz_fmt(p->mode, sizeof p->mode, "%s", mode != NULL ? mode : "");
-    rz_fmt(p->policy, sizeof p->policy, "%s", policy != NULL ? policy : "fixed");
-    rz_fmt(p->why, sizeof p->why, "%s", why != NULL ? why : "");
-    (void)gj_get_int(c, "interval_steps", &p->interval_steps);
-    (void)gj_get_int(c, "failed", &p->failed);
-    (void)gj_get_num(c, "stall_ms_mean", &p->stall_ms_mean);
-    (void)gj_get_num(c, "commit_ms_mean", &p->commit_ms_mean);
 }
 
 static enum rz_status gate_read_summary(struct gate_input *in, struct rz_err *err)
 {
     char path[4200];
     struct stat sb;
-    struct gj_value *v = NULL;
-    rz_fmt(path, sizeof path, "%s/summary.json", in->run_dir);
+    summary_path(path, sizeof path, in->run_dir);
     if (stat(path, &sb) != 0)
         return RZ_OK;
-    enum rz_status st = gj_parse_file(path, &v, err);
-    if (st != RZ_OK)
-        return st;
-    const struct gj_value *agg = gj_get(v, "aggregated_metrics");
-    if (agg == NULL || agg->type != GJ_OBJ) {
-        gj_free(v);
-        return rz_fail(err, RZ_EDATA, "%s: 'aggregated_metrics' object missing", path);
-    }
-    in->has_summary = true;
-    (void)gj_get_num(agg, "entropy_floor", &in->entropy_floor);
-    (void)gj_get_num(agg, "num_parameters", &in->num_parameters);
-    (void)gj_get_int(agg, "restarts", &in->summary_restarts);
-    gate_read_ckpt_policy(in, gj_get(v, "checkpoints"));
-    const struct gj_value *rr = gj_get(v, "rank_results");
-    for (size_t i = 0; rr != NULL && rr->type == GJ_ARR && i < rr->n; i++) {
-        int64_t rank;
-        const char *host = gj_get_str(&rr->items[i], "host");
-        read_node_net(in, &rr->items[i], host); /* also without metrics (an ended report) */
-        if (!gj_get_int(&rr->items[i], "rank", &rank) || rank < 0 || rank >= in->world_size)
-            continue;
-        if (host != NULL)
-            rz_fmt(in->ranks[rank].host, sizeof in->ranks[rank].host, "%s", host);
-        (void)gj_get_num(&rr->items[i], "predicted_peak_rss_bytes",
-                         &in->ranks[rank].predicted_peak_rss);
-    }
-    gj_free(v);
-    return RZ_OK;
+    struct summary_rec *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return rz_fail(err, RZ_ENOMEM, "gate: out of memory");
+    enum rz_status st = summary_read(path, s, err);
+    if (st == RZ_OK)
+        gate_take_summary(in, s);
+    summary_free(s);
+    free(s);
+    return st;
 }
 
-/* health.json (record/health.h): the preflight's checks, each rank's host, ISA and memory, and
+/* health.json (record/health_json.h): the preflight's checks, each rank's host, ISA and memory, and
  * the links between the nodes.  Optional: a run that never reached the preflight has none. */
 static enum rz_status gate_read_health(struct gate_input *in, struct rz_err *err)
 {
@@ -576,17 +420,11 @@ static enum rz_status gate_pick_job(struct gate_input *in, const struct gate_opt
 static void gate_read_ladder_fit(struct gate_input *in)
 {
     char root[4096];
-    struct gate_ladder l;
-    struct rz_err err;
     memset(&in->ladder_fit, 0, sizeof in->ladder_fit);
     if (in->world_size < 1)
         return;
     layout_run_root(in->run_dir, root, sizeof root);
-    if (gate_ladder_read(&l, root, &err) == RZ_OK)
-        gate_ladder_fit(&l, in->world_size, &in->ladder_fit);
-    else
-        rz_fmt(in->ladder_fit.note, sizeof in->ladder_fit.note, "%s", err.msg);
-    gate_ladder_free(&l);
+    ladder_fit_root(&in->ladder_fit, root, in->world_size);
 }
 
 /* What the caller passed along (struct gate_opts), kept in the input the report is built from. */
@@ -645,9 +483,7 @@ void gate_input_free(struct gate_input *in)
         free(in->ranks[r].rows);
     free(in->ranks);
     free(in->steps);
-    for (size_t i = 0; i < in->n_events; i++)
-        free(in->events[i].json);
-    free(in->events);
+    events_free(in->events, in->n_events);
     free(in->job_events);
     free(in->chain_events);
     free(in->verdict_events);

@@ -12,16 +12,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chart/chart.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
 
-void gate_recoveries_scan(struct gate_input *in, const struct gate_row *rows, size_t n)
+void gate_recoveries_scan(struct gate_input *in, const struct rank_row *rows, size_t n)
 {
     in->n_recov = 0;
     for (size_t i = 1; i < n && in->n_recov < GATE_MAX_RECOVERIES; i++) {
-        const struct gate_row *a = &rows[i - 1], *b = &rows[i];
+        const struct rank_row *a = &rows[i - 1], *b = &rows[i];
         if (b->run_step > a->run_step)
             continue; /* the same run goes on */
         struct gate_recovery *r = &in->recov[in->n_recov++];
@@ -68,7 +69,7 @@ static void collect_nodes(struct gate_input *in)
 {
     in->nodes_failed[0] = in->nodes_excluded[0] = '\0';
     for (size_t i = 0; i < in->n_job_events; i++) {
-        const struct gate_event *e = &in->events[in->job_events[i]];
+        const struct event_rec *e = &in->events[in->job_events[i]];
         bool failed = strcmp(e->event, "node_failed") == 0 || strcmp(e->event, "nodes_lost") == 0;
         char *set = failed ? in->nodes_failed
                     : strcmp(e->event, "node_excluded") == 0 ? in->nodes_excluded : NULL;
@@ -85,7 +86,7 @@ void gate_recoveries_causes(struct gate_input *in)
         struct gate_recovery *r = &in->recov[k];
         char text[GATE_NOTE_MAX];
         for (size_t i = 0; i < in->n_job_events; i++) {
-            const struct gate_event *e = &in->events[in->job_events[i]];
+            const struct event_rec *e = &in->events[in->job_events[i]];
             if (isnan(r->last_t) || e->t < r->last_t || e->t > r->first_t)
                 continue;
             const char *why = e->reason[0] ? e->reason : "?";
@@ -157,7 +158,7 @@ void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
     rz_json_array_end(j);
     rz_json_kv_string(j, "nodes_lost", in->nodes_failed);
     rz_json_kv_string(j, "nodes_excluded", in->nodes_excluded);
-    const struct gate_ckpt_policy *p = &in->ckpt_policy;
+    const struct summary_ckpts *p = &in->ckpt_policy;
     rz_json_key(j, "checkpoint_interval");
     if (!p->known) {
         rz_json_null(j);
@@ -179,7 +180,7 @@ void gate_json_recoveries(struct rz_json *j, const struct gate_input *in)
 static void reliability_lines(const struct gate_input *in, char *ckpt, size_t clen, char *nodes,
                               size_t nlen)
 {
-    const struct gate_ckpt_policy *p = &in->ckpt_policy;
+    const struct summary_ckpts *p = &in->ckpt_policy;
     ckpt[0] = nodes[0] = '\0';
     if (p->known)
         rz_fmt(ckpt, clen, "Checkpoints: %s, every %lld steps (%s); training waited %.3g ms per "
@@ -245,12 +246,12 @@ void gate_html_recoveries(FILE *f, const struct gate_input *in)
         fputs("<h2>Checkpoints and nodes</h2>\n", f);
     if (ckpt[0] != '\0') {
         fputs("<p id=\"checkpoint-interval\">", f);
-        gate_html_text(f, ckpt);
+        chart_html_text(f, ckpt);
         fputs("</p>\n", f);
     }
     if (nodes[0] != '\0') {
         fputs("<p id=\"nodes\">", f);
-        gate_html_text(f, nodes);
+        chart_html_text(f, nodes);
         fputs("</p>\n", f);
     }
     if (in->n_recov == 0)
@@ -264,12 +265,12 @@ void gate_html_recoveries(FILE *f, const struct gate_input *in)
         fprintf(f, "<tr><td>%lld</td><td>%lld</td><td>%.1f</td><td>%lld</td><td>",
                 (long long)r->last_step, (long long)r->first_step, r->seconds,
                 (long long)r->redone);
-        gate_html_text(f, r->cause);
+        chart_html_text(f, r->cause);
         fputs("</td></tr>\n", f);
     }
     char lost[GATE_MAX_RECOVERIES * 128];
     lost_line(in, lost, sizeof lost);
     fputs("</table>\n<p id=\"time-lost\">", f);
-    gate_html_text(f, lost);
+    chart_html_text(f, lost);
     fputs("</p>\n", f);
 }

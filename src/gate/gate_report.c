@@ -15,7 +15,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/durable.h"
@@ -91,13 +90,8 @@ void gate_doc_build(struct gate_doc *d, const struct gate_input *in,
     memset(d, 0, sizeof *d);
     d->in = in;
     d->res = res;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    d->time_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-    time_t secs = now.tv_sec;
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    strftime(d->time, sizeof d->time, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    d->time_unix = rz_unix_now();
+    rz_utc_format(d->time, sizeof d->time, d->time_unix, RZ_UTC_ISO8601);
     d->nodes = gate_count_nodes(in);
     rz_fmt(d->config_source, sizeof d->config_source, "%s", c->source);
     rz_fmt(d->data_kind, sizeof d->data_kind, "%s", c->data.kind);
@@ -202,8 +196,8 @@ static void gate_json_events(struct rz_json *j, const struct gate_input *in)
     gate_json_event_list(j, "verdict_timeline", in, in->verdict_events, in->n_verdict_events);
     rz_json_key(j, "requeues");
     rz_json_object_begin(j);
-    for (int r = 0; r < GATE_N_RQ; r++)
-        rz_json_kv_int(j, gate_requeue_name((enum gate_requeue)r), in->requeues[r]);
+    for (int r = 0; r < EVENT_N_RQ; r++)
+        rz_json_kv_int(j, event_requeue_name((enum event_requeue)r), in->requeues[r]);
     rz_json_object_end(j);
 }
 
@@ -520,9 +514,9 @@ static void gate_md_events(FILE *f, const char *title, const struct gate_input *
 static void gate_md_verdicts(FILE *f, const struct gate_input *in)
 {
     fputs("## Requeues of this job by reason\n\n| reason | requeues |\n|---|---|\n", f);
-    for (int r = 0; r < GATE_N_RQ; r++)
-        fprintf(f, "| %s%s | %lld |\n", gate_requeue_name((enum gate_requeue)r),
-                r == GATE_RQ_FAILURE ? " (counts against the failures gate)" : "",
+    for (int r = 0; r < EVENT_N_RQ; r++)
+        fprintf(f, "| %s%s | %lld |\n", event_requeue_name((enum event_requeue)r),
+                r == EVENT_RQ_FAILURE ? " (counts against the failures gate)" : "",
                 (long long)in->requeues[r]);
     fputs("\n## Verdict timeline\n\n", f);
     if (in->n_verdict_events == 0) {
@@ -531,7 +525,7 @@ static void gate_md_verdicts(FILE *f, const struct gate_input *in)
     }
     fputs("| time | job | event | what |\n|---|---|---|---|\n", f);
     for (size_t i = 0; i < in->n_verdict_events; i++) {
-        const struct gate_event *e = &in->events[in->verdict_events[i]];
+        const struct event_rec *e = &in->events[in->verdict_events[i]];
         fprintf(f, "| %s | ", e->when);
         gate_md_cell(f, e->job);
         fputs(" | ", f);

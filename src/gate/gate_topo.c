@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chart/chart.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "gate/gate.h"
 #include "gate/gate_internal.h"
-#include "record/health.h"
+#include "record/health_json.h"
 
 enum { MAX_CPU = 4096 };
 
@@ -195,10 +196,10 @@ void gate_html_topology(FILE *f, const struct gate_input *in)
             t->n_machines, t->cores_per_rank, t->any_bound ? "bound" : "not bound");
     for (int k = 0; k < t->n_nodes; k++) {
         fputs("<tr><td>", f);
-        gate_html_text(f, t->node[k].host);
+        chart_html_text(f, t->node[k].host);
         fprintf(f, "</td><td>%.8s</td><td>%d</td><td>%d</td><td>", t->node[k].machine,
                 t->node[k].ranks, t->node[k].threads);
-        gate_html_text(f, t->node[k].cpus);
+        chart_html_text(f, t->node[k].cpus);
         fprintf(f, "%s</td><td>%d / %d</td><td>%s</td><td>%.3g</td></tr>\n",
                 t->node[k].bound ? " (bound)" : "", t->node[k].machine_cpus,
                 t->node[k].machine_ranks, quota_text(q, sizeof q, t->node[k].cpu_quota),

@@ -22,11 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/cli.h"
 #include "core/hooks.h"
 #include "core/status.h"
 #include "gate/gate.h"
+#include "ladder/ladder.h"
 
 #define MAX_SETS 256
 
@@ -170,17 +171,17 @@ static void print_result(const struct gate_input *in, const struct gate_result *
 }
 
 /* ryzen-gate --ladder RUN_ROOT: 0, or 64/74 with the reason. */
-static int ladder(const char *root)
+static int run_ladder(const char *root)
 {
-    static struct gate_ladder l;
+    static struct ladder l;
     struct rz_err err;
     rz_err_clear(&err);
-    enum rz_status st = gate_ladder_read(&l, root, &err);
+    enum rz_status st = ladder_read(&l, root, &err);
     if (st == RZ_OK)
-        st = gate_ladder_write(&l, &err);
+        st = ladder_write(&l, &err);
     if (st != RZ_OK) {
         fprintf(stderr, "ryzen-gate: %s\n", err.msg);
-        gate_ladder_free(&l);
+        ladder_free(&l);
         return rz_exit_code(st);
     }
     for (size_t i = 0; i < l.n_att; i++)
@@ -193,7 +194,7 @@ static int ladder(const char *root)
                l.pred[i].world, l.pred[i].throughput, l.pred[i].lo, l.pred[i].hi);
     printf("ryzen-gate: ladder: model error %.1f%% over %d attempt(s); %s/ladder.{json,md,html}"
            "\n", 100 * l.fit.err_rel, l.fit.points, root);
-    gate_ladder_free(&l);
+    ladder_free(&l);
     return 0;
 }
 
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (a.ladder != NULL)
-        return ladder(a.ladder);
+        return run_ladder(a.ladder);
     a.opts.env_job_id = getenv("SLURM_JOB_ID");
     a.opts.cpus_per_rank = getenv("SLURM_CPUS_PER_TASK");
     static struct cfg c;

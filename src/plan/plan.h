@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "model/model.h"
 

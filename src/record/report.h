@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "record/health.h"
+#include "record/health_json.h"
 
 #define REPORT_NAME_MAX 64
 #define REPORT_MAX_CRITERIA 48

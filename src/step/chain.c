@@ -111,7 +111,7 @@ static bool submit(struct wrapper *w, const char *phase, const char *const *extr
         step_event(&w->ev, "submit_failed", msg, NULL, 0);
         return false;
     }
-    struct step_kv kv[] = {{"command", cmd, 0}};
+    struct event_kv kv[] = {{"command", cmd, 0}};
     step_event(&w->ev, "submitted", cmd, kv, 1);
     return true;
 }
@@ -142,7 +142,7 @@ void chain_cancel_lineage(struct wrapper *w)
         int rc = w->r->run(w->r, cancel, NULL, 0, &err);
         rz_fmt(msg, sizeof msg, "cancelled pending job %s, submitted earlier by this lineage "
                "(%s)%s", id, w->lineage, rc == 0 ? "" : ": scancel failed");
-        struct step_kv kv[] = {{"cancelled_job", id, 0}};
+        struct event_kv kv[] = {{"cancelled_job", id, 0}};
         step_event(&w->ev, rc == 0 ? "scancel" : "scancel_failed", msg, kv, 1);
     }
 }
@@ -169,7 +169,7 @@ static bool promote(struct wrapper *w)
         return false;
     rz_fmt(msg, sizeof msg, "GO: submitted %s as job %s (starts after job %s succeeds)", next,
            job, w->env->display_id);
-    struct step_kv kv[] = {{"next_phase", next, 0}, {"next_job", job, 0}};
+    struct event_kv kv[] = {{"next_phase", next, 0}, {"next_job", job, 0}};
     step_event(&w->ev, "promote", msg, kv, 2);
     return true;
 }
@@ -226,7 +226,7 @@ static bool rollback(struct wrapper *w, const char *why)
         return false;
     rz_fmt(msg, sizeof msg, "%s: rolled back to %s as job %s, resuming from %s (step %lld)", why,
            prev, job, ckpt, (long long)step);
-    struct step_kv kv[] = {{"to_phase", prev, 0}, {"new_job", job, 0}, {"checkpoint", ckpt, 0},
+    struct event_kv kv[] = {{"to_phase", prev, 0}, {"new_job", job, 0}, {"checkpoint", ckpt, 0},
                            {"reason", why, 0}};
     step_event(&w->ev, "rollback", msg, kv, 4);
     return true;
@@ -243,7 +243,7 @@ static bool act(struct wrapper *w, int v, bool *promoted)
         return *promoted = promote(w);
     if (strcmp(action, "rollback") == 0)
         return rollback(w, verdict_names[v]);
-    struct step_kv kv[] = {{"verdict", verdict_names[v], 0}};
+    struct event_kv kv[] = {{"verdict", verdict_names[v], 0}};
     step_event(&w->ev, "stop", "the verdict's action is stop: nothing submitted", kv, 1);
     return true;
 }
@@ -269,7 +269,7 @@ int chain_finish_phase(struct wrapper *w)
     }
     rz_fmt(msg, sizeof msg, "%s (report: %s/reports/%s/report.md)", verdict_names[v], w->run_dir,
            w->env->job_id);
-    struct step_kv kv[] = {{"verdict", verdict_names[v], 0}};
+    struct event_kv kv[] = {{"verdict", verdict_names[v], 0}};
     step_event(&w->ev, "verdict", msg, kv, 1);
     bool promoted;
     bool ok = act(w, v, &promoted);

@@ -8,14 +8,15 @@
 #include "core/util.h"
 #include "step/step_internal.h"
 
-static int requeue_self(struct wrapper *w, enum step_requeue reason, const char *why)
+static int requeue_self(struct wrapper *w, enum event_requeue reason, const char *why)
 {
     char msg[1400];
     struct rz_err err;
     long used = w->hist.requeues[reason] + 1;
     rz_fmt(msg, sizeof msg, "%s: scontrol requeue %s (%s requeue %ld)", why, w->env->display_id,
-           step_requeue_name(reason), used);
-    struct step_kv kv[] = {{"reason", step_requeue_name(reason), 0}, {"count", NULL, (double)used}};
+           event_requeue_name(reason), used);
+    struct event_kv kv[] = {{"reason", event_requeue_name(reason), 0},
+                            {"count", NULL, (double)used}};
     step_event(&w->ev, "requeue", msg, kv, 2);
     if (!step_env_in_slurm(w->env)) {
         step_event(&w->ev, "requeue_skipped", "not a Slurm job: nothing to requeue", NULL, 0);
@@ -35,7 +36,7 @@ static int requeue_self(struct wrapper *w, enum step_requeue reason, const char 
 }
 
 /* requeuehold, add the nodes to the job's ExcNodeList, release: nothing runs in between. */
-int step_requeue_excluding(struct wrapper *w, enum step_requeue reason, const char *nodes,
+int step_requeue_excluding(struct wrapper *w, enum event_requeue reason, const char *nodes,
                            const char *why)
 {
     char arg[1024], msg[2000];
@@ -44,11 +45,11 @@ int step_requeue_excluding(struct wrapper *w, enum step_requeue reason, const ch
     rz_fmt(all, sizeof all, "%s", w->job.exc_nodes);
     rz_list_add(all, sizeof all, nodes);
     rz_fmt(msg, sizeof msg, "%s: requeued without node(s) %s", why, nodes);
-    struct step_kv kv[] = {{"reason", step_requeue_name(reason), 0}, {"excluded_nodes", all, 0},
+    struct event_kv kv[] = {{"reason", event_requeue_name(reason), 0}, {"excluded_nodes", all, 0},
                            {"count", NULL, (double)(w->hist.requeues[reason] + 1)}};
     step_event(&w->ev, "requeue", msg, kv, 3);
     if (!step_env_in_slurm(w->env))
-        return reason == RQ_PREFLIGHT_NODE ? RZ_EXIT_HEALTH : RZ_EXIT_REQUEUE;
+        return reason == EVENT_RQ_PREFLIGHT_NODE ? RZ_EXIT_HEALTH : RZ_EXIT_REQUEUE;
     rz_fmt(arg, sizeof arg, "ExcNodeList=%s", all);
     long ask = step_spare_ask(w, all);
     int rc = slurm_control(w->r, "requeuehold", w->env->display_id, NULL, &err);
@@ -102,26 +103,26 @@ int step_cannot_place(struct wrapper *w)
     rz_fmt(why, sizeof why, "the allocation (%s) has %d usable node(s), the phase needs %ld "
            "(lost: %s; excluded for the ladder: %s)", p->nodes, p->usable, p->needed,
            lost[0] ? lost : "none", w->ladder_bad[0] ? w->ladder_bad : "none");
-    return step_requeue_excluding(w, RQ_NODE_FAILURE, nodes, why);
+    return step_requeue_excluding(w, EVENT_RQ_NODE_FAILURE, nodes, why);
 }
 
 /* restart.failures relaunch: the attempt ends here and the next runs as new job steps of this
  * allocation (step_main's loop): no trip through the queue.  Counted as a restart of its
  * reason: a failure (the restart budget), or a lost node. */
-static int relaunch_self(struct wrapper *w, enum step_requeue reason, const char *why)
+static int relaunch_self(struct wrapper *w, enum event_requeue reason, const char *why)
 {
     char msg[1400];
     long used = w->hist.requeues[reason] + 1;
-    if (reason == RQ_FAILURE)
+    if (reason == EVENT_RQ_FAILURE)
         rz_fmt(msg, sizeof msg, "%s: the preflight and the training run again in this "
                "allocation (failure restart %ld of %ld, restart.failures relaunch)", why, used,
                (long)w->cfg.restart.max_restarts);
     else
         rz_fmt(msg, sizeof msg, "%s: the preflight and the training run again in this "
                "allocation, without %s (%s restart %ld, restart.failures relaunch)", why,
-               reason == RQ_NETWORK ? w->net_out : w->attempt_lost, step_requeue_name(reason),
-               used);
-    struct step_kv kv[] = {{"reason", step_requeue_name(reason), 0},
+               reason == EVENT_RQ_NETWORK ? w->net_out : w->attempt_lost,
+               event_requeue_name(reason), used);
+    struct event_kv kv[] = {{"reason", event_requeue_name(reason), 0},
                            {"count", NULL, (double)used}};
     step_event(&w->ev, "relaunch", msg, kv, 2);
     return STEP_RELAUNCH;
@@ -133,7 +134,7 @@ int step_end_with_report(struct wrapper *w, const struct step_decision *d, int s
 {
     char msg[1200];
     rz_fmt(msg, sizeof msg, "%s: %s; not requeued", d->ended, d->why);
-    struct step_kv kv[] = {{"ended", d->ended, 0}, {"status", NULL, status}};
+    struct event_kv kv[] = {{"ended", d->ended, 0}, {"status", NULL, status}};
     bool named = strcmp(d->ended, "give_up") == 0 || strcmp(d->ended, "no_progress") == 0;
     step_event(&w->ev, named ? d->ended : "ended", msg, kv, 2); /* as a hold names them */
     chain_run_gate(w, d->ended, d->why, status);
@@ -154,7 +155,7 @@ int step_apply(struct wrapper *w, const struct step_decision *d, int status)
         char nodes[1100], lost[1100];
         nodes_out(w, nodes, sizeof nodes, lost, sizeof lost);
         if (nodes[0] != '\0') /* lost, or out */
-            return step_requeue_excluding(w, d->reason, nodes, d->reason == RQ_NETWORK
+            return step_requeue_excluding(w, d->reason, nodes, d->reason == EVENT_RQ_NETWORK
                                           ? "the attempt ended on a network fault"
                                           : "the attempt ended");
         return requeue_self(w, d->reason, "the attempt ended");
@@ -162,8 +163,9 @@ int step_apply(struct wrapper *w, const struct step_decision *d, int status)
     case ACT_RELAUNCH:
         return relaunch_self(w, d->reason, "the attempt ended");
     case ACT_SLURM_REQUEUES: {
-        rz_fmt(msg, sizeof msg, "Slurm requeues the job itself (%s)", step_requeue_name(d->reason));
-        struct step_kv kv[] = {{"reason", step_requeue_name(d->reason), 0},
+        rz_fmt(msg, sizeof msg, "Slurm requeues the job itself (%s)",
+               event_requeue_name(d->reason));
+        struct event_kv kv[] = {{"reason", event_requeue_name(d->reason), 0},
                                {"count", NULL, (double)(w->hist.requeues[d->reason] + 1)}};
         step_event(&w->ev, "requeue", msg, kv, 2);
         return RZ_EXIT_REQUEUE;
@@ -207,7 +209,7 @@ void step_attempt_end(struct wrapper *w, enum step_class cls, enum step_cause ca
         size_t used = strlen(msg);
         rz_fmt(msg + used, sizeof msg - used, "; %s", who);
     }
-    struct step_kv kv[] = {{"status", NULL, status}, {"class", step_class_name(cls), 0},
+    struct event_kv kv[] = {{"status", NULL, status}, {"class", step_class_name(cls), 0},
                            {"cause", step_cause_name(cause), 0},
                            {"progress", NULL, progress ? 1 : 0}, {"who", who, 0}};
     step_event(&w->ev, "attempt_end", msg, kv, 5);

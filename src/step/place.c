@@ -79,7 +79,7 @@ static void find_ladder_bad(struct wrapper *w)
         rz_fmt(msg, sizeof msg, "node %s has failed %d times in this run root (%s): excluded "
                "for the rest of the ladder (this job's steps, and the exclusions of the jobs it "
                "submits)", t.node[i].name, t.node[i].failures, w->run_root);
-        struct step_kv kv[] = {{"nodes", t.node[i].name, 0},
+        struct event_kv kv[] = {{"nodes", t.node[i].name, 0},
                                {"failures", NULL, (double)t.node[i].failures}};
         step_event(&w->ev, "node_excluded", msg, kv, 2);
     }
@@ -89,7 +89,7 @@ void step_node_failed(struct wrapper *w, const char *nodes, const char *cause, c
 {
     if (nodes[0] == '\0')
         return;
-    struct step_kv kv[] = {{"nodes", nodes, 0}, {"cause", cause, 0}};
+    struct event_kv kv[] = {{"nodes", nodes, 0}, {"cause", cause, 0}};
     step_event(&w->ev, "node_failed", why, kv, 2);
     find_ladder_bad(w);
 }
@@ -173,7 +173,7 @@ bool step_place(struct wrapper *w)
         rz_fmt(msg, sizeof msg, "the job steps run on %ld of the allocation's %d usable node(s) "
                "(%s)%s%s", p->needed, p->usable, p->nodes, p->exclude[0] ? ", without " : "",
                p->exclude);
-        struct step_kv kv[] = {{"nodes", NULL, (double)p->needed},
+        struct event_kv kv[] = {{"nodes", NULL, (double)p->needed},
                                {"usable", NULL, (double)p->usable},
                                {"excluded_nodes", p->exclude, 0}};
         step_event(&w->ev, "placement", msg, kv, 3);
@@ -267,7 +267,7 @@ void step_lost_nodes(struct wrapper *w)
     rz_fmt(msg, sizeof msg, "the attempt before (restart %ld, on %s) lost %s: Slurm cannot reach "
            "it (%s), a network fault: a cut link or a dead host; this attempt runs without it",
            h->prev_restart, h->prev_nodes, lost, states);
-    struct step_kv kv[] = {{"nodes", lost, 0}, {"cause", "unreachable", 0},
+    struct event_kv kv[] = {{"nodes", lost, 0}, {"cause", "unreachable", 0},
                            {"excluded_nodes", lost, 0}, {"states", states, 0}};
     step_event(&w->ev, "nodes_lost", msg, kv, 4);
     /* a failure of each node, unless the attempt before named it already */

@@ -206,12 +206,13 @@ void step_stuck(struct step_decision *d, const char *ended, const struct step_bu
 
 /* Requeues after a stop that is nobody's failure (signal, preemption, time limit) have their own
  * cap; a job that keeps stopping without a new checkpoint gives up (see step_decide). */
-static void requeue(struct step_decision *d, enum step_requeue reason, bool slurm_does_it,
+static void requeue(struct step_decision *d, enum event_requeue reason, bool slurm_does_it,
                     const struct step_history *h, const struct step_budget *b)
 {
-    long signal_like = h->requeues[RQ_SIGNAL] + h->requeues[RQ_PREEMPTION] +
-                       h->requeues[RQ_TIME_LIMIT];
-    bool capped = reason == RQ_SIGNAL || reason == RQ_PREEMPTION || reason == RQ_TIME_LIMIT;
+    long signal_like = h->requeues[EVENT_RQ_SIGNAL] + h->requeues[EVENT_RQ_PREEMPTION] +
+                       h->requeues[EVENT_RQ_TIME_LIMIT];
+    bool capped = reason == EVENT_RQ_SIGNAL || reason == EVENT_RQ_PREEMPTION ||
+                  reason == EVENT_RQ_TIME_LIMIT;
     if (capped && signal_like >= b->max_signal) {
         step_stuck(d, "give_up", b);
         rz_fmt(d->why, sizeof d->why, "%ld requeues after signals, preemptions and time limits "
@@ -232,7 +233,7 @@ static void requeue(struct step_decision *d, enum step_requeue reason, bool slur
 static void network(struct step_decision *d, const struct step_history *h,
                     const struct step_budget *b)
 {
-    long used = h->requeues[RQ_FAILURE] + h->requeues[RQ_NETWORK];
+    long used = h->requeues[EVENT_RQ_FAILURE] + h->requeues[EVENT_RQ_NETWORK];
     if (used >= b->max_failures) {
         end(d, "health", RZ_EXIT_HEALTH, "");
         rz_fmt(d->why, sizeof d->why, "the restart budget is spent (%ld of %ld failure and "
@@ -240,7 +241,7 @@ static void network(struct step_decision *d, const struct step_history *h,
         return;
     }
     d->action = b->relaunch ? ACT_RELAUNCH : ACT_REQUEUE;
-    d->reason = RQ_NETWORK;
+    d->reason = EVENT_RQ_NETWORK;
     d->exit_status = RZ_EXIT_REQUEUE;
 }
 
@@ -282,33 +283,33 @@ void step_decide(enum step_class cls, enum step_cause cause, int status, bool pr
         return;
     }
     switch (cause) {
-    case CAUSE_PREEMPTED: requeue(d, RQ_PREEMPTION, false, h, b); return;
-    case CAUSE_REQUEUED: requeue(d, RQ_SLURM, true, h, b); return;
-    case CAUSE_NODE_FAILURE: requeue(d, RQ_NODE_FAILURE, true, h, b); return;
-    case CAUSE_TIME_LIMIT: requeue(d, RQ_TIME_LIMIT, false, h, b); return;
-    case CAUSE_USER_SIGNAL: requeue(d, RQ_SIGNAL, false, h, b); return;
+    case CAUSE_PREEMPTED: requeue(d, EVENT_RQ_PREEMPTION, false, h, b); return;
+    case CAUSE_REQUEUED: requeue(d, EVENT_RQ_SLURM, true, h, b); return;
+    case CAUSE_NODE_FAILURE: requeue(d, EVENT_RQ_NODE_FAILURE, true, h, b); return;
+    case CAUSE_TIME_LIMIT: requeue(d, EVENT_RQ_TIME_LIMIT, false, h, b); return;
+    case CAUSE_USER_SIGNAL: requeue(d, EVENT_RQ_SIGNAL, false, h, b); return;
     case CAUSE_NODE_LOST: /* not a failure of ours: no budget; a node that fails twice is
                            * excluded for the ladder (place.c), so the nodes bound it */
         d->action = b->relaunch ? ACT_RELAUNCH : ACT_REQUEUE;
-        d->reason = RQ_NODE_FAILURE;
+        d->reason = EVENT_RQ_NODE_FAILURE;
         d->exit_status = RZ_EXIT_REQUEUE;
         return;
     case CAUSE_NETWORK: network(d, h, b); return;
     default: break;
     }
     if (cls == CLASS_SIGNAL) { /* the ranks stopped on a signal the wrapper never saw */
-        requeue(d, RQ_SIGNAL, false, h, b);
+        requeue(d, EVENT_RQ_SIGNAL, false, h, b);
         return;
     }
     /* A crash or a hang: the failure budget, spent by relaunches and requeues alike. */
-    if (h->requeues[RQ_FAILURE] + h->requeues[RQ_NETWORK] < b->max_failures) {
+    if (h->requeues[EVENT_RQ_FAILURE] + h->requeues[EVENT_RQ_NETWORK] < b->max_failures) {
         d->action = b->relaunch ? ACT_RELAUNCH : ACT_REQUEUE;
-        d->reason = RQ_FAILURE;
+        d->reason = EVENT_RQ_FAILURE;
         d->exit_status = RZ_EXIT_REQUEUE;
         return;
     }
     end(d, "give_up", RZ_EXIT_WATCHDOG, "");
     rz_fmt(d->why, sizeof d->why, "the restart budget is spent (%ld of %ld failure requeues "
-           "used); the last attempt ended: %s, status %d", h->requeues[RQ_FAILURE],
+           "used); the last attempt ended: %s, status %d", h->requeues[EVENT_RQ_FAILURE],
            b->max_failures, step_class_name(cls), status);
 }

@@ -416,7 +416,7 @@ bool step_links_check(struct wrapper *w)
                                               : " (the batch host: through a requeue)")
            : w->net_fits ? " (the allocation holds the phase without it: relaunched in it)"
                          : " (through a requeue)");
-    struct step_kv kv[] = {{"links", pairs, 0}, {"nodes", ends, 0}, {"excluded_nodes", out, 0},
+    struct event_kv kv[] = {{"links", pairs, 0}, {"nodes", ends, 0}, {"excluded_nodes", out, 0},
                            {"batch_host", batch, 0}, {"slurm_states", states, 0},
                            {"evidence", proof, 0}};
     step_event(&w->ev, "network_partition", msg, kv, 6);

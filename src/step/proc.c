@@ -251,9 +251,7 @@ static void posix_sleep(const struct step_runner *r, double seconds)
 static double posix_now(const struct step_runner *r)
 {
     (void)r;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return rz_unix_now();
 }
 
 const struct step_runner *step_runner_posix(void)

@@ -75,7 +75,7 @@ int step_start_overdue(struct wrapper *w, const struct step_start_watch *s, char
     rz_fmt(msg, sizeof msg, "the training step's start-up ran past health.start_timeout_s = %.0f "
            "s and was ended: %ld of %ld rank(s) never started their watchdog (%s); MPI's "
            "start-up hung", limit, down, s->ranks, who);
-    struct step_kv kv[] = {{"limit_s", NULL, limit}, {"ranks_down", NULL, (double)down}};
+    struct event_kv kv[] = {{"limit_s", NULL, limit}, {"ranks_down", NULL, (double)down}};
     step_event(&w->ev, "start_timeout", msg, kv, 2);
     return RZ_EXIT_WATCHDOG;
 }

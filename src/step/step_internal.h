@@ -1,7 +1,8 @@
 /* step_internal.h: the pieces of ryzen-step behind step_main (see step.h), each in its own file,
  * each testable on its own:
  *   argv.c     argv arrays (no shell ever sees a value)
- *   events.c   RUN_DIR/events.jsonl: write one decision per line; read back budgets and lineage
+ *   history.c  RUN_DIR/events.jsonl (record/events.h): write one decision per line; read back
+ *              budgets and lineage
  *   slurm.c    `scontrol show job` parsed; the job's own sbatch flags; --signal; requeue/hold/...
  *   owner.c    RUN_DIR belongs to one live job
  *   policy.c   how an attempt ended and what to do about it (pure functions)
@@ -18,7 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config/config.h"
+#include "config/cfg.h"
+#include "record/events.h"
 #include "record/exits.h"
 #include "step/step.h"
 
@@ -40,19 +42,11 @@ int step_run(const struct step_runner *r, const struct step_argv *a, char *out, 
 
 /* ---- events ------------------------------------------------------------------------------------------- */
 
-/* An event field: a string, or (str == NULL) a number. */
-struct step_kv {
-    const char *key;
-    const char *str;
-    double num;
-};
-
+/* RUN_DIR/events.jsonl (record/events.h), with each event echoed to the job output as
+ * "ryzen-step: EVENT: MESSAGE" and stamped by the runner's clock. */
 struct step_events {
-    FILE *f;
-    FILE *echo;                 /* the job output: "ryzen-step: EVENT: MESSAGE" */
-    char path[STEP_PATH_MAX + 32];
-    char job[128], lineage[64], phase[256];
-    long restart;
+    struct events_log log;
+    FILE *echo;                 /* the job output */
     const struct step_runner *clock;
 };
 
@@ -61,27 +55,12 @@ enum rz_status step_events_open(struct step_events *ev, const char *run_dir, con
                                 FILE *echo, const struct step_runner *clock, struct rz_err *err);
 /* Append one event (fsynced: the log of decisions must survive the requeue that follows). */
 void step_event(struct step_events *ev, const char *event, const char *message,
-                const struct step_kv *kv, size_t n);
+                const struct event_kv *kv, size_t n);
 void step_events_close(struct step_events *ev);
-
-/* Requeue reasons (the "reason" of a "requeue" event). */
-enum step_requeue {
-    RQ_FAILURE,                 /* crash, hang, a failed launch: restart.max_restarts */
-    RQ_SIGNAL,                  /* a stop signal sent by hand (scancel --signal) */
-    RQ_PREEMPTION,              /* preempted; Slurm requeues the job itself */
-    RQ_TIME_LIMIT,              /* the --signal warning before the time limit */
-    RQ_NODE_FAILURE,            /* a node of the job went down; Slurm requeues */
-    RQ_SLURM,                   /* requeued by an operator (scontrol requeue) */
-    RQ_PREFLIGHT_NODE,          /* a node failed the preflight: excluded, requeued */
-    RQ_NETWORK,                 /* two nodes Slurm sees up cannot reach each other: one end
-                                 * left out (probe.c); counted with failures in the budget */
-    RQ_N
-};
-const char *step_requeue_name(enum step_requeue r);
 
 /* What this job's earlier attempts did, read back from events.jsonl. */
 struct step_history {
-    long requeues[RQ_N];        /* requeue events of this job by reason */
+    long requeues[EVENT_N_RQ_WRITTEN]; /* requeue events of this job by reason */
     long attempts;              /* attempt_end events of this job */
     int no_progress_run;        /* attempts in a row, newest last, that committed no checkpoint
                                  * (an attempt that excluded a node its preflight failed ends
@@ -94,7 +73,7 @@ struct step_history {
     long prev_restart;          /* ... and its restart count */
     long failures;              /* attempts that ended in a crash or a hang, and lost nodes */
     double first_start_t, last_end_t; /* the job's first start and last attempt_end (0: none) */
-    double down_s[RQ_N];        /* by restart reason: from the attempt's end to the next
+    double down_s[EVENT_N_RQ_WRITTEN]; /* by restart reason: from the attempt's end to the next
                                  * training launch, summed */
     int pending_reason;         /* a restart whose training has not started yet (-1: none) ... */
     double pending_end_t;       /* ... and when the attempt before it ended */
@@ -257,7 +236,7 @@ enum step_action {
 };
 struct step_decision {
     enum step_action action;
-    enum step_requeue reason;   /* for ACT_REQUEUE / ACT_SLURM_REQUEUES */
+    enum event_requeue reason;  /* for ACT_REQUEUE / ACT_SLURM_REQUEUES */
     const char *ended;          /* for ACT_END / ACT_HOLD: ryzen-gate --ended REASON */
     int exit_status;            /* the job's exit status */
     char why[512];
@@ -336,7 +315,7 @@ int step_apply(struct wrapper *w, const struct step_decision *d, int status);
 /* A NO-GO (or HOLD) report for an end without a finished training. */
 int step_end_with_report(struct wrapper *w, const struct step_decision *d, int status);
 /* Requeue with the nodes added to the job's ExcNodeList (requeuehold, update, release). */
-int step_requeue_excluding(struct wrapper *w, enum step_requeue reason, const char *nodes,
+int step_requeue_excluding(struct wrapper *w, enum event_requeue reason, const char *nodes,
                            const char *why);
 /* The allocation cannot hold the phase any more (step_place false): requeued without the nodes
  * it left out. */
@@ -413,7 +392,7 @@ bool step_ranks_started(void *ctx);
 int step_start_overdue(struct wrapper *w, const struct step_start_watch *s, char *who,
                        size_t len);
 
-/* live.c: RUN_DIR/prom/ryzen-<job>-step.prom (metrics.prom_dir), written at each training
+/* step_prom.c: RUN_DIR/prom/ryzen-<job>-step.prom (metrics.prom_dir), written at each training
  * launch: this job's restarts and down time by reason, live (docs/monitoring.md). */
 void step_live_write(const struct wrapper *w);
 

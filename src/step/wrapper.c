@@ -13,7 +13,7 @@
 
 #include "ckpt/ckpt.h"
 #include "core/util.h"
-#include "record/health.h"
+#include "record/health_json.h"
 #include "record/layout.h"
 #include "step/step_internal.h"
 
@@ -94,7 +94,7 @@ static void on_quarantine(void *user, const char *path, const char *reason)
     struct wrapper *w = user;
     char msg[STEP_PATH_MAX + 600];
     rz_fmt(msg, sizeof msg, "damaged checkpoint %s skipped and quarantined: %s", path, reason);
-    struct step_kv kv[] = {{"checkpoint", path, 0}, {"reason", reason, 0}};
+    struct event_kv kv[] = {{"checkpoint", path, 0}, {"reason", reason, 0}};
     step_event(&w->ev, "checkpoint_quarantined", msg, kv, 2);
 }
 
@@ -180,7 +180,7 @@ static int claim_run_dir(struct wrapper *w)
         rz_fmt(msg, sizeof msg, "%s belongs to job %s, which is still alive: two jobs must not "
                "train into one run directory.  Wait for it, scancel it, or submit with another "
                "RYZEN_RUN_ROOT.  Not requeued.", w->run_dir, owner);
-        struct step_kv kv[] = {{"owner", owner, 0}};
+        struct event_kv kv[] = {{"owner", owner, 0}};
         step_event(&w->ev, "run_dir_busy", msg, kv, 1);
         w->owner_id[0] = '\0';
         return RZ_EXIT_USAGE;
@@ -188,7 +188,7 @@ static int claim_run_dir(struct wrapper *w)
     if (how == OWNER_TAKEN_OVER) {
         rz_fmt(msg, sizeof msg, "took over %s from job %s, which Slurm no longer runs",
                w->run_dir, owner);
-        struct step_kv kv[] = {{"previous_owner", owner, 0}};
+        struct event_kv kv[] = {{"previous_owner", owner, 0}};
         step_event(&w->ev, "owner_takeover", msg, kv, 1);
     }
     return 0;
@@ -386,7 +386,7 @@ static int preflight_failed(struct wrapper *w, int rc, const char *who)
     rz_fmt(d.why, sizeof d.why, "the preflight failed (status %d)%s%s; details in health.json",
            rc, who[0] ? ": " : "", who);
     rz_fmt(msg, sizeof msg, "FAILED with status %d%s%s", rc, failed[0] ? " on " : "", failed);
-    struct step_kv kv[] = {{"status", NULL, rc}, {"failed_hosts", failed, 0},
+    struct event_kv kv[] = {{"status", NULL, rc}, {"failed_hosts", failed, 0},
                            {"excluded_nodes", failed, 0}};
     step_event(&w->ev, "preflight_failed", msg, kv, 3);
     step_attempt_end(w, CLASS_HEALTH, CAUSE_NONE, rc, false, who);
@@ -401,7 +401,7 @@ static int preflight_failed(struct wrapper *w, int rc, const char *who)
         return step_apply(w, &d, rc);
     }
     step_node_failed(w, failed, "preflight", msg);
-    return step_requeue_excluding(w, RQ_PREFLIGHT_NODE, failed,
+    return step_requeue_excluding(w, EVENT_RQ_PREFLIGHT_NODE, failed,
                                   "the preflight failed on some nodes");
 }
 
@@ -422,7 +422,7 @@ static int preflight_overdue(struct wrapper *w, int attempt)
     rz_fmt(msg, sizeof msg, "the preflight ran past health.preflight_timeout_s = %.0f s (attempt "
            "%d of %d) and was ended: the launch or MPI start-up hung", limit, attempt,
            PREFLIGHT_TRIES);
-    struct step_kv kv[] = {{"limit_s", NULL, limit}, {"attempt", NULL, attempt}};
+    struct event_kv kv[] = {{"limit_s", NULL, limit}, {"attempt", NULL, attempt}};
     step_event(&w->ev, "preflight_timeout", msg, kv, 2);
     return RZ_EXIT_WATCHDOG;
 }
@@ -459,7 +459,7 @@ static int preflight(struct wrapper *w, bool *passed)
                    "answered (attempt %d of %d): trying again in %.0f s",
                    overdue ? "hung and was ended" : "failed", rc, attempt, PREFLIGHT_TRIES,
                    PREFLIGHT_BACKOFF_S * attempt);
-            struct step_kv kv[] = {{"status", NULL, rc}, {"attempt", NULL, attempt}};
+            struct event_kv kv[] = {{"status", NULL, rc}, {"attempt", NULL, attempt}};
             step_event(&w->ev, "preflight_retry", msg, kv, 2);
             w->r->sleep(w->r, PREFLIGHT_BACKOFF_S * attempt);
             continue;
@@ -484,7 +484,7 @@ static int64_t choose_resume(struct wrapper *w, char *resume, size_t len)
             rz_fmt(resume, len, "%s", rb);
             rz_fmt(msg, sizeof msg, "rollback: resuming from %s (step %lld, written by %lld "
                    "ranks)", rb, (long long)step, (long long)from.world_size);
-            struct step_kv kv[] = {{"checkpoint", rb, 0}, {"step", NULL, (double)step},
+            struct event_kv kv[] = {{"checkpoint", rb, 0}, {"step", NULL, (double)step},
                                    {"rollback_of", w->args->rollback_of ? w->args->rollback_of
                                                                         : "", 0}};
             step_event(&w->ev, "rollback_start", msg, kv, 3);
@@ -499,7 +499,7 @@ static int64_t choose_resume(struct wrapper *w, char *resume, size_t len)
     }
     rz_fmt(msg, sizeof msg, "resuming from %s (step %lld, the newest that verifies)", own_path,
            (long long)own);
-    struct step_kv kv[] = {{"checkpoint", own_path, 0}, {"step", NULL, (double)own}};
+    struct event_kv kv[] = {{"checkpoint", own_path, 0}, {"step", NULL, (double)own}};
     step_event(&w->ev, "resume", msg, kv, 2);
     return own;
 }
@@ -570,7 +570,7 @@ static int attempts(struct wrapper *w)
                                           : train(w);
         if (rc != STEP_RELAUNCH)
             return rc;
-        step_history_read(w->ev.path, w->env->job_id, &w->hist); /* the relaunch counted */
+        step_history_read(w->ev.log.path, w->env->job_id, &w->hist); /* the relaunch counted */
     }
 }
 
@@ -622,7 +622,7 @@ static void say_start(struct wrapper *w)
            e->ntasks, w->job.node_list[0] ? " " : "", w->job.node_list, w->config, w->run_dir,
            w->lineage, w->args->rollback_of ? ", rollback of job " : "",
            w->args->rollback_of ? w->args->rollback_of : "");
-    struct step_kv kv[] = {{"nodes", NULL, (double)e->nnodes}, {"ntasks", NULL, (double)e->ntasks},
+    struct event_kv kv[] = {{"nodes", NULL, (double)e->nnodes}, {"ntasks", NULL, (double)e->ntasks},
                            {"config", w->config, 0}, {"run_dir", w->run_dir, 0},
                            {"node_list", w->job.node_list, 0},
                            {"partition", w->job.partition, 0}, {"account", w->job.account, 0}};
@@ -652,7 +652,7 @@ static int prepare(struct wrapper *w)
         rc = claim_run_dir(w);
     if (rc != 0)
         return rc;
-    step_history_read(w->ev.path, w->env->job_id, &w->hist);
+    step_history_read(w->ev.log.path, w->env->job_id, &w->hist);
     if (step_env_in_slurm(w->env))
         step_lost_nodes(w);
     if (step_env_in_slurm(w->env))

@@ -24,7 +24,7 @@
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "plan/plan.h"
-#include "record/health.h"
+#include "record/health_json.h"
 
 #define MEMORY_MARGIN 0.9                  /* use at most 90% of the limit */
 #define PROBE_FLOATS ((size_t)1 << 20)
@@ -443,7 +443,7 @@ static void judge_isa(const struct probe *all, int n, struct verdict *v)
     }
 }
 
-/* ---- health.json (record/health.h) --------------------------------------------------------------- */
+/* ---- health.json (record/health_json.h) --------------------------------------------------------------- */
 
 static void fill_rank(struct health_rank *h, const struct probe *p)
 {

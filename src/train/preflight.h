@@ -26,7 +26,7 @@
 #include <stdio.h>
 
 #include "comm/comm.h"
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 
 /* What the launcher and Slurm said, read from the environment once by main. */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "comm/comm.h"
-#include "config/config.h"
+#include "config/cfg.h"
 #include "train/preflight.h"
 
 enum { CHECK_LAUNCH, CHECK_RING, CHECK_ALLREDUCE, CHECK_LINKS, CHECK_CPUS, CHECK_MEMORY,

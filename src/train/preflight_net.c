@@ -1,6 +1,6 @@
 /* preflight_net.c: the links check of the preflight (see preflight_internal.h): every pair of the
  * job's nodes measured over MPI (comm_link_probe), judged against the network.* keys, shown as
- * a table in the job output (health.json's copy: record/health.h).  A link fails only when a
+ * a table in the job output (health.json's copy: record/health_json.h).  A link fails only when a
  * second probe agrees: a rank that the CPU held up once (a burst of another job, a stolen vCPU)
  * must not cost a healthy node its place in the job. */
 #include "config.h"

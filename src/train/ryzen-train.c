@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/cli.h"
 #include "core/hooks.h"
 #include "core/isa.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "health/health.h"
+#include "health/watchdog.h"
 #include "kernels/kernels.h"
 #include "plan/plan.h"
 #include "train/preflight.h"
@@ -251,11 +251,8 @@ static void make_run_id(char *buf, size_t len, const struct env *e)
         rz_fmt(buf, len, "%s", e->run_id);
         return;
     }
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
     char stamp[32];
-    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    rz_utc_format(stamp, sizeof stamp, (double)time(NULL), RZ_UTC_COMPACT);
     snprintf(buf, len, "local-%s-%ld", stamp, (long)getpid());
 }
 

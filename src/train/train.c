@@ -20,13 +20,14 @@
 #include "core/sha256.h"
 #include "core/util.h"
 #include "data/data.h"
-#include "health/health.h"
+#include "health/watchdog.h"
 #include "kernels/kernels.h"
-#include "metrics/live.h"
-#include "metrics/metrics.h"
+#include "metrics/live_series.h"
 #include "model/model.h"
 #include "optim/optim.h"
 #include "plan/plan.h"
+#include "record/rank_log.h"
+#include "record/summary.h"
 #include "train/guard.h"
 #include "train/train_internal.h"
 #include "train/train_net.h"
@@ -40,7 +41,7 @@ static void trainer_free(struct trainer *t)
     train_net_free(&t->live.net);
     free(t->live.host_names);
     health_watchdog_stop(t->watchdog);
-    metrics_close(t->metrics);
+    rank_log_close(t->metrics);
     optim_destroy(t->optim);
     data_destroy(t->data);
     model_destroy(t->model);
@@ -118,7 +119,8 @@ static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
     if (st == RZ_OK) st = tr_zero_init(t, err);
     if (st == RZ_OK) st = optim_create(&t->optim, &oopts, t->shard_hi - t->shard_lo, err);
     t->optim_rss = rz_rss_bytes() - rss0;
-    if (st == RZ_OK) st = metrics_open(&t->metrics, t->opts->run_dir, t->opts->run_id, t->rank, err);
+    if (st == RZ_OK)
+        st = rank_log_open(&t->metrics, t->opts->run_dir, t->opts->run_id, t->rank, err);
     if (st == RZ_OK) st = snapshot_config(t, err);
     if (st == RZ_OK) st = tr_ckpt_writer_init(t, err);
     if (st != RZ_OK)
@@ -172,7 +174,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
                                  struct rz_err *err)
 {
     double flops = model_flops_per_sample(&t->dims);
-    struct metrics_step s = {
+    struct rank_step s = {
         .step = t->step, .samples_seen = t->step * t->global_batch,
         .run_step = t->step - r->start_step, .loss = o->loss,
         .lr = t->last_lr, .grad_norm = o->grad_norm, .step_time_s = dt, .comm_time_s = o->comm_s,
@@ -182,7 +184,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
                                         (r->peak_gflops * 1e9) : 0.0,
         .rss_bytes = rz_rss_bytes(), .allreduce_s = o->allreduce_s, .world_size = t->world,
         .compute_time_s = o->compute_s, .grad_allreduce_s = o->grad_allreduce_s,
-        .time = metrics_unix_now(),
+        .time = rz_unix_now(),
         .skipped = o->guard != GUARD_ACCEPT,
         .skip_reason = o->guard_why, .skipped_total = t->guard.skipped};
     metrics_window_add(&t->live.window, dt, o->compute_s, o->comm_s, o->allreduce_s,
@@ -195,7 +197,7 @@ static enum rz_status after_step(struct trainer *t, const struct step_out *o, do
     }
     if (st != RZ_OK)
         return st;
-    st = metrics_write(t->metrics, &s, err);
+    st = rank_log_write(t->metrics, &s, err);
     if (st != RZ_OK)
         return st;
     if (t->opts->losses != NULL)
@@ -366,14 +368,14 @@ static uint64_t predict_peak(const struct trainer *t)
 static enum rz_status write_summary(struct trainer *t, const struct train_result *r,
                                     struct rz_err *err)
 {
-    struct metrics_rank_result mine = {
+    struct summary_rank mine = {
         .rank = t->rank, .steps = r->steps, .avg_loss = r->avg_loss, .final_loss = r->final_loss,
         .samples_per_sec = r->samples_per_sec / (double)t->world, .comm_share = r->comm_share,
         .duration_sec = r->duration_s, .peak_rss_bytes = r->peak_rss_bytes,
         .predicted_peak_rss_bytes = r->predicted_peak_rss_bytes,
         .optimizer_rss_bytes = t->optim_rss};
     snprintf(mine.host, sizeof mine.host, "%s", comm_host(t->comm));
-    struct metrics_rank_result *all = calloc((size_t)t->world, sizeof *all);
+    struct summary_rank *all = calloc((size_t)t->world, sizeof *all);
     if (all == NULL)
         return rz_fail(err, RZ_ENOMEM, "summary: out of memory");
     enum rz_status st = train_net_summary(&t->live.net, t->comm,
@@ -381,7 +383,7 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
     if (st == RZ_OK)
         st = comm_allgather_bytes(t->comm, &mine, sizeof mine, all, err);
     if (st == RZ_OK && t->rank == 0) {
-        struct metrics_summary s = {
+        struct summary_doc s = {
             .num_processes = t->world, .avg_loss = r->avg_loss, .final_loss = r->final_loss,
             .total_duration_sec = r->duration_s, .samples_per_sec = r->samples_per_sec,
             .tokens_per_sec = r->samples_per_sec * (double)t->dims.seq_len, .mfu = r->mfu,
@@ -404,7 +406,7 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
                 all[q].predicted_peak_rss_bytes > s.predicted_peak_rss_bytes
                     ? all[q].predicted_peak_rss_bytes : s.predicted_peak_rss_bytes;
         }
-        st = metrics_write_summary(t->opts->run_dir, &s, err);
+        st = summary_write(t->opts->run_dir, &s, err);
     }
     free(all);
     return tr_agree(t, st, err);

@@ -24,7 +24,7 @@
 #include <stdio.h>
 
 #include "comm/comm.h"
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 
 struct train_opts {

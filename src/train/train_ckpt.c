@@ -15,8 +15,8 @@
 #include "ckpt/ckpt.h"
 #include "core/hooks.h"
 #include "core/util.h"
-#include "health/health.h"
-#include "metrics/live.h"
+#include "health/watchdog.h"
+#include "metrics/live_series.h"
 #include "model/model.h"
 #include "optim/optim.h"
 #include "train/train_internal.h"
@@ -296,7 +296,7 @@ enum rz_status tr_save_checkpoint(struct trainer *t, struct train_result *r,
         return st;
     t->saved_step = t->step;
     t->ckpt_failed_row = 0;
-    t->live.last_ckpt_unix = metrics_unix_now();
+    t->live.last_ckpt_unix = rz_unix_now();
     if (t->rank == 0)
         snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
     tr_say(t, "checkpoint: step %lld committed to %s in %.0f ms (retention %.0f ms)",
@@ -326,7 +326,7 @@ static void say_written(struct trainer *t, struct train_result *r,
     }
     if (w->prune_failed)
         tr_say(t, "checkpoint: retention: %s (continuing)", w->prune_msg);
-    t->live.last_ckpt_unix = metrics_unix_now();
+    t->live.last_ckpt_unix = rz_unix_now();
     snprintf(r->checkpoint, sizeof r->checkpoint, "%s", w->path);
     r->ckpt_commit_s += w->commit_ms * 1e-3;
     tr_say(t, "checkpoint: step %lld committed to %s in %.0f ms behind training (snapshot copy "

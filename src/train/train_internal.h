@@ -14,12 +14,12 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_async.h"
 #include "comm/comm.h"
-#include "config/config.h"
+#include "config/cfg.h"
 #include "core/status.h"
 #include "kernels/kernels.h"
-#include "metrics/live.h"
-#include "metrics/metrics.h"
+#include "metrics/live_series.h"
 #include "model/model.h"
+#include "record/rank_log.h"
 #include "train/guard.h"
 #include "train/train.h"
 #include "train/train_net.h"
@@ -29,7 +29,7 @@
 enum { STEP_LOSS, STEP_STOP, STEP_GNORM, STEP_FIXED };
 #define STEP_DOUBLES (STEP_FIXED + METRICS_LIVE_DOUBLES)
 
-/* Live metrics (metrics/live.h): the rank's window, what the last collective gathered, and the
+/* Live metrics (metrics/live_series.h): the rank's window, what the last collective gathered, and the
  * node's textfile, written by the node's lowest rank. */
 struct train_live {
     struct metrics_window window;
@@ -69,7 +69,7 @@ struct trainer {
     struct model *model;
     struct data *data;
     struct optim *optim;
-    struct metrics_log *metrics;
+    struct rank_log *metrics;
     struct health_watchdog *watchdog;
     int32_t *sample;           /* (T + 1) */
     int32_t *inputs, *targets; /* (B, T) */
@@ -142,7 +142,7 @@ enum rz_status tr_train_step(struct trainer *t, double lr, struct step_out *o,
 /* Collective, every health.sync_check_interval steps: the ranks still hold the same parameters;
  * fills s's sync figures.  Its outcome is agreed (tr_agree) when it ran; other steps call no
  * collective. */
-enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o, struct metrics_step *s,
+enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o, struct rank_step *s,
                              struct rz_err *err);
 /* Collective: the loss over the fixed held-out set (t->val_loss, t->val_step). */
 enum rz_status tr_validate(struct trainer *t, struct rz_err *err);
@@ -183,7 +183,7 @@ void tr_say(const struct trainer *t, const char *fmt, ...) __attribute__((format
 /* Collective: "2 node(s): n1, n2" from every rank's host name. */
 enum rz_status tr_describe_hosts(struct trainer *t, char *out, size_t len, struct rz_err *err);
 void tr_print_banner(const struct trainer *t, double peak, double latency, const char *hosts);
-void tr_print_progress(const struct trainer *t, const struct metrics_step *s, double eta_s,
+void tr_print_progress(const struct trainer *t, const struct rank_step *s, double eta_s,
                        double comm_share);
 /* The matmul peak in GFLOP/s, measured for `seconds` (0: not measured). */
 double tr_measure_peak(struct trainer *t, double seconds);
@@ -192,7 +192,7 @@ void tr_profile_start(struct trainer *t);
 void tr_profile_add(struct trainer *t, const struct step_out *o, double dt);
 void tr_print_profile(const struct trainer *t, const struct train_result *r);
 
-/* ---- train_live.c: live metrics (metrics/live.h, docs/monitoring.md) ---- */
+/* ---- train_live.c: live metrics (metrics/live_series.h, docs/monitoring.md) ---- */
 
 /* The figures this rank sends in the step's collective. */
 void tr_live_pack(struct trainer *t, double *out, double compute_s);

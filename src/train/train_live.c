@@ -1,4 +1,4 @@
-/* train_live.c: the trainer's live metrics (metrics/live.h, docs/monitoring.md; see
+/* train_live.c: the trainer's live metrics (metrics/live_series.h, docs/monitoring.md; see
  * train_internal.h): the figures each rank adds to the step's one collective, and the node's
  * Prometheus textfile that its lowest rank writes from what the collective gathered, every
  * metrics.prom_interval steps, at each checkpoint and once more when the run ends.  A failed
@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "metrics/live.h"
+#include "metrics/live_series.h"
 #include "train/train_internal.h"
 
-/* ---- live metrics (metrics/live.h, docs/monitoring.md) ---------------------------------------- */
+/* ---- live metrics (metrics/live_series.h, docs/monitoring.md) ---------------------------------------- */
 
 /* The figures this rank sends in the step's collective: its window and this step's compute. */
 void tr_live_pack(struct trainer *t, double *out, double compute_s)
@@ -75,7 +75,7 @@ void tr_live_write(struct trainer *t, bool running)
     const struct cfg *c = t->cfg;
     struct metrics_prom_doc d = {
         .job = t->opts->run_id, .phase = l->phase, .node = l->hosts[t->rank],
-        .now_unix = metrics_unix_now(), .running = running, .world = t->world,
+        .now_unix = rz_unix_now(), .running = running, .world = t->world,
         .ranks = l->ranks, .hosts = l->host_names, .step = t->step,
         .samples_seen = t->step * t->global_batch, .loss = t->last_loss, .lr = t->last_lr,
         .has_val = t->val_step >= 0, .val_loss = t->val_loss,

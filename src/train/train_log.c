@@ -104,7 +104,7 @@ void tr_print_banner(const struct trainer *t, double peak, double latency, const
     inform(t, "run dir %s (metrics/%s/, checkpoints/)", t->opts->run_dir, t->opts->run_id);
 }
 
-void tr_print_progress(const struct trainer *t, const struct metrics_step *s, double eta_s,
+void tr_print_progress(const struct trainer *t, const struct rank_step *s, double eta_s,
                        double comm_share)
 {
     if (t->rank != 0 || t->opts->log == NULL)

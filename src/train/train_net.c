@@ -127,7 +127,7 @@ static bool job_conn(const struct job_socks *js, const struct netsock_conn *c)
 static void sum_peers(const char (*addrs)[MAX_ADDRS][NETSOCK_ADDR_LEN], int world,
                       const char (*hosts)[64], const char *me,
                       const struct netsock_conn *conn, size_t n_conn, const struct job_socks *js,
-                      struct metrics_rank_result *mine)
+                      struct summary_rank *mine)
 {
     for (size_t i = 0; i < n_conn; i++) {
         int r = rank_of_addr(addrs, world, conn[i].remote);
@@ -137,13 +137,13 @@ static void sum_peers(const char (*addrs)[MAX_ADDRS][NETSOCK_ADDR_LEN], int worl
         while (p < mine->n_peers && strcmp(mine->peers[p].host, hosts[r]) != 0)
             p++;
         if (p == mine->n_peers) {
-            if (p == METRICS_MAX_PEERS)
+            if (p == SUMMARY_MAX_PEERS)
                 continue;
             memset(&mine->peers[p], 0, sizeof mine->peers[p]);
             rz_fmt(mine->peers[p].host, sizeof mine->peers[p].host, "%s", hosts[r]);
             mine->n_peers++;
         }
-        struct metrics_peer *q = &mine->peers[p];
+        struct summary_peer *q = &mine->peers[p];
         q->conns++;
         q->segs_out += conn[i].segs_out;
         q->data_segs_out += conn[i].data_segs_out;
@@ -174,7 +174,7 @@ static void node_socks(const struct train_net *n, const char (*hosts)[64], const
 /* This node's connections per other node into mine->peers (mine->n_peers 0 first); false when
  * the sockets cannot be listed (said on stderr unless `quiet`). */
 static bool node_peers(const struct train_net *n, const char (*hosts)[64], const char *me,
-                       bool quiet, struct metrics_rank_result *mine)
+                       bool quiet, struct summary_rank *mine)
 {
     struct netsock_conn *conn = NULL;
     size_t n_conn = 0;
@@ -200,12 +200,12 @@ static bool node_peers(const struct train_net *n, const char (*hosts)[64], const
 bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const char *me,
                    struct train_net_mpi *out)
 {
-    struct metrics_rank_result mine = {.n_peers = 0};
+    struct summary_rank mine = {.n_peers = 0};
     memset(out, 0, sizeof *out);
     if (!n->node_first || !node_peers(n, hosts, me, true, &mine))
         return false;
     for (int p = 0; p < mine.n_peers; p++) {
-        const struct metrics_peer *q = &mine.peers[p];
+        const struct summary_peer *q = &mine.peers[p];
         out->data_segs += q->data_segs_out;
         out->lost += netsock_lost(q->retrans, q->dsack_dups);
         out->conns += q->conns;
@@ -215,7 +215,7 @@ bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const cha
 }
 
 enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
-                                 const char (*hosts)[64], struct metrics_rank_result *mine,
+                                 const char (*hosts)[64], struct summary_rank *mine,
                                  struct rz_err *err)
 {
     (void)err; /* nothing collective is left here: the addresses were gathered at start-up */

@@ -13,9 +13,9 @@
 #include <stdbool.h>
 
 #include "comm/comm.h"
-#include "metrics/metrics.h"
 #include "net/netsock.h"
 #include "net/netstat.h"
+#include "record/summary.h"
 
 enum { TRAIN_NET_MAX_ADDRS = 8 }; /* a node's addresses matched, at most */
 
@@ -64,7 +64,7 @@ bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const cha
  * net_seconds, peers) on each node's lowest rank.  `hosts` holds every rank's node name; a
  * connection counts for the node whose address (train_net_addrs) is its remote end. */
 enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
-                                 const char (*hosts)[64], struct metrics_rank_result *mine,
+                                 const char (*hosts)[64], struct summary_rank *mine,
                                  struct rz_err *err);
 
 #endif

@@ -17,10 +17,10 @@
 #include "core/hooks.h"
 #include "core/util.h"
 #include "data/data.h"
-#include "health/health.h"
-#include "metrics/metrics.h"
+#include "health/watchdog.h"
 #include "model/model.h"
 #include "optim/optim.h"
+#include "record/rank_log.h"
 #include "train/guard.h"
 #include "train/train_internal.h"
 
@@ -346,7 +346,7 @@ static void test_desync(struct trainer *t)
 }
 
 static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
-                                 struct metrics_step *s, struct rz_err *err)
+                                 struct rank_step *s, struct rz_err *err)
 {
     enum rz_status st0 = tr_params_complete(t, err);
     if (st0 != RZ_OK)
@@ -379,7 +379,7 @@ static enum rz_status sync_check(struct trainer *t, const struct step_out *o,
  * time moved into the next gradient all-reduce, the same wall time per step
  * (docs/reliability.md); where latency bounds the step it is one latency less per step. */
 enum rz_status tr_sync_check(struct trainer *t, const struct step_out *o,
-                              struct metrics_step *s, struct rz_err *err)
+                              struct rank_step *s, struct rz_err *err)
 {
     int64_t every = t->cfg->health.sync_check_interval;
     if (every <= 0 || t->step % every != 0)

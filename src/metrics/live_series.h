@@ -1,4 +1,4 @@
-/* live.h: live metrics while training: each rank's recent step timings (a window), what it
+/* live_series.h: live metrics while training: each rank's recent step timings (a window), what it
  * reports to its node's writer, the straggler figures, and the node's Prometheus textfile
  *
  *   <prom_dir>/ryzen-<job>-<node>.prom   text exposition format for node_exporter's textfile
@@ -10,8 +10,8 @@
  * so the node's writer (its lowest rank) has its ranks' figures without another message.
  * Deliberately not here: when to write (train/train_live.c) and any MPI (comm/).
  * Ownership: plain values; the writer borrows every pointer in struct metrics_prom_doc. */
-#ifndef RZ_METRICS_LIVE_H
-#define RZ_METRICS_LIVE_H
+#ifndef RZ_METRICS_LIVE_SERIES_H
+#define RZ_METRICS_LIVE_SERIES_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -100,9 +100,6 @@ enum rz_status metrics_prom_write(const char *dir, const struct metrics_prom_doc
  * newline escaped (no comma when first), and a family's HELP and TYPE lines. */
 void metrics_prom_label(FILE *f, const char *key, const char *value, bool first);
 void metrics_prom_head(FILE *f, const char *name, const char *type, const char *help);
-
-/* Wall-clock time in Unix seconds (CLOCK_REALTIME), for the timestamps of the textfile. */
-double metrics_unix_now(void);
 
 /* The memory this process may use: its cgroup's limit (v2 memory.max, v1
  * memory.limit_in_bytes), else the node's MemTotal; 0 if neither can be read. */

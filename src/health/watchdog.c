@@ -1,9 +1,9 @@
-/* health.c: stop-signal flags, heartbeat files and the hang watchdog (see health.h).
+/* watchdog.c: stop-signal flags, heartbeat files and the hang watchdog (see watchdog.h).
  * Not here: anything that talks to other ranks (that is comm/); the watchdog only reads the
  * heartbeat files the other ranks write, so it keeps working when MPI is wedged. */
 #include "config.h"
 
-#include "health/health.h"
+#include "health/watchdog.h"
 #include "record/exits.h"
 
 #include <errno.h>

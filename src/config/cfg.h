@@ -1,4 +1,4 @@
-/* config.h: the typed run configuration, loaded from YAML (libyaml) and `--set` overrides.
+/* cfg.h: the typed run configuration, loaded from YAML (libyaml) and `--set` overrides.
  *
  * One key table (config/keys.c) lists every key: dotted name, type, bounds, default and a one-line
  * doc.  That table drives parsing, validation, `--set`, defaults and the generated reference
@@ -8,8 +8,8 @@
  * message reads "FILE:LINE:COLUMN: KEY: cause" (overrides: "--set KEY: cause"), unknown keys get a
  * "did you mean 'x'?" suggestion.  They return RZ_ECONFIG (exit 64).
  * Ownership: struct cfg is a plain value with fixed-size strings; nothing to free. */
-#ifndef RZ_CONFIG_CONFIG_H
-#define RZ_CONFIG_CONFIG_H
+#ifndef RZ_CONFIG_CFG_H
+#define RZ_CONFIG_CFG_H
 
 #include <stdbool.h>
 #include <stdint.h>

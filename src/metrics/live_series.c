@@ -1,16 +1,15 @@
-/* live.c: the live metrics of a training run (see live.h): step-time windows, the straggler
+/* live_series.c: the live metrics of a training run (see live_series.h): step-time windows, the straggler
  * figures and one node's Prometheus textfile.  The series are listed in three tables (per rank,
  * per file, per job), each row a name, a type, a help text and how its value is computed, so
  * the file, docs/monitoring.md and the alert rules name the same things.
  * Deliberately not here: when a file is written and by which rank (train/train_live.c). */
 #include "config.h"
 
-#include "metrics/live.h"
+#include "metrics/live_series.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/durable.h"
 #include "core/util.h"
@@ -30,23 +29,6 @@ void metrics_window_add(struct metrics_window *w, double step_s, double compute_
         w->n++;
 }
 
-static int dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Quantile q of v[0..n) (sorted in place), linear between order statistics; NaN for n == 0. */
-static double quantile(double *v, int n, double q)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, (size_t)n, sizeof *v, dbl_cmp);
-    double pos = q * (n - 1);
-    int i = (int)pos;
-    return i + 1 >= n ? v[n - 1] : v[i] + (pos - i) * (v[i + 1] - v[i]);
-}
-
 static double mean(const double *v, int n)
 {
     double s = 0;
@@ -64,14 +46,14 @@ void metrics_window_summary(const struct metrics_window *w, double compute_s, do
     out->step_mean_s = mean(w->step_s, w->n);
     out->compute_mean_s = mean(w->compute_s, w->n);
     out->comm_mean_s = mean(w->comm_s, w->n);
-    out->allreduce_p50_s = quantile(a, w->n, 0.5);
-    out->allreduce_p99_s = quantile(a, w->n, 0.99);
+    out->allreduce_p50_s = rz_quantile(a, (size_t)w->n, 0.5);
+    out->allreduce_p99_s = rz_quantile(a, (size_t)w->n, 0.99);
     memcpy(a, w->grad_s, sizeof a);
-    out->grad_p50_s = quantile(a, w->n, 0.5);
-    out->grad_p99_s = quantile(a, w->n, 0.99);
+    out->grad_p50_s = rz_quantile(a, (size_t)w->n, 0.5);
+    out->grad_p99_s = rz_quantile(a, (size_t)w->n, 0.99);
     memcpy(a, w->comm_s, sizeof a);
-    out->exposed_p50_s = quantile(a, w->n, 0.5);
-    out->exposed_p99_s = quantile(a, w->n, 0.99);
+    out->exposed_p50_s = rz_quantile(a, (size_t)w->n, 0.5);
+    out->exposed_p99_s = rz_quantile(a, (size_t)w->n, 0.99);
     out->rss_bytes = rss_bytes;
 }
 
@@ -90,7 +72,7 @@ void metrics_straggler(const struct metrics_rank_live *ranks, int world,
             out->rank = r;
         }
     }
-    out->median_s = quantile(v, world, 0.5);
+    out->median_s = rz_quantile(v, (size_t)world, 0.5);
     if (out->median_s > 0)
         out->ratio = out->slowest_s / out->median_s;
 done:
@@ -433,13 +415,6 @@ enum rz_status metrics_prom_write(const char *dir, const struct metrics_prom_doc
         rz_fmt(path_out, path_len, "%s", path);
     enum rz_status st = rz_mkdirs(dir, err);
     return st == RZ_OK ? rz_durable_write(path, "prom", prom_writer, d, err) : st;
-}
-
-double metrics_unix_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- the memory limit -------------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* health.h: RUN_DIR/health.json, the preflight's verdict: its struct, its writer and its reader,
+/* health_json.h: RUN_DIR/health.json, the preflight's verdict: its struct, its writer and its reader,
  * the one place that knows the format.
  *   written by  ryzen-train --preflight (rank 0, durably: core/durable.h)
  *   read by     ryzen-step (the hosts to exclude), ryzen-gate (the report)
@@ -10,8 +10,8 @@
  * Older files may lack checks, warning, the later rank fields, links and ring_hop_us: the reader
  * leaves those empty (ring_hop_us NaN).
  * Ownership: health_read allocates ranks; health_free releases them (a zeroed doc is fine). */
-#ifndef RZ_RECORD_HEALTH_H
-#define RZ_RECORD_HEALTH_H
+#ifndef RZ_RECORD_HEALTH_JSON_H
+#define RZ_RECORD_HEALTH_JSON_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,21 +1,24 @@
-/* ckpt_internal.h: what the files of src/ckpt/ share (private to the module): the layout tables
- * of format version 1 (ckpt.c documents the layout), hashing helpers and the HDF5 plumbing.
+/* ckpt_h5.h: what the files of src/ckpt/ share, defined in ckpt_h5.c (private to the module):
+ * the layout tables of format version 1 (ckpt.c documents the layout), hashing helpers and the
+ * HDF5 plumbing.  It needs the metadata value (ckpt_meta.h), never the module's API (ckpt.h), so
+ * the writer, the reader and the directory code stand on it and not the other way round.
  *
  * Every HDF5 call goes through CKPT_H5: on a negative return it records the call text, file:line
  * and the innermost message of HDF5's error stack (whose own printing is switched off) in one
  * rz_err message and jumps to the function's `cleanup` label.  Functions using it declare
  * `enum rz_status st = RZ_OK;` and take `const struct ckpt_io *io`. */
-#ifndef RZ_CKPT_CKPT_INTERNAL_H
-#define RZ_CKPT_CKPT_INTERNAL_H
+#ifndef RZ_CKPT_CKPT_H5_H
+#define RZ_CKPT_CKPT_H5_H
 
 #include <hdf5.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_meta.h"
 #include "core/sha256.h"
 #include "core/status.h"
+#include "model/model.h"
 
 #define CKPT_PATH_MAX 4096
 

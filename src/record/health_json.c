@@ -1,7 +1,7 @@
-/* health.c: health.json's writer and reader (see health.h). */
+/* health_json.c: health.json's writer and reader (see health_json.h). */
 #include "config.h"
 
-#include "record/health.h"
+#include "record/health_json.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* live.c: ryzen-step's live textfile, beside the trainer's (docs/monitoring.md).  At each
+/* step_prom.c: ryzen-step's live textfile, beside the trainer's (docs/monitoring.md).  At each
  * training launch it writes <metrics.prom_dir or RUN_DIR/prom>/ryzen-<job>-step.prom: this
  * job's restarts by reason and the seconds it was down for each reason, from an attempt's end
  * to the next training launch (the report's time lost adds the detection before it and the
@@ -12,12 +12,12 @@
 
 #include "core/durable.h"
 #include "core/util.h"
-#include "metrics/live.h"
+#include "metrics/live_series.h"
 #include "step/step_internal.h"
 
 struct live_doc {
     const struct wrapper *w;
-    double down[RQ_N];
+    double down[EVENT_N_RQ_WRITTEN];
 };
 
 static void sample(FILE *f, const struct wrapper *w, const char *name, const char *reason,
@@ -36,14 +36,14 @@ static void live_format(FILE *f, const void *ctx)
     const struct wrapper *w = d->w;
     metrics_prom_head(f, "ryzen_step_restarts_total", "counter",
                       "Restarts of the job (requeues and relaunches), by reason.");
-    for (int r = 0; r < RQ_N; r++)
-        sample(f, w, "ryzen_step_restarts_total", step_requeue_name((enum step_requeue)r),
+    for (int r = 0; r < EVENT_N_RQ_WRITTEN; r++)
+        sample(f, w, "ryzen_step_restarts_total", event_requeue_name((enum event_requeue)r),
                (double)w->hist.requeues[r]);
     metrics_prom_head(f, "ryzen_step_down_seconds_total", "counter",
                       "Seconds from an attempt's end to the next training launch, by the reason "
                       "of the restart.");
-    for (int r = 0; r < RQ_N; r++)
-        sample(f, w, "ryzen_step_down_seconds_total", step_requeue_name((enum step_requeue)r),
+    for (int r = 0; r < EVENT_N_RQ_WRITTEN; r++)
+        sample(f, w, "ryzen_step_down_seconds_total", event_requeue_name((enum event_requeue)r),
                d->down[r]);
 }
 
@@ -53,7 +53,7 @@ void step_live_write(const struct wrapper *w)
     char path[STEP_PATH_MAX * 2];
     struct rz_err err;
     struct live_doc d = {.w = w};
-    for (int r = 0; r < RQ_N; r++)
+    for (int r = 0; r < EVENT_N_RQ_WRITTEN; r++)
         d.down[r] = w->hist.down_s[r];
     double now = w->r->now(w->r);
     const struct step_history *h = &w->hist;

@@ -1,4 +1,4 @@
-/* health.h: the trainer's own health machinery, independent of MPI:
+/* watchdog.h: the trainer's own health machinery, independent of MPI:
  *
  *   stop signals   SIGUSR2 (or the configured signal) and SIGTERM only set a flag; the trainer
  *                  polls it at step boundaries, where all ranks agree and checkpoint together.
@@ -12,8 +12,8 @@
  *                  (_exit): a rank stuck in a collective cannot return to main.
  *
  * Ownership: health_watchdog_start allocates; health_watchdog_stop joins and frees (NULL ok). */
-#ifndef RZ_HEALTH_HEALTH_H
-#define RZ_HEALTH_HEALTH_H
+#ifndef RZ_HEALTH_WATCHDOG_H
+#define RZ_HEALTH_WATCHDOG_H
 
 #include <stdbool.h>
 #include <stddef.h>

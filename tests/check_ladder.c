@@ -1,7 +1,7 @@
-/* check_gate_ladder: the ladder of phases, in check_gate's "core" test case (check_gate.c builds
- * the suite): the model fitted by hand from the phases' report.json files, its predictions and
- * flags, and the whole ladder as the dev cluster ran it, hindcast.  Fixtures from
- * gate_fixtures.c. */
+/* check_ladder: the ladder of phases (src/ladder/, record/ladder_json.c): "core", the model
+ * fitted by hand from the phases' report.json files, its predictions and flags, and the whole
+ * ladder as the dev cluster ran it, hindcast; "errors", a run root without reports.  Fixtures
+ * (the scratch directory, put) from gate_fixtures.c. */
 
 #include "config.h"
 
@@ -12,9 +12,10 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "gate/gate.h"
+#include "ladder/ladder.h"
 
 #include "gate_fixtures.h"
+#include "testutil.h"
 
 /* A report.json of phase PH, job JOB on W ranks: throughput X, small-collective p50 P50 ms. */
 static void ladder_report(const char *lineage, const char *job, int w, double x, double p50)
@@ -46,9 +47,9 @@ START_TEST(ladder_fit_predictions_and_flags)
     ladder_report("p2", "2", 2, 190, 0.1);
     ladder_report("p4", "3", 4, 360, 0.2);
     ladder_report("p2/rollback-3", "4", 2, 210, 0.1); /* 105% of the base per rank */
-    struct gate_ladder l;
+    struct ladder l;
     struct rz_err err;
-    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert_int_eq(ladder_read(&l, root, &err), RZ_OK);
     ck_assert_uint_eq(l.n_att, 4);
     ck_assert_int_eq(l.att[0].world, 1);
     ck_assert_str_eq(l.att[l.base].job, "1");
@@ -70,19 +71,19 @@ START_TEST(ladder_fit_predictions_and_flags)
     ck_assert_double_eq_tol(l.pred[0].hi / l.pred[0].throughput - 1, l.fit.err_rel, 1e-12);
     ck_assert_double_gt(l.fit.err_rel, 0);
     /* fitted to the attempts below 4 ranks only: the phase report's prediction of the 4-rank */
-    struct gate_fit below;
-    gate_ladder_fit(&l, 4, &below);
+    struct ladder_fit below;
+    ladder_fit(&l, 4, &below);
     ck_assert_int_eq(below.points, 3);
     ck_assert_double_gt(below.err_rel, 0); /* 3 points, 2 fitted parameters */
     /* the 1-rank phase alone: an exact fit, whose error is unknown rather than 0 */
-    gate_ladder_fit(&l, 2, &below);
+    ladder_fit(&l, 2, &below);
     ck_assert_int_eq(below.points, 1);
     ck_assert(isnan(below.err_rel));
     ck_assert_ptr_nonnull(strstr(below.note, "no link measured yet"));
     char *md = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&md, &len);
-    gate_ladder_write_md(f, &l);
+    ladder_write_md(f, &l);
     fclose(f);
     ck_assert_ptr_nonnull(strstr(md, "## Efficiency above 100%\n\n- p2/rollback-3 job 4 on 2 "
                                      "ranks: 105.0%."));
@@ -93,7 +94,7 @@ START_TEST(ladder_fit_predictions_and_flags)
     ck_assert_uint_eq(count(md, "Nodes excluded for the rest of the ladder (each failed twice in "
                                 "this run root): n3.\n"), 1);
     free(md);
-    ck_assert_int_eq(gate_ladder_write(&l, &err), RZ_OK);
+    ck_assert_int_eq(ladder_write(&l, &err), RZ_OK);
     char path[600];
     snprintf(path, sizeof path, "%s/ladder.json", root);
     char *json = slurp(path);
@@ -109,7 +110,7 @@ START_TEST(ladder_fit_predictions_and_flags)
     ck_assert_ptr_nonnull(strstr(html, "<td>90.0%</td><td>relaunch (failure) 5.5 s in 2 stops</td>"));
     ck_assert_ptr_nonnull(strstr(html, "<p id=\"excluded\">Nodes excluded"));
     free(html);
-    gate_ladder_free(&l);
+    ladder_free(&l);
     teardown_fixture();
 }
 END_TEST
@@ -194,10 +195,10 @@ START_TEST(ladder_hindcast_from_the_dev_cluster)
     ladder_report_placed("phase2a_8proc", "3", 8, 2, 1655.08, 1600);
     ladder_report_placed("phase2b_12proc", "4", 12, 3, 2343.68, 2300);
     ladder_report_placed("phase2c_16proc", "5", 16, 4, 2795.65, 2700);
-    struct gate_ladder l;
+    struct ladder l;
     struct rz_err err;
-    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
-    const struct gate_fit *e = &l.early;
+    ck_assert_int_eq(ladder_read(&l, root, &err), RZ_OK);
+    const struct ladder_fit *e = &l.early;
     ck_assert(e->ok);
     ck_assert_int_eq(e->points, 3);
     double M = 4.0 * 85632, B = 0.248e9 / 8, c = 1 / 5886.06;
@@ -210,31 +211,31 @@ START_TEST(ladder_hindcast_from_the_dev_cluster)
     ck_assert_double_eq_tol(e->err_rel, 1 - 1600 / 1655.08, 1e-9); /* exact: the widest spread */
     ck_assert(e->shared_machine);
     /* phase2b and phase2c on their own layouts */
-    struct gate_layout lay;
-    gate_attempt_layout(&l.att[3], e, &lay);
+    struct ladder_layout lay;
+    ladder_attempt_layout(&l.att[3], e, &lay);
     ck_assert_int_eq(lay.world, 12);
     ck_assert_int_eq(lay.nodes, 3);
     ck_assert_double_eq_tol(lay.cores, 2.0 / 12, 1e-8); /* as written: %.9g */
     double t12 = c * 4 / (2.0 / 12) + k_net * (2.0 * 11 / 12 * M / B + 22 * 1e-5);
-    double p12 = gate_ladder_predict(e, &lay, 4);
+    double p12 = ladder_predict(e, &lay, 4);
     ck_assert_double_eq_tol(p12, 48 / t12, 1e-3);
     ck_assert_msg(fabs(2343.68 / p12 - 1) < 0.2, "phase2b: measured %g, predicted %g", 2343.68,
                   p12);
-    gate_attempt_layout(&l.att[4], e, &lay);
-    double p16 = gate_ladder_predict(e, &lay, 4);
+    ladder_attempt_layout(&l.att[4], e, &lay);
+    double p16 = ladder_predict(e, &lay, 4);
     ck_assert_msg(fabs(2795.65 / p16 - 1) < 0.2, "phase2c: measured %g, predicted %g", 2795.65,
                   p16);
     /* the same from the extrapolated layout (as for a rung not run yet) */
-    ck_assert_double_eq_tol(gate_ladder_model(e, 16, 4), p16, 1e-6);
+    ck_assert_double_eq_tol(ladder_model(e, 16, 4), p16, 1e-6);
     char *md = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&md, &len);
-    gate_ladder_write_md(f, &l);
+    ladder_write_md(f, &l);
     fclose(f);
     ck_assert_ptr_nonnull(strstr(md, "## Predicted before, measured after"));
     ck_assert_ptr_nonnull(strstr(md, "| phase2b_12proc | 4 | 12 |"));
     free(md);
-    gate_ladder_free(&l);
+    ladder_free(&l);
     teardown_fixture();
 }
 END_TEST
@@ -272,14 +273,14 @@ START_TEST(ladder_forward_on_the_nodes_it_gets)
     snprintf(run, sizeof run, "%s", root);
     ladder_report_quota("baseline_1proc", "1", 1, 38.8, 0.5);
     ladder_report_quota("phase1_4proc", "2", 4, 40.5, 0.5);
-    struct gate_ladder l;
+    struct ladder l;
     struct rz_err err;
-    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert_int_eq(ladder_read(&l, root, &err), RZ_OK);
     ck_assert_double_eq(l.att[0].node_quota, 0.5);
     ck_assert_double_eq(l.fit.node_quota, 0.5);
     ck_assert_double_eq_tol(l.fit.c_s, 0.5 / 38.8, 1e-12);
-    struct gate_layout lay;
-    gate_ladder_layout(&l.fit, 8, &lay);
+    struct ladder_layout lay;
+    ladder_rung_layout(&l.fit, 8, &lay);
     ck_assert_int_eq(lay.nodes, 2);
     ck_assert_double_eq_tol(lay.cores, 0.125, 1e-12); /* the quota, not the machine's 2/4 */
     ck_assert_int_eq(l.pred[0].world, 8);
@@ -290,17 +291,17 @@ START_TEST(ladder_forward_on_the_nodes_it_gets)
     ck_assert_ptr_nonnull(strstr(l.fit.note, "no link measured yet"));
     ck_assert_double_le(l.pred[0].efficiency, 0.25 + 1e-9);
     /* 12 and 16 ranks: 3 and 4 nodes, each its half a core over 4 ranks */
-    gate_ladder_layout(&l.fit, 16, &lay);
+    ladder_rung_layout(&l.fit, 16, &lay);
     ck_assert_int_eq(lay.nodes, 4);
     ck_assert_double_eq_tol(lay.cores, 0.125, 1e-12);
     /* the newest phase ran with the quota lifted: the machine's 2 CPUs over a node's 4 ranks */
     ladder_report_quota("phase1_4proc", "3", 4, 80, 0);
-    gate_ladder_free(&l);
-    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ladder_free(&l);
+    ck_assert_int_eq(ladder_read(&l, root, &err), RZ_OK);
     ck_assert(isnan(l.fit.node_quota));
-    gate_ladder_layout(&l.fit, 8, &lay);
+    ladder_rung_layout(&l.fit, 8, &lay);
     ck_assert_double_eq_tol(lay.cores, 0.5, 1e-12);
-    gate_ladder_free(&l);
+    ladder_free(&l);
     teardown_fixture();
 }
 END_TEST
@@ -320,33 +321,33 @@ START_TEST(ladder_hops_on_shared_cores)
     ladder_report_placed_p50("phase2a_8proc", "3", 8, 2, 7651.13, 5725.38, 2816, 2, 0.2990815);
     ladder_report_placed_p50("phase2b_12proc", "4", 12, 3, 6137.70, 2325.44, 2816, 2, 0.604431);
     ladder_report_placed_p50("phase2c_16proc", "5", 16, 4, 3784.63, 2611.62, 2816, 2, 0.960404);
-    struct gate_ladder l;
+    struct ladder l;
     struct rz_err err;
-    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
-    const struct gate_fit *e = &l.early;
+    ck_assert_int_eq(ladder_read(&l, root, &err), RZ_OK);
+    const struct ladder_fit *e = &l.early;
     /* q: the median of phase1's and phase2a's p50 per round (2 and 3 rounds) times s */
     double q = 0.5 * (0.064431e-3 / 2 * 0.5 + 0.2990815e-3 / 3 * 0.25);
     ck_assert_double_eq_tol(e->hop_s, q, 1e-15);
     ck_assert_ptr_nonnull(strstr(e->note, "the ring's hops wait q per rank sharing a core"));
     /* phase2b by hand: compute, the hops, the ring over the links */
-    struct gate_layout lay;
-    gate_attempt_layout(&l.att[3], e, &lay);
+    struct ladder_layout lay;
+    ladder_attempt_layout(&l.att[3], e, &lay);
     double c = 1 / 34599.44, s = 2.0 / 12, M = 4.0 * 2816, B = 0.248e9 / 8;
     double t = c * 2 / s + 22 * q / s + e->k_net * (22.0 / 12 * M / B + 22 * 1e-5);
-    ck_assert_double_eq_tol(gate_ladder_predict(e, &lay, 2), 24 / t, 1e-3);
+    ck_assert_double_eq_tol(ladder_predict(e, &lay, 2), 24 / t, 1e-3);
     ck_assert_msg(fabs(6137.70 / (24 / t) - 1) < 0.2, "phase2b: measured 6137.7, predicted %g",
                   24 / t);
     /* the same ladder without the term: the hops were charged to the links' k_net, which grows
      * with 2(P-1) alone, and phase2b came out at two thirds of the prediction */
-    struct gate_fit no_hop = *e;
+    struct ladder_fit no_hop = *e;
     no_hop.hop_s = 0;
     no_hop.k_net = (16 / 7651.13 - c * 2 / 0.25) / (14.0 / 8 * M / B + 14 * 1e-5);
-    ck_assert_double_lt(6137.70 / gate_ladder_predict(&no_hop, &lay, 2), 0.7);
+    ck_assert_double_lt(6137.70 / ladder_predict(&no_hop, &lay, 2), 0.7);
     /* a rank with a core of its own waits for no one's turn */
     lay.cores = 1;
     double t1 = c * 2 + e->k_net * (22.0 / 12 * M / B + 22 * 1e-5);
-    ck_assert_double_eq_tol(gate_ladder_predict(e, &lay, 2), 24 / t1, 1e-3);
-    gate_ladder_free(&l);
+    ck_assert_double_eq_tol(ladder_predict(e, &lay, 2), 24 / t1, 1e-3);
+    ladder_free(&l);
     teardown_fixture();
 }
 END_TEST
@@ -370,31 +371,70 @@ START_TEST(ladder_preflight_hop_is_context)
     ladder_report_placed_hop("phase1_4proc", "2", 4, 1, 5471.67, 2630.03, 2816, 2, 0.064, 5);
     ladder_report_placed_hop("phase2a_8proc", "3", 8, 2, 7651.13, 5725.38, 2816, 2, 0.3, 10);
     ladder_report_placed_hop("phase2b_12proc", "4", 12, 3, 6137.70, 2325.44, 2816, 2, 0.6, 18);
-    struct gate_ladder l;
+    struct ladder l;
     struct rz_err err;
-    ck_assert_int_eq(gate_ladder_read(&l, root, &err), RZ_OK);
+    ck_assert_int_eq(ladder_read(&l, root, &err), RZ_OK);
     ck_assert(isnan(l.att[0].ring_hop_s));
     ck_assert_double_eq_tol(l.att[2].ring_hop_s, 10e-6, 1e-15);
-    const struct gate_fit *e = &l.early;
+    const struct ladder_fit *e = &l.early;
     /* q: phase1 0.064 ms / 2 rounds x 1/2 = 16 us, phase2a 0.3 ms / 3 rounds x 1/4 = 25 us */
     ck_assert_double_eq_tol(e->hop_s, 0.5 * (16e-6 + 25e-6), 1e-15);
     ck_assert_ptr_nonnull(strstr(e->note, "small collective"));
     /* phase2b on its own layout: the fitted q, whatever its own preflight measured */
-    struct gate_layout lay;
-    gate_attempt_layout(&l.att[3], e, &lay);
+    struct ladder_layout lay;
+    ladder_attempt_layout(&l.att[3], e, &lay);
     double c = 1 / 34599.44, M = 4.0 * 2816, B = 0.248e9 / 8;
     double t = c * 2 * 6 + 22 * e->hop_s * 6 + e->k_net * (22.0 / 12 * M / B + 22 * 1e-5);
-    ck_assert_double_eq_tol(gate_ladder_predict(e, &lay, 2), 24 / t, 1e-6 * 24 / t);
-    gate_ladder_free(&l);
+    ck_assert_double_eq_tol(ladder_predict(e, &lay, 2), 24 / t, 1e-6 * 24 / t);
+    ladder_free(&l);
     teardown_fixture();
 }
 END_TEST
 
-void gate_ladder_tests(TCase *tc)
+/* A run root that is not there, and one without a phase report: RZ_EDATA naming the root. */
+START_TEST(ladder_read_errors)
 {
-    tcase_add_test(tc, ladder_fit_predictions_and_flags);
-    tcase_add_test(tc, ladder_hindcast_from_the_dev_cluster);
-    tcase_add_test(tc, ladder_forward_on_the_nodes_it_gets);
-    tcase_add_test(tc, ladder_hops_on_shared_cores);
-    tcase_add_test(tc, ladder_preflight_hop_is_context);
+    struct ladder l;
+    struct rz_err err;
+    rz_err_clear(&err);
+    ck_assert_int_eq(ladder_read(&l, "/nonexistent/check_ladder", &err), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(err.msg, "ladder: open '/nonexistent/check_ladder'"));
+    ladder_free(&l);
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+    put("phase1/events.jsonl", "w", "");
+    rz_err_clear(&err);
+    ck_assert_int_eq(ladder_read(&l, root, &err), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no phase report under"));
+    ladder_free(&l);
+    /* a phase's prediction from such a root: not ok, the reason in its note */
+    struct ladder_fit fit;
+    ladder_fit_root(&fit, root, 4);
+    ck_assert(!fit.ok);
+    ck_assert_ptr_nonnull(strstr(fit.note, "no phase report under"));
+    teardown_fixture();
+}
+END_TEST
+
+static Suite *ladder_suite(void)
+{
+    Suite *s = suite_create("ladder");
+    TCase *core = rz_test_tcase("core");
+    tcase_add_test(core, ladder_fit_predictions_and_flags);
+    tcase_add_test(core, ladder_hindcast_from_the_dev_cluster);
+    tcase_add_test(core, ladder_forward_on_the_nodes_it_gets);
+    tcase_add_test(core, ladder_hops_on_shared_cores);
+    tcase_add_test(core, ladder_preflight_hop_is_context);
+    suite_add_tcase(s, core);
+    TCase *errors = rz_test_tcase("errors");
+    tcase_add_test(errors, ladder_read_errors);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+int main(void)
+{
+    return rz_test_main(ladder_suite());
 }

@@ -1,18 +1,19 @@
 #include "config.h"
 
-/* gate_svg.c: the chart primitives the phase report (gate_html.c) and the ladder report
- * (gate_ladder_write.c) share: HTML escaping, axes with round ticks, the frame and labels,
- * threshold lines, and the page's CSS.  Ticks are round numbers: steps of 1, 2 or 5 times a
- * power of ten, the axis ends snapped outward to a multiple of the step; per-rank axes tick
- * whole ranks; log2 axes tick powers of two.  Every tick label carries data-axis and data-tick,
- * so tests can check the numbers.  Deliberately not here: any chart's content. */
+/* chart_svg.c: the chart primitives (chart.h) that the phase report (gate/gate_html.c) and the
+ * ladder report (ladder/ladder_write.c) share: HTML escaping, axes with round ticks, the frame
+ * and labels, threshold lines, and the page's CSS.  Ticks are round numbers: steps of 1, 2 or 5
+ * times a power of ten, the axis ends snapped outward to a multiple of the step; per-rank axes
+ * tick whole ranks; log2 axes tick powers of two.  Every tick label carries data-axis and
+ * data-tick, so tests can check the numbers.  Deliberately not here: any chart's content, and
+ * anything of gate/ or ladder/ (this room includes neither). */
 
-#include "gate/gate_internal.h"
+#include "chart/chart.h"
 
 #include <math.h>
 #include <stdbool.h>
 
-const char gate_css[] =
+const char chart_css[] =
     "body{font-family:sans-serif;margin:16px;color:#222;max-width:1160px}"
     "h1{margin:0 0 8px}h2{margin:18px 0 6px;font-size:18px}"
     ".v{display:inline-block;padding:4px 14px;border-radius:4px;color:#fff;font-weight:bold}"
@@ -36,7 +37,7 @@ const char gate_css[] =
     ".ev{font-family:monospace;font-size:11px;white-space:pre-wrap;word-break:break-all}"
     ".flag{color:#c62828;font-weight:bold}";
 
-void gate_html_text(FILE *f, const char *s)
+void chart_html_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -49,17 +50,17 @@ void gate_html_text(FILE *f, const char *s)
     }
 }
 
-double gate_px(const struct gate_axes *a, double x)
+double chart_px(const struct chart_axes *a, double x)
 {
-    return GATE_L + (x - a->x0) / (a->x1 - a->x0) * (GATE_W - GATE_L - GATE_R);
+    return CHART_L + (x - a->x0) / (a->x1 - a->x0) * (CHART_W - CHART_L - CHART_R);
 }
 
-double gate_py(const struct gate_axes *a, double y)
+double chart_py(const struct chart_axes *a, double y)
 {
-    return GATE_H - GATE_B - (y - a->y0) / (a->y1 - a->y0) * (GATE_H - GATE_T - GATE_B);
+    return CHART_H - CHART_B - (y - a->y0) / (a->y1 - a->y0) * (CHART_H - CHART_T - CHART_B);
 }
 
-void gate_range(double *lo, double *hi, bool pad)
+void chart_range(double *lo, double *hi, bool pad)
 {
     if (!isfinite(*lo) || !isfinite(*hi)) {
         *lo = 0;
@@ -75,26 +76,26 @@ void gate_range(double *lo, double *hi, bool pad)
     *hi += d;
 }
 
-bool gate_range_threshold(double *lo, double *hi, double v)
+bool chart_range_threshold(double *lo, double *hi, double v)
 {
     if (!isfinite(v))
         return false;
     bool data = isfinite(*lo) && isfinite(*hi) && *hi > 0;
-    if (data && (v > GATE_NEAR * *hi || v < *lo / GATE_NEAR))
+    if (data && (v > CHART_NEAR * *hi || v < *lo / CHART_NEAR))
         return false;
     *lo = fmin(*lo, v);
     *hi = fmax(*hi, v);
     return true;
 }
 
-void gate_thresholds(FILE *f, const struct gate_axes *a, double go, double no_go)
+void chart_thresholds(FILE *f, const struct chart_axes *a, double go, double no_go)
 {
     const double v[2] = {go, no_go};
     const char *const cls[2] = {"thr-go", "thr-nogo"}, *const label[2] = {"go", "no-go"};
     char text[160] = "";
     size_t used = 0;
     for (int i = 0; i < 2; i++) {
-        gate_hline(f, a, v[i], cls[i], label[i]);
+        chart_hline(f, a, v[i], cls[i], label[i]);
         if (isfinite(v[i]) && (v[i] > a->y1 || v[i] < a->y0))
             used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.6g (%s)",
                                      used ? ", " : "off the chart: ", label[i], v[i],
@@ -102,10 +103,10 @@ void gate_thresholds(FILE *f, const struct gate_axes *a, double go, double no_go
     }
     if (used > 0)
         fprintf(f, "<text class=\"lab offchart\" x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-                GATE_L + 4, GATE_T + 12, text);
+                CHART_L + 4, CHART_T + 12, text);
 }
 
-double gate_nice_step(double range, int ticks)
+double chart_nice_step(double range, int ticks)
 {
     double raw = range / (ticks > 1 ? ticks : 1);
     if (!(raw > 0) || !isfinite(raw))
@@ -115,16 +116,16 @@ double gate_nice_step(double range, int ticks)
 }
 
 /* Snap [lo, hi] outward to multiples of a round step for about 5 ticks. */
-static double gate_snap(double *lo, double *hi)
+static double chart_snap(double *lo, double *hi)
 {
-    double step = gate_nice_step(*hi - *lo, 5);
+    double step = chart_nice_step(*hi - *lo, 5);
     *lo = floor(*lo / step + 1e-9) * step;
     *hi = ceil(*hi / step - 1e-9) * step;
     return step;
 }
 
-static void gate_tick(FILE *f, char axis, double at_x, double at_y, const char *anchor, double v,
-                      const char *label)
+static void chart_tick(FILE *f, char axis, double at_x, double at_y, const char *anchor, double v,
+                       const char *label)
 {
     if (fabs(v) < 1e-12)
         v = 0; /* no "-0" */
@@ -137,67 +138,67 @@ static void gate_tick(FILE *f, char axis, double at_x, double at_y, const char *
     fputs("</text>\n", f);
 }
 
-static void gate_x_ticks(FILE *f, const struct gate_axes *a)
+static void chart_x_ticks(FILE *f, const struct chart_axes *a)
 {
-    double y = GATE_H - GATE_B + 14;
-    if (a->xkind == GATE_X_RANKS) {
-        int n = (int)(a->x1 + 0.5), every = (int)gate_nice_step(n, 16);
+    double y = CHART_H - CHART_B + 14;
+    if (a->xkind == CHART_X_RANKS) {
+        int n = (int)(a->x1 + 0.5), every = (int)chart_nice_step(n, 16);
         for (int i = 0; i < n; i += every > 0 ? every : 1)
-            gate_tick(f, 'x', gate_px(a, i), y, "middle", i, NULL);
-    } else if (a->xkind == GATE_X_LOG2) {
+            chart_tick(f, 'x', chart_px(a, i), y, "middle", i, NULL);
+    } else if (a->xkind == CHART_X_LOG2) {
         for (int k = (int)ceil(a->x0); k <= (int)floor(a->x1); k++) {
             char label[32];
             snprintf(label, sizeof label, "%.0f", ldexp(1.0, k));
-            gate_tick(f, 'x', gate_px(a, k), y, "middle", ldexp(1.0, k), label);
+            chart_tick(f, 'x', chart_px(a, k), y, "middle", ldexp(1.0, k), label);
         }
     } else {
         for (int i = 0; a->x0 + i * a->xstep <= a->x1 + 1e-9 * a->xstep; i++)
-            gate_tick(f, 'x', gate_px(a, a->x0 + i * a->xstep), y, "middle",
-                      a->x0 + i * a->xstep, NULL);
+            chart_tick(f, 'x', chart_px(a, a->x0 + i * a->xstep), y, "middle",
+                       a->x0 + i * a->xstep, NULL);
     }
 }
 
-void gate_svg_begin(FILE *f, const char *id, const char *title, const char *xl, const char *yl,
-                    struct gate_axes *a)
+void chart_begin(FILE *f, const char *id, const char *title, const char *xl, const char *yl,
+                 struct chart_axes *a)
 {
-    double ystep = gate_snap(&a->y0, &a->y1);
-    if (a->xkind == GATE_X_LINEAR)
-        a->xstep = gate_snap(&a->x0, &a->x1);
+    double ystep = chart_snap(&a->y0, &a->y1);
+    if (a->xkind == CHART_X_LINEAR)
+        a->xstep = chart_snap(&a->x0, &a->x1);
     fprintf(f, "<figure><svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
                "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\"><title>%s</title>\n",
-            id, GATE_W, GATE_H, GATE_W, GATE_H, title);
-    fprintf(f, "<text class=\"t\" x=\"%.1f\" y=\"18\">%s</text>\n", GATE_L, title);
+            id, CHART_W, CHART_H, CHART_W, CHART_H, title);
+    fprintf(f, "<text class=\"t\" x=\"%.1f\" y=\"18\">%s</text>\n", CHART_L, title);
     fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
-            GATE_L, GATE_T, GATE_W - GATE_L - GATE_R, GATE_H - GATE_T - GATE_B);
+            CHART_L, CHART_T, CHART_W - CHART_L - CHART_R, CHART_H - CHART_T - CHART_B);
     for (int i = 0; a->y0 + i * ystep <= a->y1 + 1e-9 * ystep; i++)
-        gate_tick(f, 'y', GATE_L - 4, gate_py(a, a->y0 + i * ystep) + 4, "end",
-                  a->y0 + i * ystep, NULL);
-    gate_x_ticks(f, a);
+        chart_tick(f, 'y', CHART_L - 4, chart_py(a, a->y0 + i * ystep) + 4, "end",
+                   a->y0 + i * ystep, NULL);
+    chart_x_ticks(f, a);
     fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
                "<text class=\"lab\" x=\"12\" y=\"%.1f\" text-anchor=\"middle\" "
                "transform=\"rotate(-90 12 %.1f)\">%s</text>\n",
-            (GATE_L + GATE_W - GATE_R) / 2, GATE_H - 6, xl, GATE_H / 2, GATE_H / 2, yl);
+            (CHART_L + CHART_W - CHART_R) / 2, CHART_H - 6, xl, CHART_H / 2, CHART_H / 2, yl);
 }
 
-void gate_svg_end(FILE *f)
+void chart_end(FILE *f)
 {
     fputs("</svg></figure>\n", f);
 }
 
-void gate_svg_empty(FILE *f, const char *why)
+void chart_empty(FILE *f, const char *why)
 {
     fprintf(f, "<text class=\"lab\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-            GATE_W / 2, GATE_H / 2, why);
+            CHART_W / 2, CHART_H / 2, why);
 }
 
-void gate_hline(FILE *f, const struct gate_axes *a, double y, const char *cls,
-                const char *label)
+void chart_hline(FILE *f, const struct chart_axes *a, double y, const char *cls,
+                 const char *label)
 {
     if (isnan(y) || y < a->y0 || y > a->y1)
         return;
     fprintf(f, "<line class=\"%s\" data-value=\"%.9g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.2f\" "
                "y2=\"%.2f\"/>\n<text class=\"lab\" x=\"%.1f\" y=\"%.2f\" "
                "text-anchor=\"end\">%s</text>\n",
-            cls, y, GATE_L, GATE_W - GATE_R, gate_py(a, y), gate_py(a, y), GATE_W - GATE_R - 2,
-            gate_py(a, y) - 3, label);
+            cls, y, CHART_L, CHART_W - CHART_R, chart_py(a, y), chart_py(a, y), CHART_W - CHART_R - 2,
+            chart_py(a, y) - 3, label);
 }

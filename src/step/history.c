@@ -1,114 +1,68 @@
-/* events.c: RUN_DIR/events.jsonl, one JSON object per decision (time, t, job, lineage, restart,
- * phase, event, message, and fields per event), and what ryzen-step reads back from it: this
- * job's requeues by reason, whether its last attempts made progress, the nodes it excluded, and
- * the jobs its lineage submitted (see step_internal.h). */
+/* history.c: what ryzen-step reads back from events.jsonl (record/events.h owns the format, its
+ * writer and its reader): this job's requeues by reason, whether its last attempts made
+ * progress, the nodes it excluded, the jobs its lineage submitted and the run root's node
+ * failures (see step_internal.h); and step_event, the writer with the job output's echo and the
+ * runner's clock.  Lines that do not parse are skipped: a line cut by a crash must not stop the
+ * job. */
 #include "config.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "core/json.h"
 #include "core/util.h"
 #include "core/json_read.h"
+#include "record/events.h"
 #include "step/step_internal.h"
-
-static const char *const requeue_names[RQ_N] = {
-    "failure", "signal", "preemption", "time_limit", "node_failure", "slurm", "preflight_node",
-    "network"};
-
-const char *step_requeue_name(enum step_requeue r)
-{
-    return (unsigned)r < RQ_N ? requeue_names[r] : "?";
-}
 
 enum rz_status step_events_open(struct step_events *ev, const char *run_dir, const char *job,
                                 const char *lineage, long restart, const char *phase,
                                 FILE *echo, const struct step_runner *clock, struct rz_err *err)
 {
-    memset(ev, 0, sizeof *ev);
-    enum rz_status st = rz_mkdirs(run_dir, err);
-    if (st != RZ_OK)
-        return st;
-    rz_fmt(ev->path, sizeof ev->path, "%s/events.jsonl", run_dir);
-    ev->f = fopen(ev->path, "a");
-    if (ev->f == NULL)
-        return rz_fail(err, RZ_EIO, "events: open '%s': %s", ev->path, strerror(errno));
-    ev->echo = echo;
-    ev->restart = restart;
+    enum rz_status st = events_open(&ev->log, run_dir, job, lineage, restart, phase, err);
+    ev->echo = st == RZ_OK ? echo : NULL;
     ev->clock = clock;
-    rz_fmt(ev->job, sizeof ev->job, "%s", job);
-    rz_fmt(ev->lineage, sizeof ev->lineage, "%s", lineage);
-    rz_fmt(ev->phase, sizeof ev->phase, "%s", phase);
-    return RZ_OK;
+    return st;
 }
 
 void step_event(struct step_events *ev, const char *event, const char *message,
-                const struct step_kv *kv, size_t n)
+                const struct event_kv *kv, size_t n)
 {
-    char stamp[32];
-    rz_utc_iso8601(stamp, sizeof stamp);
     if (ev->echo != NULL) {
         fprintf(ev->echo, "ryzen-step: %s: %s\n", event, message);
         fflush(ev->echo);
     }
-    if (ev->f == NULL)
-        return;
-    struct rz_json j;
-    rz_json_init(&j, ev->f);
-    rz_json_object_begin(&j);
-    rz_json_kv_string(&j, "time", stamp);
-    rz_json_kv_fixed(&j, "t", ev->clock->now(ev->clock), 3);
-    rz_json_kv_string(&j, "job", ev->job);
-    rz_json_kv_string(&j, "lineage", ev->lineage);
-    rz_json_kv_int(&j, "restart", ev->restart);
-    rz_json_kv_string(&j, "phase", ev->phase);
-    rz_json_kv_string(&j, "event", event);
-    rz_json_kv_string(&j, "message", message);
-    for (size_t i = 0; i < n; i++) {
-        if (kv[i].str != NULL)
-            rz_json_kv_string(&j, kv[i].key, kv[i].str);
-        else
-            rz_json_kv_double(&j, kv[i].key, kv[i].num);
-    }
-    rz_json_object_end(&j);
-    fputc('\n', ev->f);
-    fflush(ev->f);
-    fsync(fileno(ev->f));
+    if (ev->log.f != NULL)
+        event_append(&ev->log, ev->clock->now(ev->clock), event, message, kv, n);
 }
 
-void step_events_close(struct step_events *ev)
-{
-    if (ev->f != NULL)
-        fclose(ev->f);
-    ev->f = NULL;
-}
+void step_events_close(struct step_events *ev) { events_close(&ev->log); }
 
-/* ---- reading back ------------------------------------------------------------------------------- */
+/* ---- reading back ---------------------------------------------------------------------------- */
 
 typedef void (*line_fn)(const struct gj_value *obj, void *user);
 
-/* Call fn for every line of path that parses as a JSON object (others are skipped: a line cut
- * by a crash must not stop the job). */
+struct each_ctx {
+    line_fn fn;
+    void *user;
+};
+
+static enum rz_status each_line(void *ctx, const struct gj_value *v, const char *path, long line,
+                                const char *text, struct rz_err *err)
+{
+    (void)path, (void)line, (void)text, (void)err;
+    const struct each_ctx *c = ctx;
+    c->fn(v, c->user);
+    return RZ_OK;
+}
+
+/* Call fn for every line of path that parses as a JSON object (record/events.h, tolerant). */
 static void each_event(const char *path, line_fn fn, void *user)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got;
-    while ((got = getline(&line, &cap, f)) > 0) {
-        struct gj_value *v = NULL;
-        if (gj_parse(&v, line, (size_t)got, path, 1, NULL) == RZ_OK && v->type == GJ_OBJ)
-            fn(v, user);
-        gj_free(v);
-    }
-    free(line);
-    fclose(f);
+    struct each_ctx c = {fn, user};
+    struct rz_err err;
+    (void)events_each(path, JSONL_TOLERANT, each_line, &c, &err);
 }
 
 static bool is_event(const struct gj_value *o, const char *name)
@@ -133,15 +87,15 @@ static void history_line(const struct gj_value *o, void *user)
         return;
     if (is_event(o, "requeue") || is_event(o, "relaunch")) { /* a relaunch is a restart too */
         const char *reason = gj_get_str(o, "reason");
-        for (int r = 0; reason != NULL && r < RQ_N; r++)
-            if (strcmp(reason, requeue_names[r]) == 0) {
-                s->h->requeues[r]++;
-                s->h->pending_reason = r; /* down until the next training starts */
-            }
+        enum event_requeue r = event_requeue_of(reason);
+        if (r != EVENT_RQ_OTHER) {
+            s->h->requeues[r]++;
+            s->h->pending_reason = (int)r; /* down until the next training starts */
+        }
         /* An attempt that excluded a node its preflight failed did what it could: the next one
          * runs without that node, not "more of the same" (the no-progress hold is for that).
          * Two exclusions in a row are counted apart (exclusion_run). */
-        bool excluded = reason != NULL && strcmp(reason, requeue_names[RQ_PREFLIGHT_NODE]) == 0;
+        bool excluded = r == EVENT_RQ_PREFLIGHT_NODE;
         if (excluded)
             s->h->no_progress_run = 0;
         s->h->exclusion_run = excluded ? s->h->exclusion_run + 1 : 0;
