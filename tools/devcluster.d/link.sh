@@ -135,6 +135,7 @@ link_summary() { # NODE: ", rate R, loss P%, cut" for net_status
 # link_counters NODE: the node's eth0 counters (rx/tx bytes, packets, drops, errors) and TCP's
 # segments sent and retransmitted, as "key=value" words, from the node's own /proc/net
 link_counters() {
+  # shellcheck disable=SC2016 # an awk program, run in the node's namespace: its $N are awk's fields
   ip netns exec "$(net_ns "$1")" awk '
     FILENAME == "/proc/net/dev" && $1 == "eth0:" {
       printf "rx_bytes=%s rx_packets=%s rx_errs=%s rx_drop=%s tx_bytes=%s tx_packets=%s tx_errs=%s tx_drop=%s ", $2, $3, $4, $5, $10, $11, $12, $13 }
@@ -188,7 +189,7 @@ link_loss_arg() {
 
 cmd_net() {
   [[ $# -gt 0 ]] || link_usage
-  local target=$1 rate='' loss='' cut='' from='' n nodes=()
+  local target=$1 rate='' loss='' cut='' from='' n targets=()
   shift
   case $target in
     show) link_need_ns; link_show; return 0 ;;
@@ -197,10 +198,10 @@ cmd_net() {
       for n in "${NODES[@]}"; do link_apply "$n" "$LINK_DEFAULT_RATE" 0 no -; done
       return 0
       ;;
-    all) nodes=("${NODES[@]}") ;;
+    all) targets=("${NODES[@]}") ;;
     n[0-9]*)
       [[ " ${NODES[*]} " == *" $target "* ]] || die "net: no node '$target' (nodes: ${NODES[*]})"
-      nodes=("$target")
+      targets=("$target")
       ;;
     *) link_usage ;;
   esac
@@ -225,5 +226,5 @@ cmd_net() {
   [[ $target == all && $cut == yes ]] && die "net: 'all --cut' would cut every node; cut one node"
   [[ $target == all && $from == +* ]] && die "net: 'all --cut-from' would cut every node; cut one node"
   link_need_ns
-  for n in "${nodes[@]}"; do link_apply "$n" "$rate" "$loss" "$cut" "$from"; done
+  for n in "${targets[@]}"; do link_apply "$n" "$rate" "$loss" "$cut" "$from"; done
 }

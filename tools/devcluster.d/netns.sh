@@ -167,19 +167,21 @@ net_down() {
   fi
 }
 
-# net_node_prefix NODE: sets NODE_PREFIX to the command that runs the command after it as node
-# NODE: in its network namespace, and in a mount and UTS namespace of its own with the node's
-# hostname, private /tmp and /dev/shm and the cluster's /etc/hosts.
+# net_node_prefix NODE: prints, each word ended by a NUL, the command that runs the command after
+# it as node NODE: in its network namespace, and in a mount and UTS namespace of its own with the
+# node's hostname, private /tmp and /dev/shm and the cluster's /etc/hosts.  Read it with
+# mapfile -d '' (start_slurmd).
 net_node_prefix() {
-  NODE_PREFIX=(nsenter --net="/run/netns/$(net_ns "$1")" --
-    unshare --mount --uts --propagation slave --
+  # shellcheck disable=SC2016 # the script is bash -c's: its $1.. are node-init's arguments
+  printf '%s\0' nsenter --net="/run/netns/$(net_ns "$1")" -- \
+    unshare --mount --uts --propagation slave -- \
     bash -c 'set -e
       hostname "$1"
       mount -t tmpfs -o "mode=1777,size=$2" "tmp-$1" /tmp
       mount -t tmpfs -o "mode=1777,size=$2" "shm-$1" /dev/shm
       mount --bind "$3" /etc/hosts
       shift 3
-      exec "$@"' node-init "$1" "$NET_TMP_SIZE" "$NET_HOSTS")
+      exec "$@"' node-init "$1" "$NET_TMP_SIZE" "$NET_HOSTS"
 }
 
 # net_node_exec NODE CMD...: run CMD on NODE (in the namespaces of its slurmd, which must run).
