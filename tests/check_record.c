@@ -17,6 +17,7 @@
 #include "record/exits.h"
 #include "record/health_json.h"
 #include "record/layout.h"
+#include "record/prom_text.h"
 #include "record/rank_log.h"
 #include "record/report.h"
 #include "record/summary.h"
@@ -707,6 +708,35 @@ START_TEST(summary_refuses_what_is_not_one)
 }
 END_TEST
 
+/* The Prometheus text format's pieces: a label value escaped as the format asks (\\, \", \n),
+ * a family's HELP and TYPE, and values as Prometheus spells them (NaN, +Inf; a timestamp or a
+ * byte count with every digit). */
+START_TEST(prom_text_pieces)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    prom_text_head(f, "ryzen_x_seconds", "gauge", "A test family.");
+    fputs("ryzen_x_seconds{", f);
+    prom_text_label(f, "phase", "a\\b\"c\nd", true);
+    prom_text_label(f, "node", "n1", false);
+    fputc('}', f);
+    prom_text_value(f, 0.25);
+    prom_text_value(f, NAN);
+    prom_text_value(f, INFINITY);
+    prom_text_value(f, -INFINITY);
+    prom_text_value(f, 1764300000.0);
+    prom_text_value(f, 1764300000.25);
+    prom_text_value(f, 123456789012.0);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_str_eq(buf, "# HELP ryzen_x_seconds A test family.\n# TYPE ryzen_x_seconds gauge\n"
+                          "ryzen_x_seconds{phase=\"a\\\\b\\\"c\\nd\",node=\"n1\"} 0.25\n"
+                          " NaN\n +Inf\n -Inf\n 1764300000\n 1764300000.250\n 123456789012\n");
+    free(buf);
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -736,6 +766,7 @@ static Suite *record_suite(void)
     tcase_add_test(files, events_round_trip);
     tcase_add_test(files, rank_log_round_trip);
     tcase_add_test(files, summary_round_trip);
+    tcase_add_test(files, prom_text_pieces);
     suite_add_tcase(s, files);
     TCase *file_errors = rz_test_tcase("errors_events_rank_log_summary");
     tcase_add_checked_fixture(file_errors, tree_setup, tree_teardown);

@@ -5,6 +5,7 @@
  * its name (_seconds, _ratio, _nats, ...: one family per measured quantity, so no family mixes
  * units) and the labels slurm_job_id and phase (`job` would clash with Prometheus's own scrape
  * label).  ryzen_last_update_timestamp_seconds says when the report was written.
+ * The format's own pieces (labels, HELP and TYPE, values) are record/prom_text.h's.
  * Deliberately not here: where the file goes (gate_report.c) and the trainer's live metrics
  * (metrics/live_series.c). */
 
@@ -14,7 +15,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "metrics/live_series.h"
+#include "record/prom_text.h"
 
 /* Each criterion's measured value as its own family: name, help, and the factor from the
  * report's unit to the family's base unit (ms -> s, % -> ratio, h -> s). */
@@ -38,24 +39,25 @@ static void gate_prom_sample(FILE *f, const char *name, const struct gate_input 
     if (isnan(v))
         return;
     fprintf(f, "%s{", name);
-    metrics_prom_label(f, "slurm_job_id", in->job, true);
-    metrics_prom_label(f, "phase", in->phase, false);
+    prom_text_label(f, "slurm_job_id", in->job, true);
+    prom_text_label(f, "phase", in->phase, false);
     if (key != NULL)
-        metrics_prom_label(f, key, value, false);
-    fprintf(f, "} %.9g\n", v);
+        prom_text_label(f, key, value, false);
+    fputc('}', f);
+    prom_text_value(f, v);
 }
 
 static void gate_prom_one(FILE *f, const struct gate_input *in, const char *name,
                           const char *help, double v)
 {
-    metrics_prom_head(f, name, "gauge", help);
+    prom_text_head(f, name, "gauge", help);
     gate_prom_sample(f, name, in, NULL, NULL, v);
 }
 
 static void gate_prom_criteria(FILE *f, const struct gate_doc *d)
 {
     const struct gate_criterion *k = d->res->crit;
-    metrics_prom_head(f, "ryzen_gate_criterion_status", "gauge",
+    prom_text_head(f, "ryzen_gate_criterion_status", "gauge",
                       "Criterion status: 0 go, 1 no_go, 2 hold, 3 not judged, 4 n/a.");
     for (int i = 0; i < GATE_N_CRIT; i++)
         gate_prom_sample(f, "ryzen_gate_criterion_status", d->in, "criterion", k[i].name,
@@ -69,15 +71,16 @@ void gate_write_prom(FILE *f, const struct gate_doc *d)
 {
     const struct gate_input *in = d->in;
     const struct gate_result *res = d->res;
-    metrics_prom_head(f, "ryzen_last_update_timestamp_seconds", "gauge",
+    prom_text_head(f, "ryzen_last_update_timestamp_seconds", "gauge",
                       "When this report was written (Unix seconds).");
     fputs("ryzen_last_update_timestamp_seconds{", f);
-    metrics_prom_label(f, "slurm_job_id", in->job, true);
-    metrics_prom_label(f, "phase", in->phase, false);
-    fprintf(f, "} %.3f\n", d->time_unix);
+    prom_text_label(f, "slurm_job_id", in->job, true);
+    prom_text_label(f, "phase", in->phase, false);
+    fputc('}', f);
+    prom_text_value(f, d->time_unix);
     gate_prom_one(f, in, "ryzen_gate_verdict", "Gate verdict: 0 GO, 1 NO-GO, 2 HOLD.",
                   (double)res->verdict);
-    metrics_prom_head(f, "ryzen_gate_ended", "gauge",
+    prom_text_head(f, "ryzen_gate_ended", "gauge",
                       "1: the phase ended without finishing training, for the reason in the label.");
     if (in->ended != GATE_END_NONE)
         gate_prom_sample(f, "ryzen_gate_ended", in, "reason", gate_end_name(in->ended), 1);
@@ -104,11 +107,11 @@ void gate_write_prom(FILE *f, const struct gate_doc *d)
     };
     for (size_t i = 0; i < sizeof grad / sizeof grad[0]; i++)
         gate_prom_one(f, in, grad[i].name, grad[i].help, grad[i].ms / 1000.0);
-    metrics_prom_head(f, "ryzen_gate_requeues", "gauge", "Requeues of the judged job by reason.");
+    prom_text_head(f, "ryzen_gate_requeues", "gauge", "Requeues of the judged job by reason.");
     for (int r = 0; r < EVENT_N_RQ; r++)
         gate_prom_sample(f, "ryzen_gate_requeues", in, "reason",
                          event_requeue_name((enum event_requeue)r), (double)in->requeues[r]);
-    metrics_prom_head(f, "ryzen_gate_time_lost_seconds", "gauge",
+    prom_text_head(f, "ryzen_gate_time_lost_seconds", "gauge",
                       "Wall time from the last step before a stop to the first step after it, "
                       "summed by kind of restart.");
     for (int i = 0; i < in->n_lost; i++)

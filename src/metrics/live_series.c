@@ -13,6 +13,7 @@
 
 #include "core/durable.h"
 #include "core/util.h"
+#include "record/prom_text.h"
 
 /* ---- windows and the straggler --------------------------------------------------------------- */
 
@@ -286,58 +287,27 @@ static const struct prom_row mpi_rows[] = {
      g_mpi_share},
 };
 
-void metrics_prom_label(FILE *f, const char *key, const char *v, bool first)
-{
-    fprintf(f, "%s%s=\"", first ? "" : ",", key);
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            fprintf(f, "\\%c", *v);
-        else if (*v == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*v, f);
-    }
-    fputc('"', f);
-}
-
-static void prom_value(FILE *f, double v)
-{
-    if (isnan(v))
-        fputs(" NaN\n", f);
-    else if (isinf(v))
-        fputs(v > 0 ? " +Inf\n" : " -Inf\n", f);
-    else if (fabs(v) >= 1e9)
-        fprintf(f, v == floor(v) ? " %.0f\n" : " %.3f\n", v); /* timestamps, bytes: all digits */
-    else
-        fprintf(f, " %.9g\n", v);
-}
-
 /* One sample; rank < 0 for series without a rank label.  node NULL: no node label. */
 static void prom_sample(FILE *f, const struct prom_row *row, const struct prom_ctx *x, int rank,
                         const char *node, double v)
 {
     fprintf(f, "%s{", row->name);
-    metrics_prom_label(f, "slurm_job_id", x->d->job, true);
-    metrics_prom_label(f, "phase", x->d->phase, false);
+    prom_text_label(f, "slurm_job_id", x->d->job, true);
+    prom_text_label(f, "phase", x->d->phase, false);
     if (rank >= 0) {
         char r[16];
         snprintf(r, sizeof r, "%d", rank);
-        metrics_prom_label(f, "rank", r, false);
+        prom_text_label(f, "rank", r, false);
     }
     if (node != NULL)
-        metrics_prom_label(f, "node", node, false);
+        prom_text_label(f, "node", node, false);
     fputc('}', f);
-    prom_value(f, v);
-}
-
-void metrics_prom_head(FILE *f, const char *name, const char *type, const char *help)
-{
-    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    prom_text_value(f, v);
 }
 
 static void prom_head(FILE *f, const struct prom_row *row)
 {
-    metrics_prom_head(f, row->name, row->type, row->help);
+    prom_text_head(f, row->name, row->type, row->help);
 }
 
 /* The loss is the one series that is NaN on purpose (a non-finite loss must show); every other

@@ -96,10 +96,6 @@ void metrics_prom_format(FILE *f, const struct metrics_prom_doc *d);
 enum rz_status metrics_prom_write(const char *dir, const struct metrics_prom_doc *d,
                                   char *path_out, size_t path_len, struct rz_err *err);
 
-/* Text-format pieces shared with gate.prom (gate/gate_prom.c): `,key="value"` with \, " and
- * newline escaped (no comma when first), and a family's HELP and TYPE lines. */
-void metrics_prom_label(FILE *f, const char *key, const char *value, bool first);
-void metrics_prom_head(FILE *f, const char *name, const char *type, const char *help);
 
 /* The memory this process may use: its cgroup's limit (v2 memory.max, v1
  * memory.limit_in_bytes), else the node's MemTotal; 0 if neither can be read. */

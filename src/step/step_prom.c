@@ -12,7 +12,7 @@
 
 #include "core/durable.h"
 #include "core/util.h"
-#include "metrics/live_series.h"
+#include "record/prom_text.h"
 #include "step/step_internal.h"
 
 struct live_doc {
@@ -24,22 +24,23 @@ static void sample(FILE *f, const struct wrapper *w, const char *name, const cha
                    double v)
 {
     fprintf(f, "%s{", name);
-    metrics_prom_label(f, "slurm_job_id", w->env->display_id, true);
-    metrics_prom_label(f, "phase", w->phase, false);
-    metrics_prom_label(f, "reason", reason, false);
-    fprintf(f, "} %.9g\n", v);
+    prom_text_label(f, "slurm_job_id", w->env->display_id, true);
+    prom_text_label(f, "phase", w->phase, false);
+    prom_text_label(f, "reason", reason, false);
+    fputc('}', f);
+    prom_text_value(f, v);
 }
 
 static void live_format(FILE *f, const void *ctx)
 {
     const struct live_doc *d = ctx;
     const struct wrapper *w = d->w;
-    metrics_prom_head(f, "ryzen_step_restarts_total", "counter",
+    prom_text_head(f, "ryzen_step_restarts_total", "counter",
                       "Restarts of the job (requeues and relaunches), by reason.");
     for (int r = 0; r < EVENT_N_RQ_WRITTEN; r++)
         sample(f, w, "ryzen_step_restarts_total", event_requeue_name((enum event_requeue)r),
                (double)w->hist.requeues[r]);
-    metrics_prom_head(f, "ryzen_step_down_seconds_total", "counter",
+    prom_text_head(f, "ryzen_step_down_seconds_total", "counter",
                       "Seconds from an attempt's end to the next training launch, by the reason "
                       "of the restart.");
     for (int r = 0; r < EVENT_N_RQ_WRITTEN; r++)
