@@ -4,7 +4,7 @@
 # ACCOUNTS, QOS_ML, CLUSTER, note, die and daemons.sh's fail_daemon.
 #
 # Idempotent; both the users and the associations stay after 'down'.  Not here: the database
-# they are kept in (mariadb.sh, slurmdbd in slurm.sh).
+# they are kept in (mariadb.sh, slurmdbd in slurmd.sh).
 
 users_exist() {
   local u

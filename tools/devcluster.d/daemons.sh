@@ -6,7 +6,7 @@
 # Every daemon's pid file is known; we only ever signal those pids, and only after checking that
 # the process really is the daemon we expect (pids get reused).  Daemon names: munged, mariadbd,
 # slurmdbd, slurmctld, slurmd-nX.  Not here: how each daemon is started (munge.sh, mariadb.sh,
-# slurm.sh) and the order of up and down (updown.sh).
+# slurmd.sh) and the order of up and down (updown.sh).
 
 pidfile() { # daemon name: munged | mariadbd | slurmdbd | slurmctld | slurmd-nX
   case $1 in

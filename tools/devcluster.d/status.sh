@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # devcluster.d/status.sh: 'status', what runs and how the nodes are.  Sourced by tools/devcluster;
-# uses daemons.sh, slurm.sh's nodes_ready, cpu.sh's cpu_quota_status, netns.sh's net_status, and
+# uses daemons.sh, slurmd.sh's nodes_ready, cpu.sh's cpu_quota_status, netns.sh's net_status, and
 # CONF, CLUSTER, MUNGE_SOCKET.
 #
 # Each daemon (running / STOPPED, pid, log), sinfo, the CPU quota, the network, and (site) the

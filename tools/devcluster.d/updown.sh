@@ -6,7 +6,7 @@
 # users, MariaDB, slurmdbd, the accounts, slurmctld, the slurmd, and the CPU quota and link
 # rate; a no-op for a cluster already up and healthy.  down: running jobs cancelled, then the
 # daemons in reverse order, the cgroups and the namespaces.  Not here: how one daemon is started
-# or stopped (daemons.sh, munge.sh, mariadb.sh, slurm.sh).
+# or stopped (daemons.sh, munge.sh, mariadb.sh, slurmd.sh).
 
 cmd_up() {
   [[ $(id -u) -eq 0 ]] || die "must run as root (slurmd, the cgroups and the users need it)"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# devcluster.d/slurm.sh: the Slurm daemons' start-up (slurmdbd, slurmctld, a slurmd per node) and
+# devcluster.d/slurmd.sh: the Slurm daemons' start-up (slurmdbd, slurmctld, a slurmd per node) and
 # the nodes' readiness.  Sourced by tools/devcluster; uses daemons.sh, packages.sh, cpu.sh and
 # netns.sh, and CONF, NODES, NET_MODE, TIMEOUT.
 #
