@@ -112,6 +112,13 @@ START_TEST(malformed_baseline_and_absent_job)
         "\"throughput\":1,\"loss_curve\":[[1,2,3]]}\n");
     snprintf(run, sizeof run, "%s", saved);
     expect_error(&c, "loss_curve[0] is not [samples_seen, loss]", NULL);
+    /* a previous phase that ended before training is a report, but not a baseline */
+    snprintf(run, sizeof run, "%s/base", root);
+    put("reports/1/report.json", "w", "{\"phase\":\"base\",\"job\":\"1\",\"world_size\":0,"
+        "\"ended\":\"health\",\"throughput\":null,\"loss_curve\":[]}\n");
+    snprintf(run, sizeof run, "%s", saved);
+    expect_error(&c, "not a baseline report: that phase ended before training (world_size 0, "
+                 "ended: health)", NULL);
     rz_err_clear(&err);
     struct gate_opts o = {.job = "8", .status = -1};
     ck_assert_int_eq(gate_read(&in, &c, run, &o, &err), RZ_EDATA);

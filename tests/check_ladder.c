@@ -17,6 +17,15 @@
 #include "gate_fixtures.h"
 #include "testutil.h"
 
+/* A fresh run root in $TMPDIR (root and run; teardown_fixture removes it). */
+static void ladder_root(void)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(run, sizeof run, "%s", root);
+}
+
 /* A report.json of phase PH, job JOB on W ranks: throughput X, small-collective p50 P50 ms. */
 static void ladder_report(const char *lineage, const char *job, int w, double x, double p50)
 {
@@ -39,10 +48,7 @@ static void ladder_report(const char *lineage, const char *job, int w, double x,
  * 2(P-1)/P*M (4e6 bytes on 2 ranks, 6e6 on 4). */
 START_TEST(ladder_fit_predictions_and_flags)
 {
-    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(run, sizeof run, "%s", root);
+    ladder_root();
     ladder_report("base", "1", 1, 100, 0.01);
     ladder_report("p2", "2", 2, 190, 0.1);
     ladder_report("p4", "3", 4, 360, 0.2);
@@ -186,10 +192,7 @@ static void ladder_report_placed(const char *phase, const char *job, int w, int 
  * against phase2b and phase2c measured after.  The arithmetic of the hindcast by hand. */
 START_TEST(ladder_hindcast_from_the_dev_cluster)
 {
-    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(run, sizeof run, "%s", root);
+    ladder_root();
     ladder_report_placed("baseline_1proc", "1", 1, 1, 5886.06, 5800);
     ladder_report_placed("phase1_4proc", "2", 4, 1, 5671.50, 5500);
     ladder_report_placed("phase2a_8proc", "3", 8, 2, 1655.08, 1600);
@@ -267,10 +270,7 @@ static void ladder_report_quota(const char *phase, const char *job, int w, doubl
  * predicted 310 samples/s, 100% efficiency. */
 START_TEST(ladder_forward_on_the_nodes_it_gets)
 {
-    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(run, sizeof run, "%s", root);
+    ladder_root();
     ladder_report_quota("baseline_1proc", "1", 1, 38.8, 0.5);
     ladder_report_quota("phase1_4proc", "2", 4, 40.5, 0.5);
     struct ladder l;
@@ -312,10 +312,7 @@ END_TEST
  * s (q) carries that cost from the fitted phases to the larger ones. */
 START_TEST(ladder_hops_on_shared_cores)
 {
-    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(run, sizeof run, "%s", root);
+    ladder_root();
     ladder_report_placed_p50("baseline_1proc", "1", 1, 1, 34599.44, 30849.15, 2816, 2, 3.1e-5);
     ladder_report_placed_p50("phase1_4proc", "2", 4, 1, 5471.67, 2630.03, 2816, 2, 0.064431);
     ladder_report_placed_p50("phase2a_8proc", "3", 8, 2, 7651.13, 5725.38, 2816, 2, 0.2990815);
@@ -363,10 +360,7 @@ START_TEST(ladder_preflight_hop_is_context)
     /* Each phase's preflight ring hop (health.json links.ring_hop_us) is read and kept, but the
      * model's q is the small collective's while the fitted phases trained: the preflight's hop,
      * every rank idle, was 4 to 7 times shorter than a training step's (docs/ladder.md). */
-    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(run, sizeof run, "%s", root);
+    ladder_root();
     ladder_report_placed_hop("baseline_1proc", "1", 1, 1, 34599.44, 30849.15, 2816, 2, 3.1e-5, 0);
     ladder_report_placed_hop("phase1_4proc", "2", 4, 1, 5471.67, 2630.03, 2816, 2, 0.064, 5);
     ladder_report_placed_hop("phase2a_8proc", "3", 8, 2, 7651.13, 5725.38, 2816, 2, 0.3, 10);
@@ -400,10 +394,7 @@ START_TEST(ladder_read_errors)
     ck_assert_int_eq(ladder_read(&l, "/nonexistent/check_ladder", &err), RZ_EDATA);
     ck_assert_ptr_nonnull(strstr(err.msg, "ladder: open '/nonexistent/check_ladder'"));
     ladder_free(&l);
-    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(root, sizeof root, "%s/check_ladder.XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(run, sizeof run, "%s", root);
+    ladder_root();
     put("phase1/events.jsonl", "w", "");
     rz_err_clear(&err);
     ck_assert_int_eq(ladder_read(&l, root, &err), RZ_EDATA);
@@ -418,6 +409,36 @@ START_TEST(ladder_read_errors)
 }
 END_TEST
 
+/* A phase that ended before any rank wrote a metric (world_size 0 in its report): listed with
+ * how it ended, left out of the fit, and the rest of the run root still read. */
+START_TEST(ladder_lists_a_phase_that_ended_before_training)
+{
+    ladder_root();
+    ladder_report("base", "1", 1, 100, 0.01);
+    ladder_report("p2", "2", 2, 190, 0.1);
+    put("p4/reports/3/report.json", "w", "{\"verdict\":\"NO-GO\",\"phase\":\"p4\",\"job\":"
+        "\"3\",\"time\":\"2026-11-22T10:00:09Z\",\"world_size\":0,\"throughput\":null,"
+        "\"ended\":\"health\",\"criteria\":[],\"per_rank\":[]}\n");
+    struct ladder l;
+    struct rz_err err;
+    rz_err_clear(&err);
+    ck_assert_msg(ladder_read(&l, root, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_uint_eq(l.n_att, 3);
+    const struct ladder_attempt *ended = NULL;
+    for (size_t i = 0; i < l.n_att; i++)
+        if (strcmp(l.att[i].job, "3") == 0)
+            ended = &l.att[i];
+    ck_assert_ptr_nonnull(ended);
+    ck_assert_int_eq(ended->world, 0);
+    ck_assert_str_eq(ended->ended, "health");
+    ck_assert(isnan(ended->per_rank_batch));
+    ck_assert(l.fit.ok);
+    ck_assert_int_eq(l.fit.points, 2); /* the two phases that trained */
+    ladder_free(&l);
+    teardown_fixture();
+}
+END_TEST
+
 static Suite *ladder_suite(void)
 {
     Suite *s = suite_create("ladder");
@@ -427,6 +448,7 @@ static Suite *ladder_suite(void)
     tcase_add_test(core, ladder_forward_on_the_nodes_it_gets);
     tcase_add_test(core, ladder_hops_on_shared_cores);
     tcase_add_test(core, ladder_preflight_hop_is_context);
+    tcase_add_test(core, ladder_lists_a_phase_that_ended_before_training);
     suite_add_tcase(s, core);
     TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, ladder_read_errors);

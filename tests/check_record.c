@@ -347,8 +347,8 @@ START_TEST(report_refuses_what_is_not_one)
 {
     static const struct { const char *text, *says; } bad[] = {
         {"{\"phase\":\"p\",\"job\":", ":1:20: unexpected end of input"},
-        {"{\"job\":\"1\",\"world_size\":1}", "needs 'phase', 'job' and 'world_size' >= 1"},
-        {"{\"phase\":\"p\",\"job\":\"1\",\"world_size\":0}", "'world_size' >= 1"},
+        {"{\"job\":\"1\",\"world_size\":1}", "needs 'phase', 'job' and 'world_size' >= 0"},
+        {"{\"phase\":\"p\",\"job\":\"1\",\"world_size\":-1}", "'world_size' >= 0"},
         {"[1,2]", "not a ryzen-gate report"},
         {"{\"phase\":\"p\",\"job\":\"1\",\"world_size\":1,\"loss_curve\":{}}",
          "'loss_curve' is not an array"},

@@ -192,6 +192,19 @@ done
 check "ladder.md: attempts, model, timeline, lineage" \
   sh -c "grep -q '^## Phases and attempts' '$R/ladder.md' && grep -q '^## Model and predictions' '$R/ladder.md' &&
          grep -q '^## Verdict timeline' '$R/ladder.md' && grep -q '^## Checkpoint lineage' '$R/ladder.md'"
+# A phase that ended before training (no rank wrote a metric: world_size 0) is listed, and the
+# rest of the run root is still read: it used to refuse the whole root.
+E=$tmp/ended
+mkdir -p "$E/p4/reports/9"
+cp -r "$R/baseline_1proc" "$E/"
+printf '%s\n' '{"verdict":"NO-GO","phase":"p4","job":"9","time":"2026-11-22T10:00:09Z",
+ "world_size":0,"throughput":null,"ended":"health","criteria":[],"per_rank":[]}' \
+  >"$E/p4/reports/9/report.json"
+: >"$E/p4/events.jsonl"
+check "--ladder lists a phase that ended before training and reads the rest" \
+  sh -c "'$gate' --ladder '$E' >'$tmp/ended.out' 2>&1 &&
+         grep -q 'job 9 .*ended before training (health)' '$tmp/ended.out' &&
+         grep -q '| 0 | p4 | 9 | NO-GO, ended: health |' '$E/ladder.md'"
 expect "--ladder of a directory without reports exits 64" 64 "no phase report under" -- \
   "$gate" --ladder "$tmp"
 expect "--ladder with --config is a usage error" 64 "--ladder RUN_ROOT stands alone" -- \

@@ -19,6 +19,9 @@ enum rz_status gate_read_baseline(struct gate_baseline *b, const char *path, str
 {
     struct report_rec r;
     enum rz_status st = report_read(&r, path, err);
+    if (st == RZ_OK && r.world_size < 1)
+        st = rz_fail(err, RZ_EDATA, "%s: not a baseline report: that phase ended before training "
+                     "(world_size 0%s%s)", path, r.ended[0] ? ", ended: " : "", r.ended);
     if (st == RZ_OK && (!r.has_throughput || !r.has_curve))
         st = rz_fail(err, RZ_EDATA, "%s: not a baseline report (needs 'throughput' and "
                      "'loss_curve')", path);

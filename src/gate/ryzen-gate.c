@@ -184,11 +184,17 @@ static int run_ladder(const char *root)
         ladder_free(&l);
         return rz_exit_code(st);
     }
-    for (size_t i = 0; i < l.n_att; i++)
-        printf("ryzen-gate: ladder: %-3d rank(s) %-28s job %-10s %-6s %10.6g samples/s, "
-               "efficiency %.3g%s\n", l.att[i].world, l.att[i].lineage, l.att[i].job,
-               l.att[i].verdict, l.att[i].throughput, l.att[i].efficiency,
-               l.att[i].efficiency > 1.0 ? " (above 100%: suspect)" : "");
+    for (size_t i = 0; i < l.n_att; i++) {
+        const struct ladder_attempt *a = &l.att[i];
+        if (a->world == 0)
+            printf("ryzen-gate: ladder: -   rank(s) %-28s job %-10s %-6s ended before training "
+                   "(%s)\n", a->lineage, a->job, a->verdict, a->ended[0] ? a->ended : "unknown");
+        else
+            printf("ryzen-gate: ladder: %-3d rank(s) %-28s job %-10s %-6s %10.6g samples/s, "
+                   "efficiency %.3g%s\n", a->world, a->lineage, a->job, a->verdict,
+                   a->throughput, a->efficiency,
+                   a->efficiency > 1.0 ? " (above 100%: suspect)" : "");
+    }
     for (int i = 0; i < l.n_pred; i++)
         printf("ryzen-gate: ladder: %-3d rank(s) predicted %.6g samples/s (%.6g .. %.6g)\n",
                l.pred[i].world, l.pred[i].throughput, l.pred[i].lo, l.pred[i].hi);

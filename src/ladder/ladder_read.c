@@ -70,7 +70,8 @@ static void ladder_attempt_parse(struct ladder_attempt *a, const struct report_r
     a->straggler = report_measured(r, "straggler_ratio");
     a->compute_s = r->median_compute_s;
     a->params = r->num_parameters;
-    a->per_rank_batch = r->global_batch / a->world;
+    /* world 0: the phase ended before training; listed, never fitted (ladder_usable). */
+    a->per_rank_batch = a->world > 0 ? r->global_batch / a->world : (double)NAN;
     a->efficiency = NAN;
     a->goodput = report_measured(r, "uptime");
     a->n_lost = r->n_lost;

@@ -173,9 +173,9 @@ static enum rz_status report_fields(struct report_rec *r, const struct gj_value 
 {
     const char *path = r->path;
     if (v->type != GJ_OBJ || gj_get_str(v, "phase") == NULL || gj_get_str(v, "job") == NULL ||
-        !gj_get_int(v, "world_size", &r->world_size) || r->world_size < 1)
+        !gj_get_int(v, "world_size", &r->world_size) || r->world_size < 0)
         return rz_fail(err, RZ_EDATA, "%s: not a ryzen-gate report (needs 'phase', 'job' and "
-                       "'world_size' >= 1)", path);
+                       "'world_size' >= 0)", path);
     report_str(r->phase, sizeof r->phase, v, "phase");
     report_str(r->job, sizeof r->job, v, "job");
     report_str(r->verdict, sizeof r->verdict, v, "verdict");

@@ -66,7 +66,8 @@ void report_newest(char *out, size_t len, const char *run_dir);
 
 /* PATH into *r (report_free it, also after an error).  RZ_EIO when it cannot be read; RZ_EDATA,
  * naming the file and the field, when it is not JSON or not a ryzen-gate report (it needs
- * 'phase', 'job' and 'world_size' >= 1) or a loss curve is not [[samples_seen, loss], ...] with
+ * 'phase', 'job' and 'world_size' >= 0; 0 is a phase that ended before any rank wrote a
+ * metric, which the ladder lists and a baseline refuses) or a loss curve is not [[samples_seen, loss], ...] with
  * samples_seen never decreasing. */
 enum rz_status report_read(struct report_rec *r, const char *path, struct rz_err *err);
 
