@@ -24,6 +24,10 @@ AC_DEFUN([RYZEN_WARNINGS], [
   done
   AS_IF([test "x$enable_werror" = xyes], [RYZEN_WARN_CFLAGS="$RYZEN_WARN_CFLAGS -Werror"])
   AC_SUBST([RYZEN_WARN_CFLAGS])
+  # The one C++ file (src/tok/tok_spm.cc): the C set less the flags that are C only.
+  RYZEN_WARN_CXXFLAGS="-Wall -Wextra -Wshadow -Wpointer-arith -Wcast-align -Wformat=2 -Wundef -Wno-unused-parameter"
+  AS_IF([test "x$enable_werror" = xyes], [RYZEN_WARN_CXXFLAGS="$RYZEN_WARN_CXXFLAGS -Werror"])
+  AC_SUBST([RYZEN_WARN_CXXFLAGS])
 ])
 
 # RYZEN_SANITIZERS: --enable-asan, --enable-ubsan.
@@ -70,6 +74,10 @@ AC_DEFUN([RYZEN_CHECK_DEPS], [
     [AC_MSG_ERROR([HDF5 >= 1.10 not found: install the Debian package libhdf5-dev])])
   PKG_CHECK_MODULES([YAML], [yaml-0.1 >= 0.2], [],
     [AC_MSG_ERROR([libyaml not found: install the Debian package libyaml-dev])])
+  # SentencePiece: the tokenizer behind src/tok/tok.h (its one C++ file, tok_spm.cc).
+  PKG_CHECK_MODULES([SPM], [sentencepiece >= 0.1.90], [],
+    [AC_MSG_ERROR([SentencePiece not found: install the Debian package libsentencepiece-dev])])
+  SPM_LIBS="$SPM_LIBS -lsentencepiece_train"
   PKG_CHECK_MODULES([CHECK], [check >= 0.15], [],
     [AC_MSG_ERROR([Check (unit test framework) not found: install the Debian package check])])
   PKG_CHECK_MODULES([MPI], [ompi-c >= 4.0], [],

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "ckpt/ckpt_debug.h"
 #include "config/cfg.h"
 #include "core/hooks.h"
 #include "core/sha256.h"
@@ -560,6 +561,60 @@ START_TEST(cli_list_info_verify)
 }
 END_TEST
 
+/* The data's tokenizer is recorded on / (tokenizer_sha256, "" when none) and read back; a file
+ * written before the attribute existed (deleted here) still loads and verifies, with the
+ * tokenizer "not recorded" (null in `ryzen-ckpt info`). */
+START_TEST(tokenizer_hash_recorded_and_optional)
+{
+    static const char tok[] =
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    struct tiny a, b;
+    char p1[4096], p2[4096];
+    struct rz_err err;
+    struct run_result r;
+    make_tiny(&a, 5);
+    make_tiny(&b, 0);
+    struct ckpt_meta m = make_meta(&a, 1), out;
+    snprintf(m.tokenizer_sha256, sizeof m.tokenizer_sha256, "%s", tok);
+    rz_err_clear(&err);
+    ck_assert_msg(ckpt_save(tmpdir, &m, &a.t, p1, sizeof p1, &err) == RZ_OK, "%s", err.msg);
+    ck_assert_msg(ckpt_read_meta(p1, &out, &err) == RZ_OK, "%s", err.msg);
+    ck_assert(out.tokenizer_recorded);
+    ck_assert_str_eq(out.tokenizer_sha256, tok);
+    ckpt_meta_free(&out);
+    if (run_cli("info", p1, &r)) {
+        ck_assert_int_eq(r.rc, 0);
+        ck_assert_msg(strstr(r.out, "\"tokenizer_sha256\":\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1"
+                             "b2b0b822cd15d6c15b0f00a08\"") != NULL, "info: %s", r.out);
+        run_free(&r);
+    }
+    save_step(&a, 2, p2, sizeof p2); /* no tokenizer: recorded as "" */
+    ck_assert_int_eq(ckpt_read_meta(p2, &out, &err), RZ_OK);
+    ck_assert(out.tokenizer_recorded);
+    ck_assert_str_eq(out.tokenizer_sha256, "");
+    ckpt_meta_free(&out);
+    /* as an older writer left it: no attribute at all */
+    ck_assert_msg(ckpt_debug_delete_attr(p1, "/", "tokenizer_sha256", &err) == RZ_OK, "%s",
+                  err.msg);
+    ck_assert_msg(ckpt_read_meta(p1, &out, &err) == RZ_OK, "%s", err.msg);
+    ck_assert(!out.tokenizer_recorded);
+    ck_assert_str_eq(out.tokenizer_sha256, "");
+    ckpt_meta_free(&out);
+    ck_assert_msg(ckpt_load(p1, &out, &b.t, &err) == RZ_OK, "%s", err.msg);
+    ck_assert(!out.tokenizer_recorded);
+    ck_assert(memcmp(a.t.params, b.t.params, a.t.n_floats * sizeof(float)) == 0);
+    ckpt_meta_free(&out);
+    ck_assert_int_eq(ckpt_verify(p1, &err), RZ_OK);
+    if (run_cli("info", p1, &r)) {
+        ck_assert_int_eq(r.rc, 0);
+        ck_assert_msg(strstr(r.out, "\"tokenizer_sha256\":null") != NULL, "info: %s", r.out);
+        run_free(&r);
+    }
+    tiny_free(&a);
+    tiny_free(&b);
+}
+END_TEST
+
 static Suite *ckpt_suite(void)
 {
     Suite *s = suite_create("ckpt");
@@ -579,9 +634,11 @@ static Suite *ckpt_suite(void)
     tcase_add_loop_test(core, crash_during_commit_never_exposes_partial_file, 0, 3);
 #endif
     tcase_add_test(core, cli_list_info_verify);
+    tcase_add_test(core, tokenizer_hash_recorded_and_optional);
     suite_add_tcase(s, core);
     suite_add_tcase(s, ckpt_errors_tcase());
     suite_add_tcase(s, ckpt_async_tcase());
+    suite_add_tcase(s, ckpt_export_tcase());
     return s;
 }
 

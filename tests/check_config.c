@@ -124,7 +124,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 100);
+    ck_assert_uint_eq(cfg_n_keys, 103);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;
@@ -229,7 +229,7 @@ START_TEST(full_file_sets_every_key)
     ck_assert_str_eq(c.restart.when_stuck, "hold");
     ck_assert_str_eq(c.restart.failures, "requeue");
     ck_assert_int_eq(c.health.sync_check_interval, 0);
-    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 62);
+    ck_assert_int_eq(c.origin[key_i("health.sync_check_interval")].line, 63);
     /* data.val_fraction and data.val_path exclude each other: one problem, then valid */
     ck_assert_int_eq(cfg_validate(&c, &err), RZ_ECONFIG);
     ck_assert_int_eq(count_lines(err.msg), 1);

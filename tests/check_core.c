@@ -98,6 +98,27 @@ START_TEST(json_fixed_keeps_unix_time_precision)
 }
 END_TEST
 
+/* A float as the shortest decimal that reads back as it (rz_json_kv_float). */
+START_TEST(json_float_is_shortest_round_trip)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct rz_json j;
+    rz_json_init(&j, f);
+    rz_json_object_begin(&j);
+    rz_json_kv_float(&j, "eps", 1e-5f);
+    rz_json_kv_double(&j, "as_double", (double)1e-5f);
+    rz_json_kv_float(&j, "third", 1.0f / 3.0f);
+    rz_json_kv_float(&j, "inf", INFINITY);
+    rz_json_object_end(&j);
+    fclose(f);
+    ck_assert_str_eq(buf, "{\"eps\":1e-05,\"as_double\":9.99999975e-06,\"third\":0.33333334,"
+                          "\"inf\":null}");
+    free(buf);
+}
+END_TEST
+
 /* The vector level: "native" is the CPU's best, each level up to it parses to itself, an
  * unknown name and a level above the CPU's are refused naming the variable, and the process
  * runs the level it was set to. */
@@ -562,6 +583,7 @@ static Suite *core_suite(void)
     tcase_add_test(core, fail_records_and_appends);
     tcase_add_test(core, json_writer_output);
     tcase_add_test(core, json_fixed_keeps_unix_time_precision);
+    tcase_add_test(core, json_float_is_shortest_round_trip);
     tcase_add_test(core, rng_is_a_pure_function);
     tcase_add_test(core, shards_partition_the_buffer);
     tcase_add_test(core, name_lists);

@@ -1,6 +1,7 @@
 /* check_data.c: tests of src/data/: determinism, ranges, the statistics of the random and markov
  * sources against their known distributions, and speed; the file sources' round-trips in
- * check_data_files.c, and every error path in check_data_errors.c.
+ * check_data_files.c, every error path in check_data_errors.c, and token files with a header,
+ * manifests and the unigram entropy in check_data_tok.c.
  *
  * Input files are written by the tests into one mkdtemp directory per TCase, removed in teardown
  * (data_fixtures.c).
@@ -363,6 +364,7 @@ static Suite *data_suite(void)
     suite_add_tcase(s, core);
 
     suite_add_tcase(s, data_errors_tcase());
+    suite_add_tcase(s, data_tok_tcase());
     return s;
 }
 

@@ -149,7 +149,7 @@ START_TEST(linear_gradients)
 {
     enum { R = 3, I = 4, O = 5 };
     struct linear lin;
-    ck_assert_int_eq(linear_init(&lin, ref_ctx, R, I, O, false, NULL), RZ_OK);
+    ck_assert_int_eq(linear_init(&lin, ref_ctx, R, I, O, false, true, NULL), RZ_OK);
     float x[R * I], w[O * I], b[O], r[R * O], y[R * O];
     float dx[R * I], dw[O * I] = {0}, db[O] = {0}, fd[O * I];
     fill(x, R * I, 1, 1.0f);
@@ -243,10 +243,59 @@ static void tiny_tokens(int32_t *in, int32_t *tg, const struct model_dims *d, ui
     }
 }
 
-/* The gradient check of the whole model (reference backend), in fp32 (_i = 0) and in bf16
- * (_i = 1).  A bf16 model's loss is a step function of its weights at the bf16 grid (spacing
- * 2^-8 relative), so its finite differences are those of the fp32 model with the same weights;
- * the bf16 gradient must match them within bf16's precision:
+/* model.head_bias false (GPT-2's head): no head.bias in the table, V parameters fewer, and the
+ * model computes what the one with a zero bias computes: the same loss and, for every tensor
+ * but the bias, the same gradient bits (untied, then tied: _i). */
+START_TEST(table_without_head_bias)
+{
+    struct model_dims with = tiny, without = tiny;
+    with.tie_embeddings = without.tie_embeddings = _i;
+    without.no_head_bias = true;
+    struct model *a, *b;
+    ck_assert_int_eq(model_create(&a, &with, ref_ctx, NULL), RZ_OK);
+    ck_assert_int_eq(model_create(&b, &without, ref_ctx, NULL), RZ_OK);
+    size_t na, nb;
+    const struct model_tensor *ta = model_tensors(a, &na), *tb = model_tensors(b, &nb);
+    ck_assert_uint_eq(nb, na - 1);
+    for (size_t i = 0; i < nb; i++) {
+        ck_assert_str_ne(tb[i].name, "head.bias");
+        ck_assert_str_eq(tb[i].name, ta[i].name);
+        ck_assert_uint_eq(tb[i].offset, ta[i].offset);
+    }
+    ck_assert_str_eq(tb[nb - 1].name, _i ? "ln_f.bias" : "head.weight");
+    ck_assert_uint_eq(model_num_params(b), model_num_params(a) - (size_t)tiny.vocab);
+    ck_assert_uint_eq(model_count_params(&without), model_num_params(b));
+    struct model_memory ma, mb;
+    model_memory_plan(&with, &ma);
+    model_memory_plan(&without, &mb);
+    ck_assert_uint_eq(mb.params, ma.params - (size_t)tiny.vocab);
+    model_init_params(a, 31);
+    model_init_params(b, 31); /* keyed by flat index: the same values, a's bias zero */
+    size_t n = model_num_params(b);
+    ck_assert_int_eq(memcmp(model_params(a), model_params(b), n * sizeof(float)), 0);
+    int32_t in[10], tg[10];
+    tiny_tokens(in, tg, &tiny, 32);
+    model_zero_grads(a);
+    model_zero_grads(b);
+    float la = model_forward(a, in, tg), lb = model_forward(b, in, tg);
+    ck_assert(isfinite(la) && la == lb);
+    model_backward(a, 1.0f);
+    model_backward(b, 1.0f);
+    ck_assert_int_eq(memcmp(model_grads(a), model_grads(b), n * sizeof(float)), 0);
+    double bias2 = 0.0; /* what b does not compute: a's bias gradient, which is not zero */
+    for (size_t k = n; k < model_num_params(a); k++)
+        bias2 += (double)model_grads(a)[k] * (double)model_grads(a)[k];
+    ck_assert(bias2 > 0.0);
+    model_destroy(a);
+    model_destroy(b);
+}
+END_TEST
+
+/* The gradient check of the whole model (reference backend), in fp32 and in bf16 (_i & 4), tied
+ * or not (_i & 1), with or without dropout (_i & 2), and in fp32 without the head bias (_i & 8,
+ * model.head_bias false).  A bf16 model's loss is a step function of its weights at the bf16
+ * grid (spacing 2^-8 relative), so its finite differences are those of the fp32 model with the
+ * same weights; the bf16 gradient must match them within bf16's precision:
  *     |fd - an| <= 2e-2 + 0.25 |an| per element and ||fd - an|| / ||an|| <= 5e-2 per tensor. */
 START_TEST(whole_model_gradients)
 {
@@ -254,12 +303,14 @@ START_TEST(whole_model_gradients)
     struct model_dims dims = tiny;
     dims.tie_embeddings = _i & 1; /* loop: untied, then the head's weight is wte */
     dims.dropout = _i & 2 ? 0.25f : 0.0f; /* with dropout, its masks fixed by the context */
+    dims.no_head_bias = (_i & 8) != 0;
     struct model_dims fp32 = dims;
     dims.bf16 = (_i & 4) != 0;
     struct model *m, *f; /* f: the fp32 model the finite differences run on */
     ck_assert_int_eq(model_create(&m, &dims, ref_ctx, NULL), RZ_OK);
     ck_assert_int_eq(model_create(&f, &fp32, ref_ctx, NULL), RZ_OK);
-    ck_assert_uint_eq(model_num_params(m), model_count_params(&tiny) - (_i & 1 ? 13 * 8 : 0));
+    ck_assert_uint_eq(model_num_params(m), model_count_params(&tiny) - (_i & 1 ? 13 * 8 : 0) -
+                                               (_i & 8 ? 13 : 0));
     model_init_params(m, 77);
     model_init_params(f, 77);
     model_set_dropout(m, true, 5, 3, 100);
@@ -415,7 +466,8 @@ START_TEST(dnnl_matches_reference_on_the_model)
     struct kern_ctx *dctx;
     ck_assert_int_eq(kern_ctx_create(&dctx, KERN_DNNL, NULL), RZ_OK);
     struct model_dims d = {.vocab = 64, .d_model = 32, .n_heads = 4, .n_layers = 2, .d_ff = 48,
-                           .seq_len = 16, .batch = 3, .ln_eps = 1e-5f, .init_std = 0.1f};
+                           .seq_len = 16, .batch = 3, .ln_eps = 1e-5f, .init_std = 0.1f,
+                           .no_head_bias = _i}; /* then the head's matmul without a bias */
     struct model *a, *b;
     ck_assert_int_eq(model_create(&a, &d, ref_ctx, NULL), RZ_OK);
     ck_assert_int_eq(model_create(&b, &d, dctx, NULL), RZ_OK);
@@ -575,7 +627,8 @@ START_TEST(segment_grads_match_the_full_buffer)
 {
     struct model_dims full = tiny, seg = tiny;
     full.n_layers = seg.n_layers = 4; /* the two small buffers are each reused */
-    full.tie_embeddings = seg.tie_embeddings = _i;
+    full.tie_embeddings = seg.tie_embeddings = _i & 1;
+    full.no_head_bias = seg.no_head_bias = (_i & 2) != 0; /* a head segment without the bias */
     seg.segment_grads = 1;
     struct model *a, *b;
     ck_assert_int_eq(model_create(&a, &full, ref_ctx, NULL), RZ_OK);
@@ -638,16 +691,17 @@ static Suite *model_suite(void)
     tcase_add_checked_fixture(core, setup, teardown);
     tcase_add_test(core, seed_model_size_and_flops);
     tcase_add_test(core, table_is_contiguous_and_named);
+    tcase_add_loop_test(core, table_without_head_bias, 0, 2);
     tcase_add_test(core, init_is_deterministic);
     tcase_add_test(core, linear_gradients);
     tcase_add_test(core, activation_memory_is_linear_in_seq_len);
     tcase_add_test(core, embedding_gradients);
-    tcase_add_loop_test(core, whole_model_gradients, 0, 8);
+    tcase_add_loop_test(core, whole_model_gradients, 0, 12);
     tcase_add_loop_test(core, recomputation_is_bit_identical, 0, 8);
     tcase_add_test(core, dropout_masks_follow_the_global_sample);
     tcase_add_test(core, dropout_drops_p_and_rescales);
-    tcase_add_loop_test(core, segment_grads_match_the_full_buffer, 0, 2);
-    tcase_add_test(core, dnnl_matches_reference_on_the_model);
+    tcase_add_loop_test(core, segment_grads_match_the_full_buffer, 0, 4);
+    tcase_add_loop_test(core, dnnl_matches_reference_on_the_model, 0, 2);
     tcase_add_test(core, backward_accumulates);
     tcase_add_test(core, grad_ready_hook_covers_every_parameter_once);
     suite_add_tcase(s, core);

@@ -21,6 +21,7 @@
 #include "record/rank_log.h"
 #include "record/report.h"
 #include "record/summary.h"
+#include "record_tok.h"
 #include "testutil.h"
 
 static char dir[4096], path[4200];
@@ -640,6 +641,7 @@ START_TEST(summary_round_trip)
                                               .data_segs_out = 700, .dsack_dups = NAN};
     struct summary_doc d = {.num_processes = 3, .steps = 10, .num_parameters = 123456,
                             .entropy_floor = 1.5, .restarts = 2, .ckpt_mode = "async",
+                            .unigram_entropy = 5.25, .tokenizer_sha256 = "ab12",
                             .ckpt_count = 4, .ckpt_stall_s = 0.4, .ckpt_commit_s = 2,
                             .ckpt_policy = "young_daly", .ckpt_interval = 25,
                             .ckpt_interval_why = "mtbf 600 s", .ranks = ranks};
@@ -651,6 +653,8 @@ START_TEST(summary_round_trip)
     ck_assert_int_eq(summary_read(file, &s, &err), RZ_OK);
     ck_assert_double_eq(s.num_parameters, 123456);
     ck_assert_double_eq(s.entropy_floor, 1.5);
+    ck_assert_double_eq(s.unigram_entropy, 5.25);
+    ck_assert_str_eq(s.tokenizer_sha256, "ab12");
     ck_assert_int_eq(s.restarts, 2);
     ck_assert(s.ckpts.known);
     ck_assert_str_eq(s.ckpts.mode, "async");
@@ -676,10 +680,19 @@ START_TEST(summary_round_trip)
     ck_assert(!s.net[1].has_ext);
     summary_free(&s);
     d.entropy_floor = -1; /* unknown: left out, read back NaN */
+    d.unigram_entropy = -1; /* random or markov data: left out, read back NaN */
+    d.tokenizer_sha256 = NULL; /* no tokenizer named: left out, read back "" */
     d.num_processes = 0;
     ck_assert_int_eq(summary_write(tree, &d, &err), RZ_OK);
+    char *text = NULL;
+    ck_assert_int_eq(rz_read_file(file, &text, NULL, NULL), RZ_OK);
+    ck_assert_ptr_null(strstr(text, "unigram_entropy"));
+    ck_assert_ptr_null(strstr(text, "tokenizer_sha256"));
+    free(text);
     ck_assert_int_eq(summary_read(file, &s, &err), RZ_OK);
     ck_assert(isnan(s.entropy_floor));
+    ck_assert(isnan(s.unigram_entropy));
+    ck_assert_str_eq(s.tokenizer_sha256, "");
     ck_assert_uint_eq(s.n_ranks, 0);
     summary_free(&s);
 }
@@ -777,6 +790,8 @@ static Suite *record_suite(void)
     TCase *layout = rz_test_tcase("layout");
     tcase_add_test(layout, run_root_of_every_layout);
     suite_add_tcase(s, layout);
+    suite_add_tcase(s, record_tok_tcase());
+    suite_add_tcase(s, record_tok_errors_tcase());
     return s;
 }
 

@@ -460,7 +460,7 @@ END_TEST
 
 /* A node that fails the preflight for a reason of its own is excluded from the next attempt:
  * requeuehold, update, release; a failure of the job's own settings (no failed host) is a NO-GO
- * (health) report and exit 70. */
+ * (health) report and exit 70; refused input (exit 64) an ended (config) report and exit 64. */
 START_TEST(a_node_that_fails_the_preflight_is_excluded)
 {
     struct world w;
@@ -480,6 +480,16 @@ START_TEST(a_node_that_fails_the_preflight_is_excluded)
     ck_assert_int_eq(run(&w), 70);
     ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
     assert_gate_ran_with(&w.f, "--ended health");
+    world_free(&w);
+    /* the data check refused a changed shard (exit 64): the input, not a node, so no exclusion */
+    world_init(&w, "RUNNING");
+    step(&w, (struct fake_step){.status = 64, .ranks_recorded = 4, .record_status = 64,
+                                .health = "{\"ok\":false,\"hosts\":[\"n1\",\"n2\"],"
+                                          "\"failed_hosts\":[\"n2\"],\"ranks\":[]}\n"});
+    ck_assert_int_eq(run(&w), 64);
+    ck_assert_ptr_null(call(&w.f, "scontrol requeue"));
+    ck_assert_ptr_null(call(&w.f, "scontrol update JobId=100 ExcNodeList"));
+    assert_gate_ran_with(&w.f, "--ended config");
     world_free(&w);
 }
 END_TEST

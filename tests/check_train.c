@@ -20,6 +20,7 @@
 #include "train/train.h"
 #include "ckpt/ckpt.h"
 #include "testutil.h"
+#include "train_text.h"
 
 static char run_root[64];
 
@@ -763,6 +764,7 @@ static Suite *train_suite(void)
     tcase_add_test(links, links_check_of_two_nodes_blames_neither);
     tcase_add_test(links, links_check_warns_of_a_link_under_half_the_median);
     suite_add_tcase(s, links);
+    suite_add_tcase(s, train_text_tcase()); /* check_train_text.c */
     return s;
 }
 

@@ -188,6 +188,7 @@ void assert_meta_equal(const struct ckpt_meta *a, const struct ckpt_meta *b)
     ck_assert(memcmp(&a->dims.ln_eps, &b->dims.ln_eps, sizeof(float)) == 0);
     ck_assert(memcmp(&a->dims.init_std, &b->dims.init_std, sizeof(float)) == 0);
     ck_assert_str_eq(a->config_sha256, b->config_sha256);
+    ck_assert_str_eq(a->tokenizer_sha256, b->tokenizer_sha256);
     ck_assert_str_eq(a->config_yaml, b->config_yaml);
 }
 

@@ -97,4 +97,8 @@ TCase *ckpt_errors_tcase(void);
 /* The "async" test case: the background writer (check_ckpt_async.c). */
 TCase *ckpt_async_tcase(void);
 
+/* The "export" test case: safetensors, the GPT-2 mapping, export and import
+ * (check_ckpt_export.c). */
+TCase *ckpt_export_tcase(void);
+
 #endif

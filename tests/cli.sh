@@ -120,16 +120,21 @@ if [ "$native" = avx2 ]; then
     --run-dir "$tmp/avx512"
 fi
 
-# token ids >= vocab are refused, naming the file and offset
+# token ids >= vocab are refused, naming the file and offset (a headerless file: its width is
+# data.token_dtype's; with auto it is refused, saying so)
 printf '\001\000\377\177' >"$tmp/tokens.bin"
+expect "headerless tokens file with token_dtype auto" 64 \
+  "tokens.bin' has no header.*data.token_dtype" -- "$bin" --config "$src/configs/seed_benchmark.yaml" --set data.kind=tokens \
+  --set data.path="$tmp/tokens.bin" --set model.seq_len=1 --set training.steps=1 --run-dir "$tmp/tok0"
 expect "token id out of range" 64 "tokens.bin.*32767" -- "$bin" --config \
   "$src/configs/seed_benchmark.yaml" --set data.kind=tokens --set data.path="$tmp/tokens.bin" \
-  --set model.seq_len=1 --set training.steps=1 --run-dir "$tmp/tok"
+  --set data.token_dtype=uint16 --set model.seq_len=1 --set training.steps=1 --run-dir "$tmp/tok"
 
-# a vocabulary above 65536 reads uint32 ids: a partial id at the end is refused, naming the
+# uint32 ids for a vocabulary above 65536: a partial id at the end is refused, naming the
 # offset and the bytes; a whole file trains
 printf '\001\000\001\000\002\000\001\000\003\000\001\000\007' >"$tmp/wide.tok"
 wide="--config $src/configs/seed_benchmark.yaml --set data.kind=tokens --set data.path=$tmp/wide.tok
+  --set data.token_dtype=uint32
   --set model.vocab_size=70000 --set model.d_model=16 --set model.n_heads=2 --set model.d_ff=32
   --set model.seq_len=2 --set training.batch_size=2 --set training.steps=1 --quiet"
 expect "uint32 ids: partial id at the end" 64 "wide.tok': size 13 bytes is not a multiple of 4.*\(0x07\) at byte offset 12" \
@@ -225,6 +230,44 @@ check "... whose times add up to the matmul class's" awk '
   /^ryzen-train:   matmul / { total = $3 }
   /^ryzen-train:   [0-9]+ x [0-9]+ x [0-9]+ +[NT][NT] / { sum += $8 }
   END { d = sum - total; exit !(total > 0 && d < 0.1 && d > -0.1) }' "$tmp/out"
+
+# the preflight verifies a manifest's shards (data_verify) on its data line: a shard changed
+# since the manifest was written is refused by its name with exit 64, whatever the other checks
+# say (a tokenizer of 512 pieces trained on the docs, two shards written by ryzen-data)
+data=${top_builddir:-.}/ryzen-data
+cat "$src"/docs/*.md >"$tmp/corpus.txt"
+shards="--config $src/configs/seed_benchmark.yaml --set data.kind=tokens
+  --set data.path=$tmp/shards/manifest.json --set model.vocab_size=512 --set model.seq_len=16"
+if "$data" tokenizer train --vocab-size 512 --out "$tmp/tok" "$tmp/corpus.txt" >"$tmp/out" 2>&1 &&
+   mkdir -p "$tmp/shards" &&
+   "$data" encode --tokenizer "$tmp/tok.model" --out "$tmp/shards/s0.tok" "$src/README.md" \
+     >>"$tmp/out" 2>&1 &&
+   "$data" encode --tokenizer "$tmp/tok.model" --out "$tmp/shards/s1.tok" "$src/docs/gates.md" \
+     >>"$tmp/out" 2>&1 &&
+   "$data" manifest --out "$tmp/shards/manifest.json" "$tmp/shards/s0.tok" "$tmp/shards/s1.tok" \
+     >>"$tmp/out" 2>&1; then
+  # shellcheck disable=SC2086
+  "$bin" $shards --preflight --run-dir "$tmp/pf-data" >"$tmp/out" 2>&1
+  check "preflight: the manifest's two shards verify" \
+    grep -Eq "preflight: data +ok +tokens manifest .*2 shards" "$tmp/out"
+  cp "$tmp/shards/s1.tok" "$tmp/s1.orig" # one id's low byte changed, whatever it was
+  printf '\007' | dd of="$tmp/shards/s1.tok" bs=1 seek=200 conv=notrunc 2>/dev/null
+  cmp -s "$tmp/shards/s1.tok" "$tmp/s1.orig" &&
+    printf '\010' | dd of="$tmp/shards/s1.tok" bs=1 seek=200 conv=notrunc 2>/dev/null
+  # shellcheck disable=SC2086
+  expect "... a changed shard: exit 64 naming it" 64 \
+    "preflight: data +FAIL +data shard '$tmp/shards/s1.tok' .*changed" -- \
+    "$bin" $shards --preflight --run-dir "$tmp/pf-data2"
+  check "... health.json's data check says so" \
+    grep -q '{"name":"data","ok":false,"detail":"data shard .*s1.tok' "$tmp/pf-data2/health.json"
+  "$bin" --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-rand" \
+    >"$tmp/out" 2>&1
+  check "... while a random-data preflight has no data line, nor a data check" sh -c \
+    "grep -q 'preflight: isa ' '$tmp/out' && ! grep -q 'preflight: data' '$tmp/out' &&
+     ! grep -q '\"name\":\"data\"' '$tmp/pf-rand/health.json'"
+else
+  bad "ryzen-data could not write the shards"; show "$tmp/out"
+fi
 
 # docs/config.md is generated from the key table and must not drift
 "$bin" --config-reference >"$tmp/config.md"

@@ -86,6 +86,9 @@ struct data_opts make_opts(enum data_kind kind, int64_t vocab, int64_t seq_len,
 {
     struct data_opts o = {.kind = kind, .vocab_size = vocab, .seq_len = seq_len, .seed = seed,
                           .path = path, .markov_branching = branching};
+    /* the files these tests write are headerless: their width is data.token_dtype's */
+    if (kind == DATA_TOKENS)
+        o.token_bytes = vocab <= 65536 ? 2u : 4u;
     return o;
 }
 

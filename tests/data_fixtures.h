@@ -1,7 +1,7 @@
 /* data_fixtures.h: what the files of check_data share (data_fixtures.c): the temporary directory
  * of a test case and its unchecked fixture, files of bytes, uint16 and uint32 ids written into
  * it, options and sources made from them, and what check_data.c adds to its suite from
- * check_data_files.c and check_data_errors.c.  Test code only. */
+ * check_data_files.c, check_data_errors.c and check_data_tok.c.  Test code only. */
 #ifndef RZ_TESTS_DATA_FIXTURES_H
 #define RZ_TESTS_DATA_FIXTURES_H
 
@@ -36,7 +36,8 @@ const char *write_tokens(const char *name, const unsigned *ids, size_t n);
 const char *write_tokens32(const char *name, const uint32_t *ids, size_t n);
 
 /* The options of a source of this kind, vocabulary, sequence length, seed, file and markov
- * branching. */
+ * branching; a tokens source reads headerless files, uint16 for V <= 65536, else uint32 (as
+ * data.token_dtype uint16 | uint32 would say). */
 struct data_opts make_opts(enum data_kind kind, int64_t vocab, int64_t seq_len, uint64_t seed,
                            const char *path, int64_t branching);
 
@@ -55,5 +56,9 @@ void data_files_tests(TCase *tc);
 
 /* The "errors" test case: every error path (check_data_errors.c). */
 TCase *data_errors_tcase(void);
+
+/* The "tokfile" test case: token files with a header, manifests, the unigram entropy and
+ * data_verify (check_data_tok.c). */
+TCase *data_tok_tcase(void);
 
 #endif

@@ -93,6 +93,10 @@ void gate_charts_tests(TCase *tc);
  * (check_gate_ended.c). */
 void gate_ended_tests(TCase *tc);
 
+/* Add the text criteria's tests (unigram_margin's GO, HOLD, NO-GO and n/a, the tokenizer and
+ * the unigram entropy in the reports) to tc (check_gate_text.c). */
+void gate_text_tests(TCase *tc);
+
 /* The "errors" test case: malformed inputs and the reasons --ended accepts
  * (check_gate_errors.c). */
 TCase *gate_errors_tcase(void);

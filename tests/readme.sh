@@ -135,13 +135,26 @@ configure_opts() {
   done
 }
 
-# sbatch_line WHERE ARGS...: the template exists, installed, with its config beside it; each
-# override is accepted on that config (PHASE:key=value on PHASE's)
+# sbatch_line WHERE ARGS...: the template exists, installed, with its config beside it (or the
+# one its --config names); each override is accepted on that config (PHASE:key=value on PHASE's);
+# prepare_data.sh's own options are in its usage comment, and its inputs exist
 sbatch_line() {
   w=$1 t=
   shift
   while [ $# -gt 0 ]; do
+    if [ "${t##*/}" = prepare_data.sh ]; then
+      case $1 in
+        --*) check "$w: prepare_data.sh's usage names $1" grep -q -- "^#.*$1" "$t"
+             case $1 in --local) shift ;; *) shift 2 ;; esac ;;
+        *) check "$w: ... its input $1 exists" test -e "$1"; shift ;;
+      esac
+      continue
+    fi
     case $1 in
+      --config) [ -n "$t" ] || bad "$w: --config before the template"
+                cfg=$(dirname "$t")/../configs/$2.yaml
+                check "$w: ... --config $2: configs/$2.yaml is installed beside it" test -s "$cfg"
+                shift 2 ;;
       --set) [ -n "$t" ] || bad "$w: --set before the template"
              case ${2%%=*} in
                *:*) ph=${2%%:*}; plan_ok "$w" "$src/configs/$ph.yaml" "${2#*:}" ;;
@@ -157,7 +170,7 @@ sbatch_line() {
          ph=$(basename "$t" .sh)
          cfg=$(dirname "$t")/../configs/$ph.yaml
          check "$w: template ${t#"$tmp"/} is installed and executable" test -x "$t"
-         check "$w: ... with configs/$ph.yaml beside it" test -s "$cfg"
+         [ "$ph" = prepare_data ] || check "$w: ... with configs/$ph.yaml beside it" test -s "$cfg"
          shift ;;
     esac
   done
@@ -352,7 +365,7 @@ path_kind() {
   case $1 in
     /*|\$*|-*|*=*|*://*|../*|~*) echo skip ;;
     _build/*) echo build ;;
-    runs/*|metrics/*|reports/*|checkpoints/*|prom/*|health/*|'<'*) echo skip ;;
+    runs/*|metrics/*|reports/*|checkpoints/*|prom/*|health/*|data/*|'<'*) echo skip ;;
     [A-Z]*) echo skip ;; # a placeholder: RUN_DIR/..., PREFIX/...
     *) echo repo ;;
   esac

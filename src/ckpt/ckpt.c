@@ -6,7 +6,8 @@
  *
  * Layout (format version 1; every name below is what h5dump shows):
  *   /                 attrs format, format_version, build, created_utc, config_sha256,
- *                     params_sha256, description
+ *                     params_sha256, tokenizer_sha256 ("" when the data names no tokenizer;
+ *                     absent in files written before it), description
  *   /train            attrs step, samples_seen, global_batch, world_size, adam_t, lr, init_seed,
  *                     data_seed, loss_sum, train_time_s, restarts, description
  *   /model            attrs vocab, d_model, n_heads, n_layers, d_ff, seq_len, batch, ln_eps,
@@ -74,8 +75,9 @@ static const struct {
 } descriptions[] = {
     {"/", "ryzen-llm training checkpoint. Every dataset has attribute sha256 = SHA-256 of its raw "
           "bytes; params_sha256 = SHA-256 of all /params bytes (float32 LE) in "
-          "/model/tensor_names order; config_sha256 = SHA-256 of the resolved config text. "
-          "Layout: docs/checkpoint-format.md"},
+          "/model/tensor_names order; config_sha256 = SHA-256 of the resolved config text; "
+          "tokenizer_sha256 = SHA-256 of the tokenizer the training tokens were encoded with "
+          "(empty: none named). Layout: docs/checkpoint-format.md"},
     {"/train", "step: optimizer steps completed; samples_seen: global samples consumed (the data "
                "cursor); global_batch: samples per optimizer step; world_size: ranks at save; "
                "adam_t: Adam steps taken; lr: learning rate of the last step; init_seed, "
@@ -416,6 +418,8 @@ static enum rz_status write_root(const struct ckpt_io *io, hid_t file,
         st = write_str_attr(io, file, "config_sha256", config_hex);
     if (st == RZ_OK)
         st = write_str_attr(io, file, "params_sha256", params_hex);
+    if (st == RZ_OK)
+        st = write_str_attr(io, file, "tokenizer_sha256", meta->tokenizer_sha256);
     return st;
 }
 

@@ -79,3 +79,18 @@ cleanup:
         H5Fclose(file);
     return st;
 }
+
+enum rz_status ckpt_debug_delete_attr(const char *path, const char *object, const char *attr,
+                                      struct rz_err *err)
+{
+    struct ckpt_io io_v = {"delete attribute in", path, RZ_EIO, err}, *io = &io_v;
+    hid_t file = -1;
+    enum rz_status st = open_rw(io, &file);
+    if (st != RZ_OK)
+        return st;
+    CKPT_H5(H5Adelete_by_name(file, object, attr, H5P_DEFAULT));
+cleanup:
+    if (file >= 0)
+        H5Fclose(file);
+    return st;
+}

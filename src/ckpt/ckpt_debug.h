@@ -16,6 +16,11 @@ enum rz_status ckpt_debug_data_extent(const char *path, const char *dataset, int
 /* Remove the link `object` ("/adam_v/wte") from the file. */
 enum rz_status ckpt_debug_unlink(const char *path, const char *object, struct rz_err *err);
 
+/* Delete the attribute `attr` of `object` ("/", "tokenizer_sha256"): a file as an older
+ * writer, without that attribute, left it. */
+enum rz_status ckpt_debug_delete_attr(const char *path, const char *object, const char *attr,
+                                      struct rz_err *err);
+
 /* Overwrite the existing integer attribute `attr` of `object` ("/", "format_version"). */
 enum rz_status ckpt_debug_set_attr_i64(const char *path, const char *object, const char *attr,
                                        int64_t value, struct rz_err *err);

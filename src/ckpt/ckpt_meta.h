@@ -10,6 +10,7 @@
 #ifndef RZ_CKPT_CKPT_META_H
 #define RZ_CKPT_CKPT_META_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model/model.h"
@@ -45,6 +46,9 @@ struct ckpt_meta {
     char params_sha256[65];   /* SHA-256 of all parameter bytes in table order */
     char adam_sha256[65];     /* SHA-256 of /adam_m then /adam_v bytes in table order; recomputed
                                * by ckpt_load and ckpt_inspect (not stored) */
+    char tokenizer_sha256[65]; /* the data's tokenizer (data/data.h); "" when it names none */
+    bool tokenizer_recorded;  /* read back: the file has the attribute (files written before it
+                               * have none: the tokenizer is "not recorded", whatever it was) */
     char build[64];           /* PACKAGE_STRING of the writer */
     int64_t format_version;
     char *config_yaml;        /* the resolved config text (owned) */

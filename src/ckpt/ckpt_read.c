@@ -357,6 +357,20 @@ cleanup:
     return st;
 }
 
+/* tokenizer_sha256 on /: optional, files written before it have none ("not recorded"). */
+static enum rz_status read_tokenizer(const struct ckpt_io *io, hid_t file, struct ckpt_meta *meta)
+{
+    enum rz_status st = RZ_OK;
+    htri_t exists = 0;
+    CKPT_H5(exists = H5Aexists(file, "tokenizer_sha256"));
+    meta->tokenizer_recorded = exists > 0;
+    if (exists > 0)
+        st = read_str_attr(io, file, "/", "tokenizer_sha256", meta->tokenizer_sha256,
+                           sizeof meta->tokenizer_sha256);
+cleanup:
+    return st;
+}
+
 /* All of struct ckpt_meta, format version first (a newer layout is refused before anything else
  * is interpreted). */
 static enum rz_status read_meta(const struct ckpt_io *io, hid_t file, struct ckpt_meta *meta)
@@ -373,6 +387,8 @@ static enum rz_status read_meta(const struct ckpt_io *io, hid_t file, struct ckp
     if (st == RZ_OK)
         st = read_str_attr(io, file, "/", "params_sha256", meta->params_sha256,
                            sizeof meta->params_sha256);
+    if (st == RZ_OK)
+        st = read_tokenizer(io, file, meta);
     if (st == RZ_OK)
         st = read_config(io, file, &meta->config_yaml);
     return st;

@@ -45,6 +45,7 @@ struct cfg_model {
     double init_std;
     double dropout;       /* p on the embeddings and each block's two residual branches */
     char tie_embeddings[CFG_STR_MAX]; /* "false" | "true" */
+    char head_bias[CFG_STR_MAX];      /* "true" | "false": head.bias (false: GPT-2's lm_head) */
 };
 
 struct cfg_training {

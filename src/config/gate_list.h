@@ -44,6 +44,10 @@
     X(ENTROPY_GAP, entropy_gap, "nats", 0, 0.15, 0.5,                                            \
       "Final loss minus the markov entropy floor, nats (lower is better; markov data only).",    \
       "ryzen_gate_entropy_gap_nats", "Final loss minus the markov entropy floor.", 1)            \
+    X(UNIGRAM_MARGIN, unigram_margin, "nats", 1, 0.5, 0.1,                                      \
+      "Corpus unigram entropy minus the final loss, nats (higher is better; text and tokens "     \
+      "only).", "ryzen_gate_unigram_margin_nats",                                                \
+      "Unigram entropy of the training tokens minus the final loss.", 1)                        \
     X(FAILURES, failures, "count", 0, 0, 3, "Failure restarts of the job (lower is better).",    \
       "ryzen_gate_failure_requeues",                                                             \
       "Requeues after a failure, plus give-ups, of the judged job.", 1)                          \

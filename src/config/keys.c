@@ -64,6 +64,10 @@ const struct cfg_key cfg_keys[] = {
     KEY_ENUM("model.tie_embeddings", model.tie_embeddings, "false|true", "false",
              "true: the output head's weight is the token embedding wte (GPT-2); false: an "
              "untied head.weight."),
+    KEY_ENUM("model.head_bias", model.head_bias, "false|true", "true",
+             "true: the output head adds a trained bias of V values (head.bias); false: no bias, "
+             "a GPT-2-shaped head (export needs no --head-bias; a checkpoint of it has no "
+             "head.bias)."),
 
     KEY_INT("training.batch_size", training.batch_size, 1, 1048576, "16",
             "Sequences per rank per micro-step (B)."),
@@ -123,17 +127,19 @@ const struct cfg_key cfg_keys[] = {
 
     KEY_ENUM("data.kind", data.kind, "random|markov|text|tokens", "random",
              "random: uniform tokens; markov: synthetic chain; text: bytes of data.path; "
-             "tokens: token file data.path."),
+             "tokens: token file or data manifest data.path (ryzen-data)."),
     KEY_INT("data.seed", data.seed, 0, INT64_MAX, "1234", "Seed of synthetic data and sampling."),
-    KEY_STRING("data.path", data.path, "", "Input file; required for kind text and tokens."),
+    KEY_STRING("data.path", data.path, "",
+               "Input file, or for kind tokens a manifest of shards (ryzen-data manifest); "
+               "required for kind text and tokens."),
     KEY_FLOAT("data.val_fraction", data.val_fraction, 0.0, 1.0, CFG_OPEN_MAX, "0",
               "Held out for validation: this share of the end of a text or tokens file; for "
               "random and markov data any value > 0 holds out a sample stream (0: none)."),
     KEY_STRING("data.val_path", data.val_path, "",
                "Validation file of the same kind as data.path (instead of data.val_fraction)."),
     KEY_ENUM("data.token_dtype", data.token_dtype, "auto|uint16|uint32", "auto",
-             "Ids of a tokens file, little-endian; auto: uint16 if model.vocab_size <= 65536, "
-             "else uint32."),
+             "Ids of a tokens file, little-endian; auto: the width in the file's header (a "
+             "headerless file needs uint16 or uint32)."),
     KEY_INT("data.markov_branching", data.markov_branching, 1, 65536, "8",
             "Successors per state of the markov chain; at most model.vocab_size."),
 

@@ -23,17 +23,6 @@ const char *rz_io_cause(int e)
     }
 }
 
-static void dir_of(const char *path, char *out, size_t len)
-{
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        rz_fmt(out, len, ".");
-    else if (slash == path)
-        rz_fmt(out, len, "/");
-    else
-        rz_fmt(out, len, "%.*s", (int)(slash - path), path);
-}
-
 static enum rz_status fsync_fd_path(const char *path, int flags, struct rz_err *err)
 {
     int fd = open(path, flags | O_CLOEXEC);
@@ -56,7 +45,7 @@ static enum rz_status rename_durably(const char *tmp, const char *path, const ch
     if (rename(tmp, path) != 0)
         return rz_fail(err, RZ_EIO, "rename '%s' to '%s': %s", tmp, path, rz_io_cause(errno));
     rz_hook_crash_point(tag, "before_dirsync");
-    dir_of(path, dir, sizeof dir);
+    rz_dir_of(path, dir, sizeof dir);
     return fsync_fd_path(dir, O_RDONLY | O_DIRECTORY, err);
 }
 
@@ -185,6 +174,6 @@ enum rz_status rz_durable_create_excl(const char *path, const char *text, bool *
         unlink(path);
         return rz_fail(err, RZ_EIO, "create '%s': %s", path, rz_io_cause(saved));
     }
-    dir_of(path, dir, sizeof dir);
+    rz_dir_of(path, dir, sizeof dir);
     return fsync_fd_path(dir, O_RDONLY | O_DIRECTORY, err);
 }

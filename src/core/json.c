@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void rz_json_init(struct rz_json *j, FILE *out)
@@ -139,4 +140,18 @@ void rz_json_kv_fixed(struct rz_json *j, const char *key, double v, int decimals
         fputs("null", j->out);
     else
         fprintf(j->out, "%.*f", decimals, v);
+}
+
+void rz_json_kv_float(struct rz_json *j, const char *key, float v)
+{
+    char buf[32];
+    double shortest = (double)v;
+    for (int prec = 6; prec < 9 && isfinite(v); prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v) {
+            shortest = strtod(buf, NULL);
+            break;
+        }
+    }
+    rz_json_kv_double(j, key, shortest);
 }

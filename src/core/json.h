@@ -40,6 +40,9 @@ void rz_json_kv_double(struct rz_json *j, const char *key, double v);
 void rz_json_kv_int(struct rz_json *j, const char *key, int64_t v);
 void rz_json_kv_uint(struct rz_json *j, const char *key, uint64_t v);
 void rz_json_kv_bool(struct rz_json *j, const char *key, bool v);
+/* A float as the shortest decimal that reads back as the same float (1e-05, not
+ * 9.99999975e-06): configuration values that were floats (model.ln_eps in a checkpoint). */
+void rz_json_kv_float(struct rz_json *j, const char *key, float v);
 /* A number with a fixed count of decimals ("%.*f"), e.g. Unix times in seconds: the default
  * 9 significant digits would round them to 10 s. */
 void rz_json_kv_fixed(struct rz_json *j, const char *key, double v, int decimals);

@@ -212,3 +212,14 @@ enum rz_status rz_read_file(const char *path, char **out, size_t *len, struct rz
         *len = n;
     return RZ_OK;
 }
+
+void rz_dir_of(const char *path, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        rz_fmt(out, len, ".");
+    else if (slash == path)
+        rz_fmt(out, len, "/");
+    else
+        rz_fmt(out, len, "%.*s", (int)(slash - path), path);
+}

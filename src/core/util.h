@@ -82,4 +82,7 @@ void rz_list_add(char *out, size_t len, const char *names);
 
 #define RZ_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The directory part of `path` into out: "." when it has none, "/" for a file in the root. */
+void rz_dir_of(const char *path, char *out, size_t len);
+
 #endif

@@ -5,10 +5,14 @@
  *   random  tokens[t] = uniform in [0, V) from draw t
  *   text    offset = uniform in [0, len - T) from draw 0; tokens = bytes[offset .. offset + T]
  *   tokens  the same over the uint16 or uint32 ids (little-endian on disk, decoded when sampled)
+ *           of one token file or of a manifest's shards concatenated (seq.h: a window may
+ *           straddle two shards, so shards sample exactly as the file of their concatenation)
  *
- * Files are mapped, not read (file.c).  Deliberately not here: tokenisation (text bytes are the
- * tokens), sequential epochs or shuffling without replacement (offsets are independent draws), and
- * sharding (callers pick the global indices). */
+ * Files are mapped, not read (file.c).  One streaming pass at creation checks every id and
+ * counts the training split's unigrams (data_unigram_entropy).  Deliberately not here:
+ * tokenisation (text bytes are the tokens; ryzen-data encodes), sequential epochs or shuffling
+ * without replacement (offsets are independent draws), and sharding (callers pick the global
+ * indices). */
 #include "config.h"
 
 #include "data/data.h"
@@ -33,13 +37,14 @@ struct data {
     int32_t vocab;              /* V */
     int64_t seq_len;            /* T */
     uint64_t seed;
-    struct data_file file;      /* text and tokens: the mapped file */
-    /* Sample windows (T+1 tokens) lie in [train_lo, train_hi) of `file` and, for validation, in
-     * [val_lo, val_hi) of `val` (which is `file` itself with a val_fraction, val_file with a
+    struct data_seq seq;        /* text and tokens: the mapped file or a manifest's shards */
+    /* Sample windows (T+1 tokens) lie in [train_lo, train_hi) of `seq` and, for validation, in
+     * [val_lo, val_hi) of `val` (which is `seq` itself with a val_fraction, val_seq with a
      * val_path).  Synthetic kinds draw validation samples from their own stream instead. */
     uint64_t train_lo, train_hi, val_lo, val_hi;
-    const struct data_file *val;
-    struct data_file val_file;  /* data.val_path: the validation file */
+    const struct data_seq *val;
+    struct data_seq val_seq;    /* data.val_path: the validation file or manifest */
+    double unigram;             /* data_unigram_entropy; negative when unknown */
     int has_val;
     struct data_markov *markov; /* markov only */
     char *desc;                 /* data_describe */
@@ -154,31 +159,28 @@ unsigned data_token_bytes(const char *dtype)
     return strcmp(dtype, "uint16") == 0 ? 2u : strcmp(dtype, "uint32") == 0 ? 4u : 0u;
 }
 
-/* The id width of a tokens file: as configured, else the narrowest that holds ids up to V-1. */
-static unsigned data_token_width(const struct data_opts *o)
-{
-    if (o->token_bytes != 0)
-        return o->token_bytes;
-    return o->vocab_size <= 65536 ? 2u : 4u;
-}
-
 static enum rz_status data_open_text(struct data *d, const char *path, struct rz_err *err)
 {
-    enum rz_status rc = data_file_open(&d->file, "text file", path, 1, d->vocab, d->seq_len, err);
+    enum rz_status rc = data_seq_open(&d->seq, "data.path", "text file", path, 1, d->vocab,
+                                      d->seq_len, err);
     if (rc != RZ_OK)
         return rc;
-    return data_set_desc(d, err, "text file '%s' (%zu bytes)", path, d->file.bytes);
+    return data_set_desc(d, err, "text file '%s' (%zu bytes)", path, d->seq.files[0].bytes);
 }
 
+/* A tokens file or manifest; width 0 (data.token_dtype auto): from the header or manifest. */
 static enum rz_status data_open_tokens(struct data *d, const char *path, unsigned width,
                                        struct rz_err *err)
 {
-    enum rz_status rc = data_file_open(&d->file, "tokens file", path, width, d->vocab,
-                                       d->seq_len, err);
+    enum rz_status rc = data_seq_open(&d->seq, "data.path", "tokens file", path, width, d->vocab,
+                                      d->seq_len, err);
     if (rc != RZ_OK)
         return rc;
+    if (d->seq.manifest != NULL)
+        return data_set_desc(d, err, "tokens manifest '%s' (%zu shards, %" PRIu64 " %s tokens)",
+                             path, d->seq.n, d->seq.n_tokens, data_file_dtype(&d->seq.files[0]));
     return data_set_desc(d, err, "tokens file '%s' (%" PRIu64 " %s tokens)", path,
-                         d->file.n_tokens, data_file_dtype(&d->file));
+                         d->seq.n_tokens, data_file_dtype(&d->seq.files[0]));
 }
 
 static enum rz_status data_open_markov(struct data *d, int64_t branching, struct rz_err *err)
@@ -199,7 +201,7 @@ static enum rz_status data_open(struct data *d, const struct data_opts *o, struc
                              "%.4f nats/token", d->vocab, d->seed, log((double)d->vocab));
     case DATA_MARKOV: return data_open_markov(d, o->markov_branching, err);
     case DATA_TEXT: return data_open_text(d, o->path, err);
-    case DATA_TOKENS: return data_open_tokens(d, o->path, data_token_width(o), err);
+    case DATA_TOKENS: return data_open_tokens(d, o->path, o->token_bytes, err);
     }
     return rz_fail(err, RZ_ECONFIG, "create data source: unknown data kind %d", (int)o->kind);
 }
@@ -208,7 +210,7 @@ static enum rz_status data_open(struct data *d, const struct data_opts *o, struc
 static enum rz_status data_split_file(struct data *d, const char *path, double fraction,
                                       struct rz_err *err)
 {
-    uint64_t n = d->file.n_tokens, held = (uint64_t)floor(fraction * (double)n);
+    uint64_t n = d->seq.n_tokens, held = (uint64_t)floor(fraction * (double)n);
     uint64_t need = (uint64_t)d->seq_len + 1;
     if (held < need || n - held < need)
         return rz_fail(err, RZ_EDATA, "%s file '%s': data.val_fraction %g of its %" PRIu64
@@ -216,7 +218,7 @@ static enum rz_status data_split_file(struct data *d, const char *path, double f
                        "each needs at least %" PRIu64 " (T+1)", data_kind_names[d->kind], path,
                        fraction, n, held, n - held, need);
     d->train_hi = n - held;
-    d->val = &d->file;
+    d->val = &d->seq;
     d->val_lo = n - held;
     d->val_hi = n;
     return data_append_desc(d, err, "; validation: its last %" PRIu64 " tokens (%g), held out",
@@ -227,14 +229,20 @@ static enum rz_status data_open_val_file(struct data *d, const struct data_opts 
                                          struct rz_err *err)
 {
     const char *label = d->kind == DATA_TEXT ? "validation text file" : "validation tokens file";
-    enum rz_status rc = data_file_open(&d->val_file, label, o->val_path, d->file.width, d->vocab,
-                                       d->seq_len, err);
+    unsigned width = d->kind == DATA_TEXT ? 1u : o->token_bytes;
+    enum rz_status rc = data_seq_open(&d->val_seq, "data.val_path", label, o->val_path, width,
+                                      d->vocab, d->seq_len, err);
     if (rc != RZ_OK)
         return rc;
-    d->val = &d->val_file;
-    d->val_hi = d->val_file.n_tokens;
+    const char *a = d->seq.tokenizer_sha256, *b = d->val_seq.tokenizer_sha256;
+    if (a[0] != '\0' && b[0] != '\0' && strcmp(a, b) != 0)
+        return rz_fail(err, RZ_ECONFIG, "data.val_path '%s' was encoded with tokenizer %s, "
+                       "data.path '%s' with %s: encode both with one tokenizer", o->val_path, b,
+                       o->path, a);
+    d->val = &d->val_seq;
+    d->val_hi = d->val_seq.n_tokens;
     return data_append_desc(d, err, "; validation: file '%s' (%" PRIu64 " tokens)", o->val_path,
-                            d->val_file.n_tokens);
+                            d->val_seq.n_tokens);
 }
 
 /* The held-out split (data.h): none, a fraction of the file, a file, or a stream of its own. */
@@ -242,7 +250,7 @@ static enum rz_status data_open_val(struct data *d, const struct data_opts *o, s
 {
     bool file_kind = d->kind == DATA_TEXT || d->kind == DATA_TOKENS;
     bool has_path = o->val_path != NULL && o->val_path[0] != '\0';
-    d->train_hi = d->file.n_tokens;
+    d->train_hi = d->seq.n_tokens;
     d->has_val = o->val_fraction > 0.0 || has_path;
     if (!d->has_val)
         return RZ_OK;
@@ -251,6 +259,45 @@ static enum rz_status data_open_val(struct data *d, const struct data_opts *o, s
     if (file_kind)
         return data_split_file(d, o->path, o->val_fraction, err);
     return data_append_desc(d, err, "; validation: a sample stream of its own, held out");
+}
+
+/* Unigram counts above this vocabulary (a 512 MiB table) are not kept: the entropy is then
+ * unknown.  Tokenizers stop far below it (GPT-2: 50,257). */
+#define DATA_UNIGRAM_MAX_VOCAB (INT64_C(1) << 26)
+
+/* H = -sum_v p_v ln p_v, p_v = counts[v] / n: nats per token (summed in id order, so the value
+ * is the same bits on every rank and run). */
+static double data_entropy_of(const uint64_t *counts, int64_t vocab, uint64_t n)
+{
+    double h = 0.0;
+    for (int64_t v = 0; v < vocab; v++) {
+        if (counts[v] == 0)
+            continue;
+        double p = (double)counts[v] / (double)n;
+        h -= p * log(p);
+    }
+    return h;
+}
+
+/* The one streaming pass over the files (ids < V, file.c) that also counts the training split's
+ * unigrams [train_lo, train_hi) = [0, train_hi); the validation file is checked, not counted. */
+static enum rz_status data_scan(struct data *d, struct rz_err *err)
+{
+    const char *label = d->kind == DATA_TEXT ? "text file" : "tokens file";
+    uint64_t *counts = NULL;
+    if (d->vocab <= DATA_UNIGRAM_MAX_VOCAB)
+        counts = calloc((size_t)d->vocab, sizeof *counts);
+    if (counts == NULL && d->vocab <= DATA_UNIGRAM_MAX_VOCAB)
+        return rz_fail(err, RZ_ENOMEM, "%s: out of memory for %" PRId32 " unigram counts", label,
+                       d->vocab);
+    enum rz_status rc = data_seq_scan(&d->seq, label, d->vocab, counts, d->train_hi, err);
+    if (rc == RZ_OK && d->val == &d->val_seq)
+        rc = data_seq_scan(&d->val_seq, d->kind == DATA_TEXT ? "validation text file"
+                           : "validation tokens file", d->vocab, NULL, 0, err);
+    if (rc == RZ_OK && counts != NULL)
+        d->unigram = data_entropy_of(counts, d->vocab, d->train_hi - d->train_lo);
+    free(counts);
+    return rc;
 }
 
 enum rz_status data_create(struct data **out, const struct data_opts *opts, struct rz_err *err)
@@ -269,9 +316,12 @@ enum rz_status data_create(struct data **out, const struct data_opts *opts, stru
     d->vocab = (int32_t)opts->vocab_size;
     d->seq_len = opts->seq_len;
     d->seed = opts->seed;
+    d->unigram = -1.0;
     rc = data_open(d, opts, err);
     if (rc == RZ_OK)
         rc = data_open_val(d, opts, err);
+    if (rc == RZ_OK && (d->kind == DATA_TEXT || d->kind == DATA_TOKENS))
+        rc = data_scan(d, err);
     if (rc != RZ_OK) {
         data_destroy(d);
         return rc;
@@ -285,8 +335,8 @@ void data_destroy(struct data *d)
     if (d == NULL)
         return;
     data_markov_destroy(d->markov);
-    data_file_close(&d->file);
-    data_file_close(&d->val_file);
+    data_seq_close(&d->seq);
+    data_seq_close(&d->val_seq);
     free(d->desc);
     free(d);
 }
@@ -297,13 +347,13 @@ static void data_sample_random(const struct data *d, uint64_t key, int32_t *toke
         tokens[t] = (int32_t)data_below(data_draw(key, (uint64_t)t), (uint64_t)d->vocab);
 }
 
-/* text and tokens: T+1 consecutive ids of f from a uniform offset in [lo, hi - T). */
-static void data_sample_file(const struct data *d, const struct data_file *f, uint64_t lo,
+/* text and tokens: T+1 consecutive ids of s from a uniform offset in [lo, hi - T). */
+static void data_sample_file(const struct data *d, const struct data_seq *s, uint64_t lo,
                              uint64_t hi, uint64_t key, int32_t *tokens)
 {
     uint64_t span = hi - lo - (uint64_t)d->seq_len;
     uint64_t offset = lo + data_below(data_draw(key, 0), span);
-    data_file_read(f, offset, d->seq_len + 1, tokens);
+    data_seq_read(s, offset, d->seq_len + 1, tokens);
 }
 
 /* One sample of the training split (val == false) or the validation split, from `key`. */
@@ -317,7 +367,7 @@ static void data_sample_split(const struct data *d, bool val, uint64_t key, int3
         if (val)
             data_sample_file(d, d->val, d->val_lo, d->val_hi, key, tokens);
         else
-            data_sample_file(d, &d->file, d->train_lo, d->train_hi, key, tokens);
+            data_sample_file(d, &d->seq, d->train_lo, d->train_hi, key, tokens);
         return;
     }
     assert(!"unknown data kind");
@@ -350,6 +400,29 @@ double data_entropy_floor(const struct data *d)
     case DATA_TOKENS: return -1.0;
     }
     return -1.0;
+}
+
+const char *data_tokenizer_sha256(const struct data *d)
+{
+    assert(d != NULL);
+    return d->kind == DATA_TOKENS ? d->seq.tokenizer_sha256 : "";
+}
+
+double data_unigram_entropy(const struct data *d)
+{
+    assert(d != NULL);
+    return d->unigram;
+}
+
+enum rz_status data_verify(const struct data *d, struct rz_err *err)
+{
+    assert(d != NULL);
+    enum rz_status rc = RZ_OK;
+    if (d->seq.manifest != NULL)
+        rc = manifest_verify(d->seq.manifest, err);
+    if (rc == RZ_OK && d->val_seq.manifest != NULL)
+        rc = manifest_verify(d->val_seq.manifest, err);
+    return rc;
 }
 
 const char *data_describe(const struct data *d)

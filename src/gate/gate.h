@@ -199,6 +199,8 @@ struct gate_input {
     bool has_summary;
     double num_parameters;      /* summary.json's; NaN when unknown (the ladder's message size) */
     double entropy_floor;       /* NaN when unknown */
+    double unigram_entropy;     /* summary.json's (text, tokens); NaN when unknown */
+    char tokenizer_sha256[65];  /* summary.json's; "" when the data named none */
     int64_t summary_restarts;
     struct summary_net net[SUMMARY_MAX_NET_NODES]; /* summary.json's nodes, in rank order */
     int n_net;

@@ -3,7 +3,9 @@
 /* gate_html.c: report.html, one self-contained page (inline CSS and SVG; no scripts, fonts or
  * other files) with four charts, each an <svg> with a stable id:
  *   chart-loss        loss vs samples seen (one circle.pt per loss_curve point), the baseline's
- *                     curve (polyline.base) and the entropy floor (line.floor) when known
+ *                     curve (polyline.base) and the reference lines when known: the entropy
+ *                     floor (line.floor) and the unigram entropy (line.floor.unigram, drawn
+ *                     alike: text's line that a model must end below, not a floor)
  *   chart-throughput  samples/s per window (circle.pt), restarts as line.restart at their step
  *   chart-steptime    per-rank steady step-time box plot (g.box with data-min..data-max)
  *   chart-comm        per-rank exposed-communication share (rect.bar)
@@ -43,6 +45,10 @@ static void gate_chart_loss(FILE *f, const struct gate_input *in, const struct g
         a.y0 = fmin(a.y0, in->entropy_floor);
         a.y1 = fmax(a.y1, in->entropy_floor);
     }
+    if (!isnan(in->unigram_entropy)) {
+        a.y0 = fmin(a.y0, in->unigram_entropy);
+        a.y1 = fmax(a.y1, in->unigram_entropy);
+    }
     chart_range(&a.x0, &a.x1, false);
     chart_range(&a.y0, &a.y1, true);
     chart_begin(f, "chart-loss", "Loss vs samples seen", "samples seen", "loss", &a);
@@ -54,6 +60,7 @@ static void gate_chart_loss(FILE *f, const struct gate_input *in, const struct g
         fputs("\"/>\n", f);
     }
     chart_hline(f, &a, in->entropy_floor, "floor", "entropy floor");
+    chart_hline(f, &a, in->unigram_entropy, "floor unigram", "unigram entropy");
     fputs("<polyline class=\"line\" points=\"", f);
     for (size_t i = 0; i < res->n_loss; i++)
         fprintf(f, "%s%.2f,%.2f", i ? " " : "", chart_px(&a, res->loss_curve[2 * i]),
@@ -224,11 +231,25 @@ static void gate_html_env(FILE *f, const struct gate_doc *d)
         {"oneDNN ISA", in->isa[0] ? in->isa : "unknown"},
         {"CPUs per rank", in->cpus_per_rank},
         {"ryzen-llm", PACKAGE_VERSION}, {"data", d->data_kind},
+        {"tokenizer", in->tokenizer_sha256}, {"unigram entropy", ""},
         {"baseline", in->baseline.present ? in->baseline.path : in->baseline.reason},
     };
     for (size_t i = 0; i < RZ_ARRAY_LEN(rows); i++) {
+        bool tok = strcmp(rows[i][0], "tokenizer") == 0;
+        bool uni = strcmp(rows[i][0], "unigram entropy") == 0;
+        if ((tok && in->tokenizer_sha256[0] == '\0') || (uni && isnan(in->unigram_entropy)))
+            continue; /* text data only: a random run's page is unchanged */
         fprintf(f, "<tr><th>%s</th><td>", rows[i][0]);
-        chart_html_text(f, rows[i][1]);
+        if (tok && strspn(in->tokenizer_sha256, "0123456789abcdef") == 64)
+            /* the first 12 hex digits, the whole hash on hover (report.json has it) */
+            fprintf(f, "<code title=\"%s\">%.12s</code>", in->tokenizer_sha256,
+                    in->tokenizer_sha256);
+        else if (tok) /* not a SHA-256 in hex: shown as it is, escaped */
+            chart_html_text(f, in->tokenizer_sha256);
+        else if (uni)
+            fprintf(f, "%.4f nats/token", in->unigram_entropy);
+        else
+            chart_html_text(f, rows[i][1]);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);

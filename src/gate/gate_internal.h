@@ -34,6 +34,12 @@ void gate_measure(struct gate_criterion *k, double value, int64_t samples);
 /* A status without a figure (not judged, not applicable). */
 void gate_set(struct gate_criterion *k, enum gate_status s);
 
+/* ---- gate_loss.c: the loss criteria ---- */
+
+/* loss_vs_baseline, entropy_gap and unigram_margin into res (RZ_ENOMEM only). */
+enum rz_status gate_loss_criteria(struct gate_result *res, const struct gate_input *in,
+                                  const struct cfg *c, struct rz_err *err);
+
 /* ---- gate_topo.c: where the ranks ran ---- */
 
 struct health_doc;

@@ -260,12 +260,15 @@ static enum rz_status gate_read_events(struct gate_input *in, struct rz_err *err
 }
 
 /* summary.json (record/summary.h): the ranks' hosts and the planner's peak RSS, the nodes'
- * network, the periodic checkpoints, the model's size.  Optional: a run that never finished
+ * network, the periodic checkpoints, the model's size, the data's reference lines and
+ * tokenizer.  Optional: a run that never finished
  * training has none. */
 static void gate_take_summary(struct gate_input *in, const struct summary_rec *s)
 {
     in->has_summary = true;
     in->entropy_floor = s->entropy_floor;
+    in->unigram_entropy = s->unigram_entropy;
+    rz_fmt(in->tokenizer_sha256, sizeof in->tokenizer_sha256, "%s", s->tokenizer_sha256);
     in->num_parameters = s->num_parameters;
     in->summary_restarts = s->restarts;
     in->ckpt_policy = s->ckpts;
@@ -442,7 +445,7 @@ enum rz_status gate_read(struct gate_input *in, const struct cfg *c, const char 
                          const struct gate_opts *opts, struct rz_err *err)
 {
     memset(in, 0, sizeof *in);
-    in->entropy_floor = in->num_parameters = NAN;
+    in->entropy_floor = in->unigram_entropy = in->num_parameters = NAN;
     in->baseline.throughput = NAN;
     gate_take_opts(in, opts);
     size_t n = strlen(run_dir);

@@ -114,6 +114,10 @@ static void gate_json_env(struct rz_json *j, const struct gate_doc *d)
     rz_json_kv_string(j, "config_sha256", in->config_sha256);
     rz_json_kv_string(j, "config", d->config_source);
     rz_json_kv_string(j, "data_kind", d->data_kind);
+    if (in->tokenizer_sha256[0] != '\0') /* text data only: a random run's report is unchanged */
+        rz_json_kv_string(j, "tokenizer_sha256", in->tokenizer_sha256);
+    if (!isnan(in->unigram_entropy))
+        rz_json_kv_double(j, "unigram_entropy", in->unigram_entropy);
     rz_json_kv_int(j, "global_batch", d->global_batch);
     rz_json_kv_double(j, "num_parameters", in->num_parameters);
     rz_json_object_end(j);
@@ -482,9 +486,14 @@ static void gate_md_env(FILE *f, const struct gate_doc *d)
     const struct gate_result *res = d->res;
     fprintf(f, "## Environment\n\n| | |\n|---|---|\n| nodes | %d |\n| ranks | %d |\n"
                "| CPUs per rank | %s |\n| oneDNN ISA | %s |\n| ryzen-llm | %s |\n"
-               "| config | `%s` |\n| config SHA-256 | `%s` |\n| data | %s |\n| baseline | ",
+               "| config | `%s` |\n| config SHA-256 | `%s` |\n| data | %s |\n",
             d->nodes, in->world_size, in->cpus_per_rank, in->isa[0] ? in->isa : "unknown",
             PACKAGE_VERSION, d->config_source, in->config_sha256, d->data_kind);
+    if (in->tokenizer_sha256[0] != '\0') /* its first 12 hex digits; report.json has it all */
+        fprintf(f, "| tokenizer | `%.12s` |\n", in->tokenizer_sha256);
+    if (!isnan(in->unigram_entropy))
+        fprintf(f, "| unigram entropy | %.4f nats/token |\n", in->unigram_entropy);
+    fputs("| baseline | ", f);
     if (in->baseline.present)
         fprintf(f, "%s job %s (`%s`) |\n\n", in->baseline.phase, in->baseline.job,
                 in->baseline.path);

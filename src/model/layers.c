@@ -16,7 +16,7 @@
 /* ---- linear ----------------------------------------------------------------------------------- */
 
 enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows, int64_t in,
-                           int64_t out, bool bf16, struct rz_err *err)
+                           int64_t out, bool bf16, bool bias, struct rz_err *err)
 {
     memset(l, 0, sizeof *l);
     l->rows = rows;
@@ -24,7 +24,7 @@ enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows,
     l->out = out;
     l->bf16 = bf16;
     struct kern_matmul_desc fwd = {.batch = 1, .m = rows, .n = out, .k = in, .trans_b = true,
-                                   .alpha = 1.0f, .bias = true, .bf16 = bf16};
+                                   .alpha = 1.0f, .bias = bias, .bf16 = bf16};
     struct kern_matmul_desc bx = {.batch = 1, .m = rows, .n = in, .k = out, .alpha = 1.0f,
                                   .bf16 = bf16};
     struct kern_matmul_desc bw = {.batch = 1, .m = out, .n = in, .k = rows, .trans_a = true,

@@ -23,8 +23,9 @@ struct linear {
     struct kern_matmul *bwd_x; /* dx = dy w */
     struct kern_matmul *bwd_w; /* dw += dy^T x */
 };
+/* bias false: y = x @ w^T, forward's b must be NULL and backward's db NULL. */
 enum rz_status linear_init(struct linear *l, struct kern_ctx *ctx, int64_t rows, int64_t in,
-                           int64_t out, bool bf16, struct rz_err *err);
+                           int64_t out, bool bf16, bool bias, struct rz_err *err);
 void linear_free(struct linear *l);
 void linear_forward(struct linear *l, float *y, const void *x, const void *w, const float *b);
 /* From dy (N, out): db += its column sums, and a bf16 layer rounds it into dy_h (N, out) for

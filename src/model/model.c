@@ -82,11 +82,12 @@ static enum rz_status plan_ops(struct model *m, struct kern_ctx *ctx, struct rz_
     const struct model_dims *d = &m->dims;
     int64_t N = d->batch * d->seq_len, C = d->d_model, F = d->d_ff, V = d->vocab;
     bool h = d->bf16;
-    enum rz_status st = linear_init(&m->qkv, ctx, N, C, 3 * C, h, err);
-    if (st == RZ_OK) st = linear_init(&m->proj, ctx, N, C, C, h, err);
-    if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, h, err);
-    if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, h, err);
-    if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, h, err);
+    enum rz_status st = linear_init(&m->qkv, ctx, N, C, 3 * C, h, true, err);
+    if (st == RZ_OK) st = linear_init(&m->proj, ctx, N, C, C, h, true, err);
+    if (st == RZ_OK) st = linear_init(&m->fc, ctx, N, C, F, h, true, err);
+    if (st == RZ_OK) st = linear_init(&m->fc2, ctx, N, F, C, h, true, err);
+    if (st == RZ_OK) st = linear_init(&m->head, ctx, N, C, V, h, !d->no_head_bias,
+                                             err);
     if (st == RZ_OK) st = kern_attention_create(&m->attn, ctx, d->batch, d->seq_len, d->n_heads,
                                                 C / d->n_heads, 0, err);
     if (st == RZ_OK) st = kern_layernorm_create(&m->ln, ctx, N, C, d->ln_eps, h, err);

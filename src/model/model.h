@@ -33,6 +33,9 @@ struct model_dims {
     float ln_eps;
     float init_std;
     int tie_embeddings;/* the output head's weight is wte (no head.weight tensor; GPT-2) */
+    bool no_head_bias; /* the output head has no bias: no head.bias tensor, no bias in forward,
+                        * no gradient for it (GPT-2's lm_head; model.head_bias false).  Zero,
+                        * as every zero-initialized dims has it, is the head with a bias */
     float dropout;     /* p of the dropout on the embeddings and each block's two residual
                         * branches (model_set_dropout turns it on per forward); 0: none */
     /* How the model is run, not its shape: */
@@ -63,6 +66,11 @@ struct model;
 
 /* Number of parameters for these dims, without building a model. */
 size_t model_count_params(const struct model_dims *dims);
+
+/* The descriptor table for these dims, without building a model (what a checkpoint of them
+ * holds, for readers that do not train: export, generation): *table is allocated (free() it) with
+ * *count entries; returns the parameter count, 0 when out of memory (*table NULL then). */
+size_t model_describe(const struct model_dims *dims, struct model_tensor **table, size_t *count);
 
 /* The model's own big allocations for these dims, in floats (the planner adds the optimizer,
  * communication and runtime on top: src/plan/). */

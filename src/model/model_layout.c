@@ -29,7 +29,7 @@ static void add_tensor(struct model_tensor *t, size_t *n, size_t *off, const cha
 
 size_t mdl_table_count(const struct model_dims *d)
 {
-    return (d->tie_embeddings ? 5 : 6) + LAYER_TENSORS * (size_t)d->n_layers;
+    return (size_t)4 + !d->tie_embeddings + !d->no_head_bias + LAYER_TENSORS * (size_t)d->n_layers;
 }
 
 size_t mdl_build_table(const struct model_dims *d, struct model_tensor *t)
@@ -58,7 +58,8 @@ size_t mdl_build_table(const struct model_dims *d, struct model_tensor *t)
     add_tensor(t, &n, &off, "ln_f.bias", C, 1, MODEL_INIT_ZERO);
     if (!d->tie_embeddings) /* tied: the head's weight is wte */
         add_tensor(t, &n, &off, "head.weight", V, C, MODEL_INIT_NORMAL);
-    add_tensor(t, &n, &off, "head.bias", V, 1, MODEL_INIT_ZERO);
+    if (!d->no_head_bias) /* GPT-2's lm_head has none */
+        add_tensor(t, &n, &off, "head.bias", V, 1, MODEL_INIT_ZERO);
     return off;
 }
 
@@ -70,6 +71,15 @@ size_t model_count_params(const struct model_dims *dims)
     size_t params = mdl_build_table(dims, t);
     free(t);
     return params;
+}
+
+size_t model_describe(const struct model_dims *dims, struct model_tensor **table, size_t *count)
+{
+    *count = mdl_table_count(dims);
+    *table = calloc(*count, sizeof **table);
+    if (*table == NULL)
+        return 0;
+    return mdl_build_table(dims, *table);
 }
 
 double model_flops_per_sample(const struct model_dims *d)
@@ -99,7 +109,8 @@ void mdl_view_slots(struct param_views *v, struct layer_params *layers,
     out[i++] = &v->lnf_b;
     if (!d->tie_embeddings)
         out[i++] = &v->head_w;
-    out[i++] = &v->head_b;
+    if (!d->no_head_bias) /* without: head_b stays NULL (no bias, no gradient) */
+        out[i++] = &v->head_b;
 }
 
 void mdl_bind_range(struct param_views *v, float ***slots, const struct model *m, size_t first,

@@ -49,6 +49,7 @@ struct model_dims plan_model_dims(const struct cfg *c, const struct plan_setting
         .batch = s->batch, .ln_eps = (float)c->model.ln_eps,
         .init_std = (float)c->model.init_std,
         .tie_embeddings = strcmp(c->model.tie_embeddings, "true") == 0,
+        .no_head_bias = strcmp(c->model.head_bias, "false") == 0,
         .dropout = (float)c->model.dropout, .bf16 = strcmp(c->training.precision, "bf16") == 0,
         .recompute = s->recompute ? MODEL_RECOMPUTE_BLOCK : MODEL_RECOMPUTE_NONE,
         .segment_grads = s->zero_stage == 2};
@@ -223,9 +224,10 @@ static void plan_print_settings(FILE *f, const struct plan *p, const struct cfg 
     fprintf(f, "ryzen-train: memory plan per rank, %d rank(s): %s\n", p->world,
             c->source[0] ? c->source : "(defaults)");
     fprintf(f, "  model      %" PRId64 " parameters (V=%" PRId64 " C=%" PRId64 " H=%" PRId64
-            " L=%" PRId64 " F=%" PRId64 " T=%" PRId64 "%s)\n", p->n_params, c->model.vocab_size,
+            " L=%" PRId64 " F=%" PRId64 " T=%" PRId64 "%s%s)\n", p->n_params, c->model.vocab_size,
             c->model.d_model, c->model.n_heads, c->model.n_layers, c->model.d_ff,
-            c->model.seq_len, strcmp(c->model.tie_embeddings, "true") == 0 ? ", tied head" : "");
+            c->model.seq_len, strcmp(c->model.tie_embeddings, "true") == 0 ? ", tied head" : "",
+            strcmp(c->model.head_bias, "false") == 0 ? ", no head bias" : "");
     fprintf(f, "  settings   micro-batch %" PRId64 " x accum %" PRId64 " per rank (global batch "
             "%" PRId64 "), ZeRO stage %d, recompute %s, dropout %g, %s, checkpoint.mode %s\n",
             p->s.batch, p->s.accum, p->s.batch * p->s.accum * p->world, p->s.zero_stage,

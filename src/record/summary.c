@@ -88,6 +88,10 @@ static void write_summary_json(FILE *f, const struct summary_doc *s)
     rz_json_kv_int(&j, "num_parameters", s->num_parameters);
     if (s->entropy_floor >= 0.0)
         rz_json_kv_double(&j, "entropy_floor", s->entropy_floor);
+    if (s->unigram_entropy > 0.0) /* 0: unset (a one-token corpus has nothing to learn) */
+        rz_json_kv_double(&j, "unigram_entropy", s->unigram_entropy);
+    if (s->tokenizer_sha256 != NULL && s->tokenizer_sha256[0] != '\0')
+        rz_json_kv_string(&j, "tokenizer_sha256", s->tokenizer_sha256);
     if (s->predicted_peak_rss_bytes > 0) {
         rz_json_kv_uint(&j, "peak_rss_bytes", s->peak_rss_bytes);
         rz_json_kv_uint(&j, "predicted_peak_rss_bytes", s->predicted_peak_rss_bytes);
@@ -252,7 +256,7 @@ static void read_rank(struct summary_rec *s, const struct gj_value *rr)
 enum rz_status summary_read(const char *path, struct summary_rec *s, struct rz_err *err)
 {
     memset(s, 0, sizeof *s);
-    s->num_parameters = s->entropy_floor = NAN;
+    s->num_parameters = s->entropy_floor = s->unigram_entropy = NAN;
     read_ckpts(&s->ckpts, NULL);
     struct gj_value *v = NULL;
     enum rz_status st = gj_parse_file(path, &v, err);
@@ -264,6 +268,9 @@ enum rz_status summary_read(const char *path, struct summary_rec *s, struct rz_e
         return rz_fail(err, RZ_EDATA, "%s: 'aggregated_metrics' object missing", path);
     }
     (void)gj_get_num(agg, "entropy_floor", &s->entropy_floor);
+    (void)gj_get_num(agg, "unigram_entropy", &s->unigram_entropy);
+    const char *tok = gj_get_str(agg, "tokenizer_sha256");
+    rz_fmt(s->tokenizer_sha256, sizeof s->tokenizer_sha256, "%s", tok != NULL ? tok : "");
     (void)gj_get_num(agg, "num_parameters", &s->num_parameters);
     (void)gj_get_int(agg, "restarts", &s->restarts);
     read_ckpts(&s->ckpts, gj_get(v, "checkpoints"));

@@ -3,10 +3,13 @@
  *   written by  ryzen-train, rank 0 at the end of a run (durably: core/durable.h), from figures
  *               already reduced across ranks (train/train.c, train/train_net.c)
  *   read by     ryzen-gate (gate/gate_read.c: hosts, the planner's peak RSS, the nodes' network
- *               counters, the periodic checkpoints, the model's size)
+ *               counters, the periodic checkpoints, the model's size, the data's reference
+ *               lines and tokenizer)
  * Fields: timestamp, num_processes, aggregated_metrics {avg_loss, total_duration_sec,
  * samples_per_sec, final_loss, tokens_per_sec, mfu, peak_matmul_gflops, comm_share,
  * allreduce_latency_s, restarts, steps, num_parameters, entropy_floor (when known),
+ * unigram_entropy (text and tokens: the training split's, nats/token), tokenizer_sha256 (when the
+ * data names its tokenizer),
  * peak_rss_bytes and predicted_peak_rss_bytes (when planned), val_loss, val_loss_hex, val_step,
  * val_samples (after a validation)}, checkpoints {mode, periodic, failed, stall_ms_mean,
  * stall_ms_max, commit_ms_mean, policy, interval_steps, interval_why}, config, resumed_from,
@@ -77,6 +80,8 @@ struct summary_doc {
     int64_t steps;
     int64_t num_parameters;
     double entropy_floor;        /* < 0 when unknown */
+    double unigram_entropy;      /* nats/token; <= 0 when unknown (random, markov) */
+    const char *tokenizer_sha256; /* hex; NULL or "" when the data names none */
     const char *config_path;
     uint64_t peak_rss_bytes;     /* the largest of the ranks' peak RSS */
     uint64_t predicted_peak_rss_bytes; /* the largest of the planner's figures for them */
@@ -151,6 +156,8 @@ struct summary_rank_rec {
 
 struct summary_rec {
     double num_parameters, entropy_floor;  /* NaN when absent */
+    double unigram_entropy;                /* NaN when absent */
+    char tokenizer_sha256[65];             /* "" when absent */
     int64_t restarts;
     struct summary_ckpts ckpts;
     struct summary_rank_rec *ranks;        /* rank_results, in file order */

@@ -376,15 +376,19 @@ static void preflight_hosts(const struct wrapper *w, char *failed, size_t len)
 
 /* The preflight's NO-GO: nodes that failed for a reason of their own are excluded and the job
  * requeued (two such attempts in a row: held); a failure the job's own settings cause is a NO-GO
- * (health) report and exit 70. */
+ * (health) report and exit 70; refused input (exit 64: a data shard missing or changed) is an
+ * ended (config) report and exit 64, with no node excluded: another node reads the same files. */
 static int preflight_failed(struct wrapper *w, int rc, const char *who)
 {
     char failed[512], msg[1400];
+    bool input = rc == RZ_EXIT_USAGE;
     preflight_hosts(w, failed, sizeof failed);
-    struct step_decision d = {.action = ACT_END, .ended = "health",
-                              .exit_status = RZ_EXIT_HEALTH};
-    rz_fmt(d.why, sizeof d.why, "the preflight failed (status %d)%s%s; details in health.json",
-           rc, who[0] ? ": " : "", who);
+    if (input)
+        failed[0] = '\0';
+    struct step_decision d = {.action = ACT_END, .ended = input ? "config" : "health",
+                              .exit_status = input ? RZ_EXIT_USAGE : RZ_EXIT_HEALTH};
+    rz_fmt(d.why, sizeof d.why, "the preflight %s (status %d)%s%s; details in health.json",
+           input ? "refused the job's input" : "failed", rc, who[0] ? ": " : "", who);
     rz_fmt(msg, sizeof msg, "FAILED with status %d%s%s", rc, failed[0] ? " on " : "", failed);
     struct event_kv kv[] = {{"status", NULL, rc}, {"failed_hosts", failed, 0},
                            {"excluded_nodes", failed, 0}};

@@ -492,11 +492,13 @@ static enum rz_status write_health(const struct preflight_opts *o, int world_siz
     h.world_size = world_size;
     const struct comm_launch *l = o->env != NULL ? o->env->launch : NULL;
     rz_fmt(h.slurm_ntasks, sizeof h.slurm_ntasks, "%s", l != NULL ? l->ntasks : "");
-    for (int c = 0; c < N_CHECKS && c < HEALTH_MAX_CHECKS; c++) {
-        rz_fmt(h.checks[c].name, sizeof h.checks[c].name, "%s", pf_check_names[c]);
-        h.checks[c].ok = v->ok[c];
-        rz_fmt(h.checks[c].detail, sizeof h.checks[c].detail, "%s", v->detail[c]);
-        h.n_checks++;
+    for (int c = 0; c < N_CHECKS && h.n_checks < HEALTH_MAX_CHECKS; c++) {
+        if (v->skipped[c])
+            continue;
+        struct health_check *k = &h.checks[h.n_checks++];
+        rz_fmt(k->name, sizeof k->name, "%s", pf_check_names[c]);
+        k->ok = v->ok[c];
+        rz_fmt(k->detail, sizeof k->detail, "%s", v->detail[c]);
     }
     rz_fmt(h.warning, sizeof h.warning, "%s", v->warning);
     for (int r = 0; r < n && h.n_hosts < HEALTH_MAX_HOSTS; r++)
@@ -589,6 +591,13 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
         pf_judge_run_root(all, n, o->run_dir, &v);
         judge_isa(all, n, &v);
     }
+    enum rz_status data_st = RZ_OK;
+    if (st == RZ_OK)
+        st = pf_check_data(c, o->comm, &v, &data_st, err);
+    else if ((v.not_run[CHECK_DATA] = pf_data_applies(c)))
+        rz_fmt(v.detail[CHECK_DATA], sizeof v.detail[0], "not run: MPI failed above");
+    else
+        v.skipped[CHECK_DATA] = v.ok[CHECK_DATA] = true;
     if (comm_rank(o->comm) == 0)
         pf_root_token_remove(o->run_dir, root_token); /* after the allgather: all have read it */
     bool ok = st == RZ_OK;
@@ -611,6 +620,9 @@ enum rz_status preflight_run(const struct preflight_opts *o, struct rz_err *err)
     free(all);
     if (st != RZ_OK)
         return st;
+    if (data_st != RZ_OK) /* an input to fix first: no other node would read other files */
+        return rz_fail(err, data_st, "preflight failed: %s (details in %s/health.json): %s",
+                       failed, o->run_dir, v.detail[CHECK_DATA]);
     if (!ok)
         return rz_fail(err, RZ_EHEALTH, "preflight failed: %s (details in %s/health.json)",
                        failed, o->run_dir);
@@ -627,6 +639,7 @@ enum rz_status preflight_report_launch(const char *run_dir, const char *why, FIL
         v.not_run[k] = true;
         snprintf(v.detail[k], sizeof v.detail[0], "not run: MPI did not start");
     }
+    v.skipped[CHECK_DATA] = true; /* not known here (no config): the next launch checks it */
     pf_log_verdict(log, &v);
     struct preflight_opts o = {.run_dir = run_dir};
     enum rz_status st = rz_mkdirs(run_dir, err);

@@ -15,6 +15,11 @@
  *               rank 0 wrote there.  A node-local run root (e.g. under /tmp) is refused before
  *               training: a requeue on other nodes would find none of its checkpoints
  *   isa         oneDNN initializes on every rank; the ISAs in use are recorded
+ *   data        text and token data only (random and markov have no files, and no such check):
+ *               rank 0 opens the data as the trainer would and verifies a manifest's shards
+ *               against it (data_verify); a missing or changed shard is refused by its name
+ *               with RZ_EDATA (exit 64), whatever the other checks say: an input to fix, not a
+ *               node to exclude
  * Results go to RUN_DIR/health.json (rank 0, written durably), with the hosts that failed for a
  * reason of their own (memory available on the node, the checkpoint directory there, oneDNN
  * there), so the job wrapper can exclude them; a failure the job's settings cause (its memory
@@ -58,7 +63,8 @@ struct preflight_opts {
 int preflight_cpu_clash(const unsigned char *a, const unsigned char *b, int online,
                         int set_threads);
 
-/* RZ_OK when every check passed; RZ_EHEALTH naming the failed checks otherwise. */
+/* RZ_OK when every check passed; the data check's RZ_EDATA (or RZ_ECONFIG) when it failed;
+ * RZ_EHEALTH naming the failed checks otherwise. */
 enum rz_status preflight_run(const struct preflight_opts *opts, struct rz_err *err);
 /* The launch failed before MPI could start (`why`: comm_init's message).  Writes health.json
  * with the launch check failed, the others not run and no ranks; one line per check to log

@@ -1,6 +1,7 @@
 /* preflight_internal.h: what the preflight's files share: preflight.c (the probes, the judges of
  * CPUs, memory, checkpoint directory and ISA, health.json, the run), preflight_verdict.c (the
- * verdict and its lines), preflight_root.c (run_root), preflight_net.c (links). */
+ * verdict and its lines), preflight_root.c (run_root), preflight_net.c (links),
+ * preflight_data.c (data). */
 #ifndef RZ_TRAIN_PREFLIGHT_INTERNAL_H
 #define RZ_TRAIN_PREFLIGHT_INTERNAL_H
 
@@ -12,12 +13,14 @@
 #include "train/preflight.h"
 
 enum { CHECK_LAUNCH, CHECK_RING, CHECK_ALLREDUCE, CHECK_LINKS, CHECK_CPUS, CHECK_MEMORY,
-       CHECK_CKPT, CHECK_RUN_ROOT, CHECK_ISA, N_CHECKS };
+       CHECK_CKPT, CHECK_RUN_ROOT, CHECK_ISA, CHECK_DATA, N_CHECKS };
 
 #define MAX_FAILED 64
 struct verdict {
     bool ok[N_CHECKS];
     bool not_run[N_CHECKS]; /* MPI never started, so the check could not run (also !ok) */
+    bool skipped[N_CHECKS]; /* does not apply to this run (data of random or markov): ok, and
+                             * neither shown nor in health.json */
     char detail[N_CHECKS][768];
     char warning[512];      /* passed, but worth saying */
     char failed_hosts[MAX_FAILED][64];
@@ -75,6 +78,17 @@ void pf_probe_run_root(const char *run_dir, const char *token, struct probe *p);
 void pf_judge_run_root(const struct probe *all, int n, const char *run_dir, struct verdict *v);
 /* Rank 0, after every rank has read it. */
 void pf_root_token_remove(const char *run_dir, const char *token);
+
+/* ---- preflight_data.c: the training data ---- */
+
+/* Whether the data check applies: data with files (text, tokens); random and markov have none. */
+bool pf_data_applies(const struct cfg *c);
+/* Collective: rank 0 opens the data as the trainer would and verifies a manifest's shards
+ * (data_verify); the verdict is broadcast into v's data row.  *data_st: the status the run ends
+ * with when the data failed (RZ_EDATA naming the shard, exit 64), else RZ_OK; the return is
+ * the broadcast's own. */
+enum rz_status pf_check_data(const struct cfg *c, struct comm *comm, struct verdict *v,
+                             enum rz_status *data_st, struct rz_err *err);
 
 /* ---- preflight_net.c: the links between the job's nodes ---- */
 

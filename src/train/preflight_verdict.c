@@ -9,14 +9,16 @@
 #include "train/preflight_internal.h"
 
 const char *const pf_check_names[N_CHECKS] = {"launch", "ring", "allreduce", "links", "cpus",
-                                              "memory", "checkpoint_dir", "run_root", "isa"};
+                                              "memory", "checkpoint_dir", "run_root", "isa",
+                                              "data"};
 
 /* One line per check, as the job output shows them. */
 void pf_log_verdict(FILE *log, const struct verdict *v)
 {
     for (int k = 0; log != NULL && k < N_CHECKS; k++)
-        fprintf(log, "ryzen-train: preflight: %-14s %s  %s\n", pf_check_names[k],
-                v->ok[k] ? "ok  " : v->not_run[k] ? "-   " : "FAIL", v->detail[k]);
+        if (!v->skipped[k])
+            fprintf(log, "ryzen-train: preflight: %-14s %s  %s\n", pf_check_names[k],
+                    v->ok[k] ? "ok  " : v->not_run[k] ? "-   " : "FAIL", v->detail[k]);
     if (log != NULL && v->warning[0] != '\0')
         fprintf(log, "ryzen-train: preflight: WARNING: %s\n", v->warning);
 }

@@ -98,18 +98,24 @@ static enum rz_status snapshot_config(struct trainer *t, struct rz_err *err)
     return RZ_OK;
 }
 
+enum rz_status train_data_opts(struct data_opts *o, const struct cfg *c, struct rz_err *err)
+{
+    *o = (struct data_opts){.vocab_size = c->model.vocab_size, .seq_len = c->model.seq_len,
+                            .seed = (uint64_t)c->data.seed, .path = c->data.path,
+                            .markov_branching = c->data.markov_branching,
+                            .token_bytes = data_token_bytes(c->data.token_dtype),
+                            .val_fraction = c->data.val_fraction, .val_path = c->data.val_path};
+    return data_kind_parse(c->data.kind, &o->kind, err);
+}
+
 static enum rz_status trainer_init(struct trainer *t, struct rz_err *err)
 {
     const struct cfg *c = t->cfg;
     enum kern_backend backend;
-    struct data_opts dopts = {.vocab_size = c->model.vocab_size, .seq_len = c->model.seq_len,
-                              .seed = (uint64_t)c->data.seed, .path = c->data.path,
-                              .markov_branching = c->data.markov_branching,
-                              .token_bytes = data_token_bytes(c->data.token_dtype),
-                              .val_fraction = c->data.val_fraction, .val_path = c->data.val_path};
+    struct data_opts dopts;
     struct optim_opts oopts;
     enum rz_status st = kern_backend_parse(c->kernels.backend, &backend, err);
-    if (st == RZ_OK) st = data_kind_parse(c->data.kind, &dopts.kind, err);
+    if (st == RZ_OK) st = train_data_opts(&dopts, c, err);
     if (st == RZ_OK) st = optim_opts_from_cfg(&oopts, c, err);
     if (st == RZ_OK) st = kern_ctx_create(&t->kern, backend, err);
     if (st == RZ_OK && t->dims.bf16) st = kern_check_bf16(t->kern, err); /* no silent fallback */
@@ -391,6 +397,7 @@ static enum rz_status write_summary(struct trainer *t, const struct train_result
             .allreduce_latency_s = r->allreduce_latency_s, .restarts = t->restarts,
             .resumed_from = r->resumed_from, .steps = r->steps,
             .num_parameters = r->num_parameters, .entropy_floor = r->entropy_floor,
+            .unigram_entropy = r->unigram_entropy, .tokenizer_sha256 = r->tokenizer_sha256,
             .config_path = t->cfg->source, .ranks = all, .has_val = r->val_step >= 0,
             .val_step = r->val_step,
             .val_loss = r->val_loss, .val_samples = t->cfg->training.eval_samples,
@@ -475,6 +482,9 @@ enum rz_status train_run(const struct train_opts *opts, struct train_result *r,
         r->predicted_peak_rss_bytes = predict_peak(&t);
         r->num_parameters = (int64_t)model_num_params(t.model);
         r->entropy_floor = data_entropy_floor(t.data);
+        r->unigram_entropy = data_unigram_entropy(t.data);
+        rz_fmt(r->tokenizer_sha256, sizeof r->tokenizer_sha256, "%s",
+               data_tokenizer_sha256(t.data));
         r->peak_gflops = tr_measure_peak(&t, opts->peak_seconds);
         st = comm_allreduce_latency(t.comm, 20, &r->allreduce_latency_s, err);
     }

@@ -50,6 +50,8 @@ struct train_result {
     int64_t num_parameters;
     double first_loss, final_loss, avg_loss;
     double entropy_floor;    /* < 0 when the data source has no known floor */
+    double unigram_entropy;  /* text and tokens: the training split's (data.h); <= 0 unknown */
+    char tokenizer_sha256[65]; /* the data's tokenizer; "" when it names none */
     double duration_s;       /* this run's training-loop wall time */
     double samples_per_sec;  /* global, steady state: warm-up steps excluded */
     double mfu;
@@ -77,6 +79,11 @@ struct train_result {
 
 enum rz_status train_run(const struct train_opts *opts, struct train_result *res,
                          struct rz_err *err);
+
+/* The data source's options from the config (data/data.h), as the trainer opens it; the
+ * preflight opens it alike.  RZ_ECONFIG for an unknown data.kind.  Borrows c's strings. */
+struct data_opts;
+enum rz_status train_data_opts(struct data_opts *o, const struct cfg *c, struct rz_err *err);
 
 /* checkpoint.policy young_daly: the checkpoint interval in steps, sqrt(2 x cost_s x mtbf_s)
  * seconds of training (Young 1974; Daly 2006) over step_s, rounded to the nearest step, at

@@ -15,6 +15,7 @@
 #include "ckpt/ckpt.h"
 #include "core/hooks.h"
 #include "core/util.h"
+#include "data/data.h"
 #include "health/watchdog.h"
 #include "metrics/live_series.h"
 #include "model/model.h"
@@ -141,6 +142,23 @@ static struct ckpt_tensors tensors_of(struct trainer *t)
     return x;
 }
 
+/* The checkpoint's tokenizer against the data's: token ids of another tokenizer mean other
+ * pieces, so the model would go on training on text it cannot read.  Only two named ones can
+ * differ: a checkpoint that records none (or was written before the attribute existed) and
+ * headerless data say nothing. */
+static enum rz_status check_tokenizer(const struct trainer *t, const char *path,
+                                      const struct ckpt_meta *meta, struct rz_err *err)
+{
+    const char *ours = data_tokenizer_sha256(t->data);
+    if (!meta->tokenizer_recorded || meta->tokenizer_sha256[0] == '\0' || ours[0] == '\0' ||
+        strcmp(meta->tokenizer_sha256, ours) == 0)
+        return RZ_OK;
+    return rz_fail(err, RZ_ECONFIG, "resume from %s: the checkpoint was trained with tokenizer "
+                   "%s, but %s was encoded with tokenizer %s; encode the data with the "
+                   "checkpoint's tokenizer, or start without it (--resume never)", path,
+                   meta->tokenizer_sha256, t->cfg->data.path, ours);
+}
+
 enum rz_status tr_load_checkpoint(struct trainer *t, const char *path, struct train_result *r,
                                   struct rz_err *err)
 {
@@ -150,6 +168,8 @@ enum rz_status tr_load_checkpoint(struct trainer *t, const char *path, struct tr
     enum rz_status st = ckpt_load(path, &meta, &x, err);
     if (st == RZ_EIO)
         st = RZ_ENOCKPT; /* an unreadable checkpoint is no valid checkpoint */
+    if (st == RZ_OK)
+        st = check_tokenizer(t, path, &meta, err);
     st = tr_agree(t, st, err);
     if (st == RZ_OK) {
         t->step = meta.step;
@@ -205,6 +225,8 @@ static struct ckpt_meta meta_now(const struct trainer *t)
         .train_time_s = t->train_time, .restarts = t->restarts, .guard = t->guard,
         .dims = t->dims, .config_yaml = t->config_yaml};
     snprintf(meta.config_sha256, sizeof meta.config_sha256, "%s", t->config_sha256);
+    snprintf(meta.tokenizer_sha256, sizeof meta.tokenizer_sha256, "%s",
+             data_tokenizer_sha256(t->data));
     return meta;
 }
 

@@ -100,7 +100,17 @@ void tr_print_banner(const struct trainer *t, double peak, double latency, const
                "%.1f MB (RSS measured)%s", t->zero, t->shard_lo, t->shard_hi,
                model_num_params(t->model), (double)t->optim_rss / 1e6,
                t->zero == 2 ? "; gradients live per segment" : "");
-    inform(t, "data %s", data_describe(t->data));
+    /* the tokenizer by its first 12 hex digits (its full hash is in summary.json and every
+     * checkpoint); text's reference line, the loss of token frequencies alone */
+    const char *tok = data_tokenizer_sha256(t->data);
+    double uni = data_unigram_entropy(t->data);
+    char extra[96] = "";
+    if (tok[0] != '\0')
+        rz_fmt(extra, sizeof extra, "; tokenizer %.12s", tok);
+    if (uni > 0.0)
+        rz_fmt(extra + strlen(extra), sizeof extra - strlen(extra),
+               "; unigram entropy %.4f nats/token", uni);
+    inform(t, "data %s%s", data_describe(t->data), extra);
     inform(t, "run dir %s (metrics/%s/, checkpoints/)", t->opts->run_dir, t->opts->run_id);
 }
 

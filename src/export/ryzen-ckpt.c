@@ -1,12 +1,14 @@
 #include "config.h"
 
 /* ryzen-ckpt: inspect checkpoints.  A thin main over ckpt/: `list DIR` prints a table, `info FILE`
- * prints JSON after a full verification, `verify FILE` checks every checksum.  Exit codes are the
- * documented ones (docs/exit-codes.md): 0 ok; 64 usage (also `list` of something that is not a
- * directory); 65 not a valid checkpoint: damaged, missing, a directory, a device; 74 a file that
- * is there but cannot be read (permissions, an I/O error).  It never modifies or quarantines
- * anything. */
+ * prints JSON after a full verification, `verify FILE` checks every checksum; and over export/:
+ * `export` writes Hugging Face GPT-2 files, `import` reads them back into a new run.  Exit codes
+ * are the documented ones (docs/exit-codes.md): 0 ok; 64 usage (also `list` of something that
+ * is not a directory); 65 not a valid checkpoint: damaged, missing, a directory, a device; 74 a
+ * file that is there but cannot be read (permissions, an I/O error).  It never modifies or
+ * quarantines anything (export and import write only into their output directory). */
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +19,28 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "export/export.h"
 
 static void usage(FILE *f)
 {
     fputs("usage: ryzen-ckpt list DIR      table of DIR's checkpoints: step, time, size, status\n"
           "       ryzen-ckpt info FILE     verify FILE, then print its metadata as JSON\n"
           "       ryzen-ckpt verify FILE   check every checksum; prints 'FILE: ok'\n"
+          "       ryzen-ckpt export --format safetensors [--tokenizer MODEL] [--head-bias]\n"
+          "                  CKPT.h5|RUN_DIR OUTDIR\n"
+          "                  Hugging Face GPT-2 files: model.safetensors, config.json (and\n"
+          "                  tokenizer.model, tokenizer_config.json); a RUN_DIR gives its newest\n"
+          "                  checkpoint that verifies; --head-bias writes our head's bias, which\n"
+          "                  GPT-2 lacks, as lm_head.bias (refused without it; a model with\n"
+          "                  model.head_bias false has none)\n"
+          "       ryzen-ckpt import --format safetensors [--set KEY=VALUE]... SRC_DIR RUN_DIR\n"
+          "                  those files into RUN_DIR/checkpoints/step-00000000.h5 and\n"
+          "                  RUN_DIR/config.yaml, for ryzen-train to resume from\n"
           "       ryzen-ckpt --help | --version\n"
           "Exit codes: 0 ok; 64 usage, or `list` of something that is not a directory; 65 not a\n"
           "valid checkpoint (damaged, missing, a directory, a device); 74 a regular file that\n"
-          "cannot be read (permissions, I/O error).\n",
+          "cannot be read (permissions, I/O error); export/import: 64 also for what GPT-2 or our\n"
+          "model cannot express (the message says why), 74 for files that cannot be written.\n",
           f);
 }
 
@@ -73,18 +87,6 @@ static int cmd_list(const char *dir)
     return RZ_EXIT_OK;
 }
 
-/* The shortest decimal that reads back as the same float (1e-05, not 9.99999975e-06). */
-static double float_for_json(float f)
-{
-    char buf[32];
-    for (int prec = 6; prec < 9; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
-        if (strtof(buf, NULL) == f)
-            return strtod(buf, NULL);
-    }
-    return (double)f;
-}
-
 static void print_dims(struct rz_json *j, const struct model_dims *d)
 {
     rz_json_key(j, "model");
@@ -96,8 +98,8 @@ static void print_dims(struct rz_json *j, const struct model_dims *d)
     rz_json_kv_int(j, "d_ff", d->d_ff);
     rz_json_kv_int(j, "seq_len", d->seq_len);
     rz_json_kv_int(j, "batch", d->batch);
-    rz_json_kv_double(j, "ln_eps", float_for_json(d->ln_eps));
-    rz_json_kv_double(j, "init_std", float_for_json(d->init_std));
+    rz_json_kv_float(j, "ln_eps", d->ln_eps);
+    rz_json_kv_float(j, "init_std", d->init_std);
     rz_json_object_end(j);
 }
 
@@ -124,6 +126,11 @@ static void print_info(const char *path, const struct ckpt_meta *m)
     rz_json_kv_string(&j, "config_sha256", m->config_sha256);
     rz_json_kv_string(&j, "params_sha256", m->params_sha256);
     rz_json_kv_string(&j, "adam_sha256", m->adam_sha256);
+    rz_json_key(&j, "tokenizer_sha256"); /* "" none named; null not recorded (an older file) */
+    if (m->tokenizer_recorded)
+        rz_json_string(&j, m->tokenizer_sha256);
+    else
+        rz_json_null(&j);
     rz_json_kv_bool(&j, "verified", true);
     rz_json_object_end(&j);
     fputc('\n', stdout);
@@ -156,6 +163,95 @@ static int cmd_verify(const char *path)
     return RZ_EXIT_OK;
 }
 
+/* The arguments of export and import: --format (required: safetensors, the only format, so
+ * that others can come), the options of each, and two operands. */
+struct io_args {
+    const char *format, *tokenizer, *pos[2];
+    bool head_bias;
+    const char **sets;        /* argc entries */
+    int n_sets;
+};
+
+static bool parse_io_args(int argc, char **argv, bool is_export, struct io_args *a)
+{
+    int npos = 0;
+    bool ok = true;
+    for (int i = 2; i < argc && ok; i++) {
+        bool more = i + 1 < argc;
+        if (strcmp(argv[i], "--format") == 0 && more)
+            a->format = argv[++i];
+        else if (is_export && strcmp(argv[i], "--tokenizer") == 0 && more)
+            a->tokenizer = argv[++i];
+        else if (is_export && strcmp(argv[i], "--head-bias") == 0)
+            a->head_bias = true;
+        else if (!is_export && strcmp(argv[i], "--set") == 0 && more)
+            a->sets[a->n_sets++] = argv[++i];
+        else if (argv[i][0] != '-' && npos < 2)
+            a->pos[npos++] = argv[i];
+        else
+            ok = false;
+    }
+    if (!ok || npos != 2) {
+        usage(stderr);
+        return false;
+    }
+    if (a->format != NULL && strcmp(a->format, "safetensors") == 0)
+        return true;
+    fprintf(stderr, "ryzen-ckpt: --format %s: the formats are: safetensors\n",
+            a->format != NULL ? a->format : "(missing)");
+    return false;
+}
+
+static int cmd_export(const struct io_args *a)
+{
+    struct export_opts o = {.source = a->pos[0], .out_dir = a->pos[1],
+                            .tokenizer = a->tokenizer, .allow_head_bias = a->head_bias};
+    struct export_result r;
+    struct rz_err err;
+    rz_err_clear(&err);
+    enum rz_status st = export_safetensors(&o, &r, &err);
+    if (st != RZ_OK)
+        return fail(st, &err);
+    printf("exported %s (step %lld, params_sha256 %s) to %s: model.safetensors (%zu tensors%s), "
+           "config.json%s\n", r.checkpoint, (long long)r.step, r.params_sha256, o.out_dir,
+           r.tensors, r.head_bias ? ", with lm_head.bias" : "",
+           o.tokenizer != NULL ? ", tokenizer.model, tokenizer_config.json" : "");
+    if (r.note[0] != '\0')
+        fprintf(stderr, "ryzen-ckpt: note: %s\n", r.note);
+    return RZ_EXIT_OK;
+}
+
+static int cmd_import(const struct io_args *a)
+{
+    struct import_opts o = {.src_dir = a->pos[0], .run_dir = a->pos[1], .sets = a->sets,
+                            .n_sets = a->n_sets};
+    struct import_result r;
+    struct rz_err err;
+    rz_err_clear(&err);
+    enum rz_status st = import_safetensors(&o, &r, &err);
+    if (st != RZ_OK)
+        return fail(st, &err);
+    printf("imported %s to %s (params_sha256 %s); config %s\n", o.src_dir, r.checkpoint,
+           r.params_sha256, r.config);
+    if (r.note[0] != '\0')
+        fprintf(stderr, "ryzen-ckpt: note: %s\n", r.note);
+    return RZ_EXIT_OK;
+}
+
+static int cmd_io(int argc, char **argv, bool is_export)
+{
+    struct io_args a = {.sets = calloc((size_t)argc, sizeof(const char *))};
+    int rc = RZ_EXIT_USAGE;
+    if (a.sets == NULL) {
+        fputs("ryzen-ckpt: out of memory\n", stderr);
+        return rz_exit_code(RZ_ENOMEM);
+    }
+    if (parse_io_args(argc, argv, is_export, &a))
+        rc = is_export ? cmd_export(&a) : cmd_import(&a);
+    free(a.sets);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -173,6 +269,10 @@ int main(int argc, char **argv)
         rc = cmd_info(argv[2]);
     else if (argc == 3 && strcmp(argv[1], "verify") == 0)
         rc = cmd_verify(argv[2]);
+    else if (argc >= 2 && strcmp(argv[1], "export") == 0)
+        rc = cmd_io(argc, argv, true);
+    else if (argc >= 2 && strcmp(argv[1], "import") == 0)
+        rc = cmd_io(argc, argv, false);
     else
         usage(stderr);
     if (fflush(stdout) != 0 && rc == RZ_EXIT_OK)
