@@ -207,6 +207,11 @@ check "... counted as a hang" has_event "$r" "$js" attempt_end '"class":"hang"'
 check "... and relaunched in the allocation" has_event "$r" "$js" relaunch '"reason":"failure"'
 check "... never through the queue: 1 attempt in accounting ($(attempts "$js"))" \
   test "$(attempts "$js")" = 1
+# ryzen-step's own textfile, written at the relaunch with its restart counted (step_prom.c)
+sp=$r/prom/ryzen-$js-step.prom
+check "... ryzen-step's textfile counts the restart and passes promtool check metrics" \
+  sh -c "grep -q '^ryzen_step_restarts_total{.*reason=\"failure\"} 1' '$sp' &&
+         promtool check metrics <'$sp'"
 s1=$(sacct -n -P -j "$js.1" -o State 2>/dev/null | head -n 1)
 check "... the hung step ended in Slurm too ($js.1: ${s1:-no record})" \
   sh -c "test -n '$s1' -a '$s1' != RUNNING -a '$s1' != COMPLETED"

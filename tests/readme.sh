@@ -226,7 +226,25 @@ run_line() {
           k=$(basename "$f" .h5 | sed 's/^step-0*//')
           check "$w: ... JSON of step $k, verified" grep -q "^{.*\"step\":$k,.*\"verified\":true}\$" "$last_out" ;;
         verify) check "$w: ... says ok" grep -qxF "$f: ok" "$last_out" ;;
+        export)
+          d=$(eval "echo \${$#}")
+          check "$w: ... wrote model.safetensors and config.json" \
+            test -s "$work/$d/model.safetensors" -a -s "$work/$d/config.json" ;;
         *) bad "$w: ryzen-ckpt $2: not a command this test knows" ;;
+      esac ;;
+    _build/ryzen-data)
+      case $2 in
+        tokenizer) check "$w: ... wrote the model" test -s "$work/$7.model" ;;
+        encode) check "$w: ... wrote the token file and its checksum" \
+                  test -s "$work/$6" -a -s "$work/$6.sha256" ;;
+        info) check "$w: ... the header and the unigram entropy" \
+                sh -c "grep -q 'vocab' '$last_out' && grep -q 'unigram entropy' '$last_out'" ;;
+        *) bad "$w: ryzen-data $2: not a command this test knows" ;;
+      esac ;;
+    _build/ryzen-generate)
+      case " $* " in
+        *" --perplexity "*) check "$w: ... a loss and a perplexity" grep -q 'perplexity' "$last_out" ;;
+        *) check "$w: ... text after the prompt" grep -q "The meaning of life is" "$last_out" ;;
       esac ;;
     *) bad "$w: $1: not a program this test knows how to judge" ;;
   esac
