@@ -2,7 +2,9 @@
  * suite): report.md's first line, gate.prom syntax, report.json as the next baseline, and
  * report.html's structure (balanced tags, four charts, one loss point per downsampled metrics
  * point, metric values in data attributes); the JSON reader's escapes; and
- * monitoring/ryzen-dashboard.json as a Grafana model.  Fixtures from gate_fixtures.c. */
+ * monitoring/ryzen-dashboard.json as a Grafana model; the CSV cells (record/csv.h: RFC 4180
+ * quoting, empty cells for NULL and NaN) and steps.csv (a header and one row per step).  Fixtures
+ * from gate_fixtures.c. */
 
 #include "config.h"
 
@@ -17,6 +19,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "gate/gate.h"
+#include "record/csv.h"
 #include "record/report.h"
 #include "core/json_read.h"
 
@@ -193,8 +196,81 @@ START_TEST(dashboard_is_a_grafana_model)
 }
 END_TEST
 
+/* record/csv.h: quotes only where RFC 4180 needs them (doubling quotes), an empty cell for NULL
+ * and for a NaN or infinite number, numbers spelt as the JSON writer does, rows ending in CRLF. */
+START_TEST(csv_cells_quote_and_leave_absent_empty)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    struct rz_csv c = {f, 0};
+    rz_csv_header(&c, "a,b");
+    rz_csv_str(&c, "plain");
+    rz_csv_str(&c, "a,b");
+    rz_csv_str(&c, "say \"hi\"");
+    rz_csv_str(&c, "two\nlines");
+    rz_csv_str(&c, NULL);
+    rz_csv_str(&c, "");
+    rz_csv_end_row(&c);
+    rz_csv_num(&c, 1.5);
+    rz_csv_num(&c, NAN);
+    rz_csv_num(&c, INFINITY);
+    rz_csv_num(&c, 0.1);
+    rz_csv_int(&c, -3);
+    rz_csv_num(&c, 1e-10);
+    rz_csv_end_row(&c);
+    rz_csv_num(&c, NAN); /* a row of one absent cell */
+    rz_csv_end_row(&c);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_str_eq(buf, "a,b\r\n"
+                          "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",,\r\n"
+                          "1.5,,,0.1,-3,1e-10\r\n"
+                          "\r\n");
+    free(buf);
+}
+END_TEST
+
+/* steps.csv of the two-rank fixture: the header, then one row per merged step, in step order,
+ * with every row as wide as the header and the validation loss empty (the fixture has none). */
+START_TEST(steps_csv_has_a_row_per_step)
+{
+    static struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    char dir[4096], path[4200];
+    free(two_rank_reports(&c, 200, 50, &in, &res, dir, sizeof dir));
+    struct gate_doc doc;
+    gate_doc_build(&doc, &in, &res, &c);
+    ck_assert_msg(gate_write_csv_file(&doc, &err) == RZ_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/steps.csv", dir);
+    char *csv = slurp(path);
+    ck_assert_uint_ge(in.n_steps, 200);
+    ck_assert_uint_eq(count(csv, "\r\n"), in.n_steps + 1);
+    ck_assert_ptr_eq(strstr(csv, "step,run_step,samples_seen,loss,val_loss,"), csv);
+    size_t commas = 0;
+    for (const char *p = csv; *p != '\r'; p++)
+        commas += *p == ',';
+    ck_assert_uint_eq(count(csv, ","), commas * (in.n_steps + 1));
+    char first[96], last[64];
+    const struct gate_step *s0 = &in.steps[0];
+    snprintf(first, sizeof first, "\r\n%lld,%lld,%lld,", (long long)s0->step,
+             (long long)s0->run_step, (long long)s0->samples_seen);
+    ck_assert_ptr_eq(strstr(csv, first), strstr(csv, "\r\n"));
+    snprintf(last, sizeof last, "\r\n%lld,", (long long)in.steps[in.n_steps - 1].step);
+    ck_assert_ptr_nonnull(strstr(csv, last));
+    free(csv);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
 void gate_reports_tests(TCase *tc)
 {
+    tcase_add_test(tc, csv_cells_quote_and_leave_absent_empty);
+    tcase_add_test(tc, steps_csv_has_a_row_per_step);
     tcase_add_test(tc, reports_are_written_and_well_formed);
     tcase_add_test(tc, json_reader_escapes);
     tcase_add_test(tc, dashboard_is_a_grafana_model);

@@ -1,6 +1,7 @@
 /* check_ladder: the ladder of phases (src/ladder/, record/ladder_json.c): "core", the model
  * fitted by hand from the phases' report.json files, its predictions and flags, and the whole
- * ladder as the dev cluster ran it, hindcast; "errors", a run root without reports.  Fixtures
+ * ladder as the dev cluster ran it, hindcast, and ladder.csv (one row per attempt, RFC 4180);
+ * "errors", a run root without reports.  Fixtures
  * (the scratch directory, put) from gate_fixtures.c. */
 
 #include "config.h"
@@ -439,6 +440,53 @@ START_TEST(ladder_lists_a_phase_that_ended_before_training)
 }
 END_TEST
 
+/* ladder.csv: the header, one row per attempt in the ladder's order, a field with a comma and a
+ * quote quoted, an attempt that never trained with its figures empty (NaN) and its ended reason. */
+START_TEST(ladder_csv_has_a_row_per_attempt)
+{
+    static struct ladder l;
+    struct ladder_attempt att[2];
+    memset(att, 0, sizeof att);
+    for (int i = 0; i < 2; i++) {
+        struct ladder_attempt *a = &att[i];
+        a->throughput = a->throughput_p10 = a->model = a->efficiency = a->efficiency_prev = NAN;
+        a->comm = a->p50_ms = a->p99_ms = a->straggler = a->compute_s = NAN;
+        a->per_rank_batch = a->cores_per_rank = a->goodput = NAN;
+    }
+    snprintf(att[0].phase, sizeof att[0].phase, "p1");
+    snprintf(att[0].lineage, sizeof att[0].lineage, "p1");
+    snprintf(att[0].job, sizeof att[0].job, "11");
+    snprintf(att[0].verdict, sizeof att[0].verdict, "GO");
+    snprintf(att[0].from_ckpt, sizeof att[0].from_ckpt, "/r/ckpt,\"a\"");
+    att[0].world = 2;
+    att[0].nodes = 1;
+    att[0].throughput = 128.5;
+    att[0].efficiency = 1;
+    att[0].steps = 40;
+    snprintf(att[1].phase, sizeof att[1].phase, "p2");
+    snprintf(att[1].lineage, sizeof att[1].lineage, "p2/rollback-12");
+    snprintf(att[1].job, sizeof att[1].job, "13");
+    snprintf(att[1].verdict, sizeof att[1].verdict, "NO-GO");
+    snprintf(att[1].ended, sizeof att[1].ended, "health");
+    l.att = att;
+    l.n_att = 2;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ladder_write_csv(f, &l);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_ptr_eq(strstr(buf, "phase,lineage,job,world_size,nodes,verdict,ended,"), buf);
+    const char *r1 = strstr(buf, "\r\n") + 2;
+    ck_assert_ptr_eq(strstr(r1, "p1,p1,11,2,1,GO,,,,128.5,,,1,,"), r1);
+    ck_assert_ptr_nonnull(strstr(r1, ",40,0,,\"/r/ckpt,\"\"a\"\"\"\r\n"));
+    const char *r2 = strstr(r1, "\r\n") + 2;
+    ck_assert_ptr_eq(strstr(r2, "p2,p2/rollback-12,13,0,0,NO-GO,health,,,,,,,,"), r2);
+    ck_assert_str_eq(strstr(r2, "\r\n"), "\r\n");
+    free(buf);
+}
+END_TEST
+
 static Suite *ladder_suite(void)
 {
     Suite *s = suite_create("ladder");
@@ -449,6 +497,7 @@ static Suite *ladder_suite(void)
     tcase_add_test(core, ladder_hops_on_shared_cores);
     tcase_add_test(core, ladder_preflight_hop_is_context);
     tcase_add_test(core, ladder_lists_a_phase_that_ended_before_training);
+    tcase_add_test(core, ladder_csv_has_a_row_per_attempt);
     suite_add_tcase(s, core);
     TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, ladder_read_errors);

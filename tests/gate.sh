@@ -4,7 +4,7 @@
 # --config=FILE, --help, --version), an ordinary report, and the report of a phase that ended
 # without finishing training (--ended REASON --why TEXT [--status N]): NO-GO with exit 1, HOLD
 # with exit 2 for nothing_to_train, from partial metrics or none at all; the preflight's link
-# matrix in all three reports.
+# matrix in all three reports; --csv's steps.csv, read back with Python's csv module.
 set -u
 src=${top_srcdir:-.}
 build=${top_builddir:-.}
@@ -77,6 +77,27 @@ expect "a short run trains" 0 "step 12 committed" -- env RYZEN_RUN_ID=600 "$buil
 check "... 12 metrics lines" test "$(wc -l <"$run/metrics/600/rank-00000.jsonl" 2>/dev/null)" = 12
 expect "an ordinary report of it (no events, no baseline: HOLD)" 2 "verdict HOLD for phase1_4proc job 600" -- \
   "$gate" --config "$cfg" --run-dir "$run" --job 600 $small
+check "... without --csv, no steps.csv" test ! -e "$run/reports/600/steps.csv"
+expect "--csv: the same report and steps.csv" 2 "verdict HOLD for phase1_4proc job 600" -- \
+  "$gate" --config "$cfg" --run-dir "$run" --job 600 --csv $small
+# steps.csv as pandas or a spreadsheet reads it: Python's csv module, the documented header
+# (docs/gates.md), one row per metrics line (12 steps, in order), every row as wide as the header,
+# one rank, and no validation loss (this run has none: empty cells, not "nan" or "null").
+check "... which Python's csv module reads: the header, 12 rows, steps 1..12" \
+  /usr/bin/python3 -c '
+import csv, sys
+with open(sys.argv[1], newline="") as f:
+    rows = list(csv.reader(f))
+head = ("step,run_step,samples_seen,loss,val_loss,skipped,step_time_s,samples_per_sec,"
+        "comm_time_s,compute_time_s,allreduce_s,grad_allreduce_s,rss_bytes,t,world_size,"
+        "sync_ranks,sync_ok_ranks").split(",")
+assert rows[0] == head, rows[0]
+body = [dict(zip(head, r)) for r in rows[1:]]
+assert len(body) == 12 and all(len(r) == len(head) for r in rows), len(body)
+assert [int(r["step"]) for r in body] == list(range(1, 13))
+assert all(r["world_size"] == "1" and r["val_loss"] == "" for r in body)
+assert all(float(r["loss"]) > 0 and float(r["samples_per_sec"]) > 0 for r in body)
+' "$run/reports/600/steps.csv"
 expect "--ended diverged on its metrics: NO-GO" 1 "verdict NO-GO for phase1_4proc job 600" -- \
   "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended diverged \
   --why "loss guard: 5 steps skipped in 100" --status 70 $small

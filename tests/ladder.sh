@@ -10,7 +10,7 @@
 # Checks ladder.{json,md,html}: every attempt, the verdict timeline (promotions, the rollback,
 # the preemption requeue), the checkpoint lineage, the model's predictions for 8..64 ranks with
 # their error, self-contained HTML with four charts and round axis ticks; and the phase report's
-# prediction once a predecessor exists.
+# prediction once a predecessor exists; --csv's ladder.csv, read back with Python's csv module.
 set -u
 src=${top_srcdir:-.}
 build=${top_builddir:-.}
@@ -129,6 +129,28 @@ echo "# ryzen-gate --ladder"
 expect "ryzen-gate --ladder writes ladder.{json,md,html}" 0 "ladder: 64  rank\(s\) predicted" -- "$gate" --ladder "$R"
 L=$R/ladder.json
 check "... all files" test -s "$L" -a -s "$R/ladder.md" -a -s "$R/ladder.html"
+check "... and no ladder.csv without --csv" test ! -e "$R/ladder.csv"
+expect "ryzen-gate --ladder --csv also writes ladder.csv" 0 "ladder.\{json,md,html,csv\}" -- \
+  "$gate" --ladder "$R" --csv
+# ladder.csv as Python's csv module reads it: the header of docs/ladder.md, one row per attempt
+# of ladder.json (four, by ranks), the rollback its own lineage and from phase2a's checkpoint.
+check "... which Python's csv module reads: the header, the four attempts" /usr/bin/python3 -c '
+import csv, sys
+with open(sys.argv[1], newline="") as f:
+    rows = list(csv.reader(f))
+head = ("phase,lineage,job,world_size,nodes,verdict,ended,planned_action,time,throughput,"
+        "throughput_p10,model_throughput,efficiency,efficiency_vs_previous,comm,"
+        "allreduce_p50_ms,allreduce_p99_ms,straggler_ratio,compute_s,per_rank_batch,"
+        "cores_per_rank,steps,skipped_steps,goodput,from_checkpoint").split(",")
+assert rows[0] == head, rows[0]
+body = [dict(zip(head, r)) for r in rows[1:]]
+assert len(body) == 4 and all(len(r) == len(head) for r in rows), len(body)
+assert [int(r["world_size"]) for r in body] == [1, 2, 2, 4], body
+assert sorted(r["job"] for r in body) == ["1001", "1002", "1003", "1004"]
+rb = [r for r in body if r["lineage"] == "phase1_4proc/rollback-1003"]
+assert len(rb) == 1 and rb[0]["job"] == "1004" and rb[0]["from_checkpoint"] == sys.argv[2], rb
+assert all(float(r["throughput"]) > 0 and r["verdict"] in ("GO", "NO-GO", "HOLD") for r in body)
+' "$R/ladder.csv" "$ck"
 worlds=$(grep -o '"lineage":"[^"]*","report":"[^"]*","time":"[^"]*","world_size":[0-9]*' "$L" | sed 's/.*"world_size"://' | tr '\n' ' ')
 check "four attempts by ranks: $worlds" test "$worlds" = "1 2 2 4 "
 check "... the rollback is its own lineage" grep -q '"phase":"phase1_4proc","job":"1004","lineage":"phase1_4proc/rollback-1003"' "$L"

@@ -12,6 +12,7 @@
  *                  (no getenv, no event filtering, no judgement)
  *   gate_write_reports  all of them into RUN_DIR/reports/<job>/ (core/durable.h) and the
  *                  optional copy of gate.prom into gates.prom_dir
+ *   gate_write_csv steps.csv (ryzen-gate --csv): one row per step (gate_csv.c)
  *
  * A phase that ended without finishing training (opts.ended: the preflight failed, the restart
  * budget was spent, ...) is reported from whatever exists: missing or partial metrics are no
@@ -343,6 +344,12 @@ void gate_write_prom(FILE *f, const struct gate_doc *d);
  * not an error: its message goes to warn ("" when none). */
 enum rz_status gate_write_reports(const struct gate_doc *d, char *dir_out, size_t dir_len,
                                   char *warn, size_t warn_len, struct rz_err *err);
+
+/* steps.csv (gate_csv.c, docs/gates.md): a header, then one row per merged step with rank 0's
+ * figures of it; RFC 4180 (record/csv.h).  gate_write_csv_file: RUN_DIR/reports/<job>/steps.csv,
+ * durably, into the directory gate_write_reports made. */
+void gate_write_csv(FILE *f, const struct gate_doc *d);
+enum rz_status gate_write_csv_file(const struct gate_doc *d, struct rz_err *err);
 
 /* Shared formatting helper: "%.6g" or "n/a" for NaN, into buf. */
 const char *gate_fmt_num(char *buf, size_t len, double v);

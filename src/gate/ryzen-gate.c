@@ -10,6 +10,8 @@
  *              [--status N]          a phase that ended without finishing training
  *   ryzen-gate --ladder RUN_ROOT     every phase and attempt under RUN_ROOT, the scaling model and
  *                                    its predictions: RUN_ROOT/ladder.{json,md,html}
+ *   --csv                            also RUN_DIR/reports/<id>/steps.csv (one row per step), or
+ *                                    RUN_ROOT/ladder.csv (one row per attempt)
  *
  * Exit codes (docs/exit-codes.md, docs/gates.md): 0 GO, 1 NO-GO, 2 HOLD, 64 bad usage, config or
  * malformed input, 74 I/O error.  It never submits or cancels jobs: ryzen-step acts on the
@@ -18,6 +20,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,15 +41,16 @@ struct gate_args {
     struct gate_opts opts;
     const char *ended;
     const char *ladder;
+    bool csv;
 };
 
 static void usage(FILE *f)
 {
     fputs("usage: ryzen-gate --config FILE [--set key=value]... --run-dir DIR\n"
-          "                  [--baseline REPORT.json] [--job ID]\n"
+          "                  [--baseline REPORT.json] [--job ID] [--csv]\n"
           "       ryzen-gate --config FILE [--set key=value]... --run-dir DIR --job ID\n"
-          "                  --ended REASON --why TEXT [--status N]\n"
-          "       ryzen-gate --ladder RUN_ROOT\n"
+          "                  --ended REASON --why TEXT [--status N] [--csv]\n"
+          "       ryzen-gate --ladder RUN_ROOT [--csv]\n"
           "       ryzen-gate --help | --version\n"
           "Judges job ID (default $SLURM_JOB_ID, else the newest DIR/metrics/<id>/) against the\n"
           "config's gates and the baseline (default: the newest report of phase.previous beside\n"
@@ -58,6 +62,8 @@ static void usage(FILE *f)
           "HOLD for nothing_to_train.  --status is the last exit status.\n"
           "--ladder reads every phase report and event under RUN_ROOT, fits a scaling model and\n"
           "predicts the rungs not run yet: RUN_ROOT/ladder.{json,md,html} (exit 0).\n"
+          "--csv also writes DIR/reports/<id>/steps.csv (one row per step), or with --ladder\n"
+          "RUN_ROOT/ladder.csv (one row per phase attempt): docs/gates.md, docs/ladder.md.\n"
           "Exit codes: 0 GO, 1 NO-GO, 2 HOLD, 64 bad usage, config or input, 74 I/O error.\n",
           f);
 }
@@ -109,14 +115,14 @@ static int check_args(struct gate_args *a)
 static int parse_args(struct gate_args *a, int argc, char **argv)
 {
     enum { O_CONFIG = 256, O_SET, O_RUN_DIR, O_BASELINE, O_JOB, O_ENDED, O_WHY, O_STATUS,
-           O_VERSION, O_LADDER };
+           O_VERSION, O_LADDER, O_CSV };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, O_CONFIG}, {"set", required_argument, NULL, O_SET},
         {"run-dir", required_argument, NULL, O_RUN_DIR},
         {"baseline", required_argument, NULL, O_BASELINE},
         {"job", required_argument, NULL, O_JOB}, {"ended", required_argument, NULL, O_ENDED},
         {"why", required_argument, NULL, O_WHY}, {"status", required_argument, NULL, O_STATUS},
-        {"ladder", required_argument, NULL, O_LADDER},
+        {"ladder", required_argument, NULL, O_LADDER}, {"csv", no_argument, NULL, O_CSV},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0}};
     a->opts.status = -1;
@@ -131,6 +137,7 @@ static int parse_args(struct gate_args *a, int argc, char **argv)
         case O_ENDED: a->ended = optarg; break;
         case O_WHY: a->opts.why = optarg; break;
         case O_LADDER: a->ladder = optarg; break;
+        case O_CSV: a->csv = true; break;
         case O_STATUS: rc = parse_status(a, optarg); break;
         case O_SET:
             if (a->n_sets == MAX_SETS)
@@ -171,7 +178,7 @@ static void print_result(const struct gate_input *in, const struct gate_result *
 }
 
 /* ryzen-gate --ladder RUN_ROOT: 0, or 64/74 with the reason. */
-static int run_ladder(const char *root)
+static int run_ladder(const char *root, bool csv)
 {
     static struct ladder l;
     struct rz_err err;
@@ -179,6 +186,8 @@ static int run_ladder(const char *root)
     enum rz_status st = ladder_read(&l, root, &err);
     if (st == RZ_OK)
         st = ladder_write(&l, &err);
+    if (st == RZ_OK && csv)
+        st = ladder_write_csv_file(&l, &err);
     if (st != RZ_OK) {
         fprintf(stderr, "ryzen-gate: %s\n", err.msg);
         ladder_free(&l);
@@ -198,8 +207,8 @@ static int run_ladder(const char *root)
     for (int i = 0; i < l.n_pred; i++)
         printf("ryzen-gate: ladder: %-3d rank(s) predicted %.6g samples/s (%.6g .. %.6g)\n",
                l.pred[i].world, l.pred[i].throughput, l.pred[i].lo, l.pred[i].hi);
-    printf("ryzen-gate: ladder: model error %.1f%% over %d attempt(s); %s/ladder.{json,md,html}"
-           "\n", 100 * l.fit.err_rel, l.fit.points, root);
+    printf("ryzen-gate: ladder: model error %.1f%% over %d attempt(s); %s/ladder.{json,md,html%s}"
+           "\n", 100 * l.fit.err_rel, l.fit.points, root, csv ? ",csv" : "");
     ladder_free(&l);
     return 0;
 }
@@ -216,7 +225,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (a.ladder != NULL)
-        return run_ladder(a.ladder);
+        return run_ladder(a.ladder, a.csv);
     a.opts.env_job_id = getenv("SLURM_JOB_ID");
     a.opts.cpus_per_rank = getenv("SLURM_CPUS_PER_TASK");
     static struct cfg c;
@@ -234,6 +243,8 @@ int main(int argc, char **argv)
     if (st == RZ_OK) {
         gate_doc_build(&doc, &in, &res, &c);
         st = gate_write_reports(&doc, dir, sizeof dir, warn, sizeof warn, &err);
+        if (st == RZ_OK && a.csv)
+            st = gate_write_csv_file(&doc, &err);
     }
     if (warn[0] != '\0')
         fprintf(stderr, "ryzen-gate: warning: %s\n", warn);

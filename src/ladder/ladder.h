@@ -5,7 +5,8 @@
  *                   hindcast and the verdict timeline, computed once
  *   ladder_fit ...  the scaling model: fit, layout, prediction (ladder_model.c); a phase's own
  *                   report (gate/) takes its predicted throughput from here
- *   ladder_write_*  ladder.md and ladder.html (ladder_write.c), ladder.json (record/): they only
+ *   ladder_write_*  ladder.md and ladder.html (ladder_write.c), ladder.json (record/), ladder.csv
+ *                   (ladder_csv.c, with --csv): they only
  *                   format the document; ladder_write puts the three into RUN_ROOT durably
  * Works on a run root, never on one phase's metrics.  Ownership: ladder_read fills a caller-owned
  * struct ladder whose arrays it allocates; ladder_free releases them (safe on a zeroed or
@@ -72,5 +73,12 @@ void ladder_write_md(FILE *f, const struct ladder *l);
 void ladder_write_html(FILE *f, const struct ladder *l);
 /* RUN_ROOT/ladder.json, ladder.md, ladder.html (core/durable.h). */
 enum rz_status ladder_write(const struct ladder *l, struct rz_err *err);
+
+/* ---- ladder_csv.c ---- */
+
+/* ladder.csv (docs/ladder.md): a header, then one row per attempt; RFC 4180 (record/csv.h).
+ * ladder_write_csv_file: RUN_ROOT/ladder.csv, durably (ryzen-gate --ladder ROOT --csv). */
+void ladder_write_csv(FILE *f, const struct ladder *l);
+enum rz_status ladder_write_csv_file(const struct ladder *l, struct rz_err *err);
 
 #endif
