@@ -4,10 +4,12 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "core/util.h"
@@ -280,6 +282,133 @@ START_TEST(link_probe_of_one_node_and_its_limits)
 }
 END_TEST
 
+static bool exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* The start-up rendezvous' file part, no MPI: which launches need it, its directory's name, the
+ * files appearing, and the cleanup. */
+START_TEST(start_rendezvous_files_appear_and_go)
+{
+    struct rz_err e;
+    struct comm_launch l;
+    char run[256], dir[512], path[1024];
+    char *plain[] = {S("SLURM_NTASKS=3"), NULL}; /* mpirun's ranks, a batch script */
+    comm_launch_parse(&l, plain);
+    ck_assert(!comm_start_needed(&l, 3));
+    char *one[] = {S("SLURM_STEP_ID=4"), S("SLURM_NTASKS=1"), NULL};
+    comm_launch_parse(&l, one);
+    ck_assert(!comm_start_needed(&l, 1));
+    char *other[] = {S("SLURM_STEP_ID=4"), S("SLURM_NTASKS=3"), NULL}; /* not the step's world */
+    comm_launch_parse(&l, other);
+    ck_assert(!comm_start_needed(&l, 1));
+    ck_assert(comm_start_needed(&l, 3));
+    char *env[] = {S("SLURM_JOB_ID=77"), S("SLURM_STEP_ID=4"), S("SLURM_NTASKS=3"),
+                   S("SLURM_RESTART_COUNT=2"), NULL};
+    comm_launch_parse(&l, env);
+    ck_assert_str_eq(l.job_id, "77");
+    ck_assert_str_eq(l.restart_count, "2");
+    rz_test_tmpdir(run, sizeof run, "start");
+    ck_assert_int_eq(comm_start_dir(dir, sizeof dir, run, &l, &e), RZ_OK);
+    snprintf(path, sizeof path, "%s/.startup/77.4.2", run);
+    ck_assert_str_eq(dir, path);
+    char *first[] = {S("SLURM_JOB_ID=77"), S("SLURM_STEP_ID=4"), NULL}; /* never requeued */
+    comm_launch_parse(&l, first);
+    ck_assert_int_eq(comm_start_dir(path, sizeof path, run, &l, &e), RZ_OK);
+    ck_assert_ptr_nonnull(strstr(path, "/.startup/77.4.0"));
+    ck_assert_int_eq(comm_start_dir(path, 20, run, &l, &e), RZ_ECONFIG);
+    /* ranks 0 and 2 are there already: rank 1 arrives and finds them all */
+    ck_assert_int_eq(rz_mkdirs(dir, &e), RZ_OK);
+    for (int r = 0; r <= 2; r += 2) {
+        snprintf(path, sizeof path, "%s/rank-%d", dir, r);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fclose(f);
+    }
+    ck_assert_int_eq(comm_start_arrive(dir, 1, 3, 5.0, &e), RZ_OK);
+    snprintf(path, sizeof path, "%s/rank-1", dir);
+    ck_assert(exists(path));
+    comm_start_cleanup(dir, 3);
+    ck_assert(!exists(path));
+    ck_assert(!exists(dir));
+    snprintf(path, sizeof path, "%s/.startup", run);
+    ck_assert(exists(path)); /* another step may be making its own directory in it */
+    comm_start_cleanup(dir, 3); /* nothing left to remove: fine */
+    rmdir(path);
+    rmdir(run);
+}
+END_TEST
+
+/* A rank that never arrives: the wait ends at the timeout, naming it (and only it); a directory
+ * that cannot be made is an I/O error naming it. */
+START_TEST(start_rendezvous_names_the_rank_that_never_came)
+{
+    struct rz_err e;
+    char run[256], dir[512], path[1024];
+    rz_test_tmpdir(run, sizeof run, "start");
+    snprintf(dir, sizeof dir, "%s/.startup/9.0.0", run);
+    ck_assert_int_eq(rz_mkdirs(dir, &e), RZ_OK);
+    snprintf(path, sizeof path, "%s/rank-1", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_int_eq(comm_start_arrive(dir, 0, 4, 0.05, &e), RZ_EHEALTH);
+    ck_assert_ptr_nonnull(strstr(e.msg, "2 of 4 rank(s) did not arrive"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "(not arrived: rank 2 rank 3)"));
+    ck_assert_ptr_nonnull(strstr(e.msg, dir));
+    ck_assert_ptr_nonnull(strstr(e.msg, "one filesystem for every node"));
+    snprintf(path, sizeof path, "%s/rank-0", dir);
+    ck_assert(exists(path)); /* its own file was left for the others */
+    comm_start_cleanup(dir, 4);
+    ck_assert(!exists(dir));
+    /* a run directory that is a file: this rank cannot arrive at all */
+    snprintf(path, sizeof path, "%s/file", run);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/file/.startup/9.0.0", run);
+    ck_assert_int_eq(comm_start_arrive(dir, 3, 4, 0.05, &e), RZ_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "start-up rendezvous of rank 3"));
+    unlink(path);
+    snprintf(path, sizeof path, "%s/.startup", run);
+    rmdir(path);
+    rmdir(run);
+}
+END_TEST
+
+/* The whole rendezvous on this world: alone, nothing to wait for; under mpirun -np 2 each rank
+ * has a run directory of its own (not shared), so neither sees the other: required, each fails
+ * naming the other; not required (the preflight's), each notes it and both meet in the barrier. */
+START_TEST(start_rendezvous_on_a_run_dir_that_is_not_shared)
+{
+    struct rz_err e = {0};
+    struct comm_launch l;
+    char run[256], ntasks[32], want[64];
+    int n = comm_size(world), other = comm_rank(world) == 0 ? 1 : 0;
+    snprintf(ntasks, sizeof ntasks, "SLURM_NTASKS=%d", n);
+    char *env[] = {S("SLURM_JOB_ID=8"), S("SLURM_STEP_ID=5"), ntasks, NULL};
+    comm_launch_parse(&l, env);
+    rz_test_tmpdir(run, sizeof run, "startw");
+    bool complete = false;
+    ck_assert_int_eq(comm_start_rendezvous(world, run, &l, 0.05, false, &complete, &e), RZ_OK);
+    ck_assert(complete == (n == 1));
+    snprintf(want, sizeof want, "(not arrived: rank %d)", other);
+    if (n == 2)
+        ck_assert_ptr_nonnull(strstr(e.msg, want));
+    enum rz_status st = comm_start_rendezvous(world, run, &l, 0.05, true, &complete, &e);
+    ck_assert_int_eq(st, n == 1 ? RZ_OK : RZ_EHEALTH);
+    if (n == 2)
+        ck_assert_ptr_nonnull(strstr(e.msg, want));
+    char dir[512];
+    ck_assert_int_eq(comm_start_dir(dir, sizeof dir, run, &l, &e), RZ_OK);
+    comm_start_cleanup(dir, n);
+    snprintf(dir, sizeof dir, "%s/.startup", run);
+    rmdir(dir);
+    rmdir(run);
+}
+END_TEST
+
 static Suite *comm_suite(void)
 {
     Suite *s = suite_create("comm");
@@ -290,12 +419,15 @@ static Suite *comm_suite(void)
     tcase_add_test(core, preflight_probes);
     tcase_add_test(core, sync_check_agrees_on_identical_parameters);
     tcase_add_test(core, local_world_needs_no_mpi);
+    tcase_add_test(core, start_rendezvous_files_appear_and_go);
     suite_add_tcase(s, core);
     TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, sync_check_names_the_rank_that_differs);
     tcase_add_test(errors, launch_check_catches_a_wrong_world);
     tcase_add_test(errors, launch_env_needs_a_pmix_rank_under_srun);
     tcase_add_test(errors, link_probe_of_one_node_and_its_limits);
+    tcase_add_test(errors, start_rendezvous_names_the_rank_that_never_came);
+    tcase_add_test(errors, start_rendezvous_on_a_run_dir_that_is_not_shared);
     suite_add_tcase(s, errors);
     return s;
 }

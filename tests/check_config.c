@@ -108,6 +108,7 @@ START_TEST(defaults_are_the_reference_workload)
     ck_assert(c.health.watchdog_checkpoint_s == 1800.0);
     ck_assert(c.health.preflight_timeout_s == 120.0);
     ck_assert(c.health.start_timeout_s == 120.0);
+    ck_assert_str_eq(c.health.start_rendezvous, "true");
     ck_assert(c.comm.bucket_mb == 4.0);
     ck_assert_str_eq(c.source, "");
     for (size_t i = 0; i < cfg_n_keys; i++)
@@ -124,7 +125,7 @@ START_TEST(key_table_is_consistent)
     struct cfg c;
     cfg_defaults(&c);
     ck_assert_uint_le(cfg_n_keys, CFG_MAX_KEYS);
-    ck_assert_uint_eq(cfg_n_keys, 103);
+    ck_assert_uint_eq(cfg_n_keys, 104);
     for (size_t i = 0; i < cfg_n_keys; i++) {
         const struct cfg_key *k = &cfg_keys[i];
         struct rz_err cause;

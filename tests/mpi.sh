@@ -14,6 +14,8 @@
 #   crash injection  at each stage of the checkpoint commit: a restart never loads a partial file
 #   damage           flipped byte, truncated, empty: verify fails, resume falls back, quarantine
 #   signals          USR2 at start-up, mid-run and during a checkpoint write -> exit 75
+#   rendezvous       no rank of a step sends before every rank is out of MPI_Init (files in
+#                    RUN_DIR/.startup/); a rank that never arrives is named, exit 70
 #   failures         kill -9 of a rank ends the job; a stopped rank trips the watchdog (76);
 #                    ranks that disagree on parameters exit 76; a wrong launch exits 70
 # Nothing here depends on the CPU's speed, its core count or the machine's load (issue 25): a
@@ -140,7 +142,7 @@ wait_line() {
 }
 
 echo "# the comm module's suite on 2 ranks"
-expect "check_comm under mpirun -np 2" 0 "100%: Checks: 10, Failures: 0, Errors: 0" -- \
+expect "check_comm under mpirun -np 2" 0 "100%: Checks: 13, Failures: 0, Errors: 0" -- \
   bounded "$mpirun" -np 2 "$build/tests/check_comm"
 
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
@@ -572,6 +574,48 @@ expect "ranks that disagree on parameters exit 76, naming the rank" 76 "differ o
 # without any PMIx rank is caught before MPI_Init instead: tests/cli.sh)
 expect "a wrong launch (ranks that did not join one MPI job) exits 70" 70 "srun --mpi=pmix" -- \
   bounded env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" $small --run-dir "$tmp/wrong"
+
+echo "# start-up rendezvous: 2 ranks as one srun step's, rank 1 late out of MPI_Init"
+# Open MPI 4.1.4 can let a rank out of MPI_Init while a peer on another node is still in it; the
+# peer dies on SIGSEGV when the first message reaches it (docs/reliability.md, "Start-up
+# rendezvous").  Here rank 1 sleeps 3 s between MPI_Init and the rendezvous
+# (RYZEN_TEST_AFTER_INIT_DELAY) and says when it arrives; rank 0 says when it is past the
+# rendezvous.  With it, never before rank 1 arrived: an order the files make, not a speed.
+# Without it (health.start_rendezvous=false, or the call removed) rank 0 is past it about 3 s
+# before, which the second case shows: the first case fails if the workaround is removed.
+rv_env="-x SLURM_JOB_ID=$$ -x SLURM_STEP_ID=0 -x SLURM_NTASKS=2 -x RYZEN_TEST_AFTER_INIT_DELAY=1:3"
+# rv_order: "after" when rank 0 was past the rendezvous no earlier than rank 1 arrived, "before"
+# when earlier, "missing" without both lines ($tmp/out).
+rv_order() {
+  a=$(sed -n 's/.*rank 1 slept .* arrives at \([0-9.]*\)$/\1/p' "$tmp/out" | head -n 1)
+  p=$(sed -n 's/.*rank 0 past the start-up rendezvous at \([0-9.]*\)$/\1/p' "$tmp/out" | head -n 1)
+  if [ -z "$a" ] || [ -z "$p" ]; then echo missing; return; fi
+  awk -v a="$a" -v p="$p" 'BEGIN { print (p >= a ? "after" : "before") }'
+}
+expect "rendezvous: a 2-rank step trains with rank 1 late out of MPI_Init" 0 "" -- \
+  bounded env RYZEN_RUN_ID=rv "$mpirun" $rv_env -np 2 "$bin" $small --run-dir "$tmp/rv" \
+  --set training.steps=5
+check "... rank 0 was past the rendezvous only once rank 1 arrived ($(rv_order))" \
+  test "$(rv_order)" = after
+check "... and rank 0 removed the rendezvous directory" test ! -e "$tmp/rv/.startup/$$.0.0"
+expect "without it (health.start_rendezvous=false) the same step trains" 0 "" -- \
+  bounded env RYZEN_RUN_ID=rv-off "$mpirun" $rv_env -np 2 "$bin" $small --run-dir "$tmp/rv-off" \
+  --set training.steps=5 --set health.start_rendezvous=false
+check "... and rank 0 is past that point before rank 1 arrived ($(rv_order)): the order above is the rendezvous'" \
+  test "$(rv_order)" = before
+# rank 1 arrives 5 s late, rank 0 waits 1 s: it ends naming rank 1 (exit 70)
+expect "a rank that does not arrive within health.start_timeout_s is named, exit 70" 70 \
+  "did not arrive within 1 s \(not arrived: rank 1\)" -- \
+  bounded env RYZEN_RUN_ID=rv-late "$mpirun" -x SLURM_JOB_ID=$$ -x SLURM_STEP_ID=1 \
+  -x SLURM_NTASKS=2 -x RYZEN_TEST_AFTER_INIT_DELAY=1:5 -np 2 "$bin" $small \
+  --run-dir "$tmp/rv-late" --set training.steps=5 --set health.start_timeout_s=1
+# the preflight waits 10 s at most, then goes on warning (its run_root check, not a timeout,
+# judges a run directory that is not shared: tests/net.sh); rank 1 arrives 11 s late here
+expect "a preflight goes on after 10 s without rank 1, naming it, and passes" 0 \
+  "warning: start-up rendezvous of rank 0 .*did not arrive within 10 s \(not arrived: rank 1\).*the preflight goes on" -- \
+  bounded "$mpirun" -x SLURM_JOB_ID=$$ -x SLURM_STEP_ID=2 -x SLURM_NTASKS=2 \
+  -x RYZEN_TEST_AFTER_INIT_DELAY=1:11 -np 2 "$bin" --config "$src/configs/seed_benchmark.yaml" \
+  --preflight --run-dir "$tmp/rv-pf"
 
 echo "# preflight"
 expect "preflight on 2 ranks passes every check" 0 "preflight: isa +ok" -- \

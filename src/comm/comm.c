@@ -93,6 +93,8 @@ void comm_launch_parse(struct comm_launch *l, char *const *envp)
     env_copy(l->procid, sizeof l->procid, envp, "SLURM_PROCID");
     env_copy(l->ntasks, sizeof l->ntasks, envp, "SLURM_NTASKS");
     env_copy(l->nodename, sizeof l->nodename, envp, "SLURMD_NODENAME");
+    env_copy(l->job_id, sizeof l->job_id, envp, "SLURM_JOB_ID");
+    env_copy(l->restart_count, sizeof l->restart_count, envp, "SLURM_RESTART_COUNT");
     const char *ompi = rz_env_value(envp, "OMPI_COMM_WORLD_RANK");
     const char *pmix = rz_env_value(envp, "PMIX_RANK");
     l->has_pmix_rank = ompi != NULL || pmix != NULL;

@@ -29,6 +29,8 @@ struct comm_launch {
     char procid[32];          /* SLURM_PROCID */
     char ntasks[32];          /* SLURM_NTASKS */
     char nodename[64];        /* SLURMD_NODENAME */
+    char job_id[32];          /* SLURM_JOB_ID */
+    char restart_count[16];   /* SLURM_RESTART_COUNT: set once Slurm requeued the job */
     bool has_pmix_rank;       /* PMIX_RANK or OMPI_COMM_WORLD_RANK (mpirun) is set */
     int launcher_rank;        /* OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID; 0 if none */
 };
@@ -61,6 +63,40 @@ const char *comm_host(const struct comm *c);
  * about the likely wrong --mpi plugin); also names the launcher seen. */
 enum rz_status comm_check_launch(const struct comm *c, const struct comm_launch *l,
                                  struct rz_err *err);
+
+/* ---- start-up rendezvous (comm_start.c) ----------------------------------------------------
+ * Open MPI 4.1.4 under srun --mpi=pmix can let a rank out of MPI_Init while a peer on another
+ * node is still in it; the peer then dies on SIGSEGV when the first message reaches it
+ * (docs/reliability.md, "Start-up rendezvous").  So, right after comm_init, each rank of a
+ * multi-rank srun step leaves a file rank-<r> in RUN_DIR/.startup/<job>.<step>.<restart count>
+ * (RUN_DIR on a filesystem every node mounts) and waits for every rank's file before any MPI
+ * message; then a barrier, and rank 0 removes the directory. */
+
+#define COMM_START_TIMEOUT_DEFAULT_S 120.0
+
+/* Whether this launch needs it: an srun task (SLURM_STEP_ID set) of a world of more than one
+ * rank that is the step's (SLURM_NTASKS == size; another world is the launch checks' to
+ * report). */
+bool comm_start_needed(const struct comm_launch *l, int size);
+/* RUN_DIR/.startup/<job>.<step>.<restart count> into dir; RZ_ECONFIG when it does not fit. */
+enum rz_status comm_start_dir(char *dir, size_t len, const char *run_dir,
+                              const struct comm_launch *l, struct rz_err *err);
+/* The file part, no MPI: create dir and dir/rank-<rank>, then wait until rank-0 .. rank-<size-1>
+ * all exist, looking again after 2 ms, doubling to 50 ms.  RZ_EHEALTH after timeout_s naming the
+ * ranks that never arrived (the first 16); RZ_EIO when this rank's file cannot be made. */
+enum rz_status comm_start_arrive(const char *dir, int rank, int size, double timeout_s,
+                                 struct rz_err *err);
+/* Remove dir's rank files and dir (RUN_DIR/.startup stays).  Missing files are fine. */
+void comm_start_cleanup(const char *dir, int size);
+/* The whole rendezvous on c's world: nothing when !comm_start_needed; else comm_start_arrive, a
+ * barrier (every rank is out of MPI_Init now), and rank 0's comm_start_cleanup.  Collective.
+ * *complete: every file was seen.  !required (the preflight, whose run_root check judges a run
+ * directory that is not shared): a timeout is not a failure; its message is left in err, the
+ * barrier still runs (a rank that timed out and one that did not call the same collectives), and
+ * *complete is false. */
+enum rz_status comm_start_rendezvous(struct comm *c, const char *run_dir,
+                                     const struct comm_launch *l, double timeout_s,
+                                     bool required, bool *complete, struct rz_err *err);
 
 /* ---- gradient allreduce ------------------------------------------------------------------ */
 

@@ -114,6 +114,7 @@ struct cfg_health {
     double watchdog_checkpoint_s;
     double preflight_timeout_s; /* ryzen-step ends a preflight step that runs longer (0: never) */
     double start_timeout_s;     /* ... and a training step whose ranks are not all up by then */
+    char start_rendezvous[CFG_STR_MAX]; /* "true" | "false": the file rendezvous after MPI_Init */
 };
 
 struct cfg_comm {

@@ -218,6 +218,15 @@ const struct cfg_key cfg_keys[] = {
               "hung MPI start-up, which no watchdog sees.  The attempt counts as a hang (76) and "
               "restarts per restart.failures.  Like the preflight, it takes seconds at the "
               "ladder's sizes.  0: no limit."),
+    KEY_ENUM("health.start_rendezvous", health.start_rendezvous, "true|false", "true",
+             "Every rank of a multi-rank srun step waits, right after MPI_Init, until every "
+             "rank has left a file in RUN_DIR/.startup/ before any rank sends an MPI message: "
+             "Open MPI 4.1.4 under PMIx can let a peer's first message reach a rank still in "
+             "MPI_Init, which then dies on SIGSEGV (docs/reliability.md, \"Start-up "
+             "rendezvous\").  Bounded by health.start_timeout_s (120 s when 0); exit 70 naming "
+             "the ranks that never arrived (a preflight waits 10 s at most, then goes on with a "
+             "warning).  Needs the run directory on a filesystem every node mounts (as the "
+             "preflight checks).  false: no rendezvous."),
 
     KEY_FLOAT("comm.bucket_mb", comm.bucket_mb, 0.0, 4096.0, CFG_OPEN_MIN, "4",
               "Gradient allreduce bucket size in MiB (buckets start as backward finishes them)."),

@@ -81,6 +81,25 @@ static enum rz_status load_slow(struct rz_err *err)
     return RZ_OK;
 }
 
+/* RYZEN_TEST_AFTER_INIT_DELAY=RANK:SECONDS */
+static enum rz_status load_after_init_delay(struct rz_err *err)
+{
+    const char *v = env_set("RYZEN_TEST_AFTER_INIT_DELAY");
+    rz_hooks.after_init_delay_rank = -1;
+    if (v == NULL)
+        return RZ_OK;
+    char *end = NULL;
+    long r = strtol(v, &end, 10);
+    double s = -1.0;
+    if (end == v || *end != ':' || r < 0 || r > 1000000 || !strict_double(end + 1, &s) ||
+        s < 0.0 || s > 3600.0)
+        return rz_fail(err, RZ_ECONFIG, "RYZEN_TEST_AFTER_INIT_DELAY=\"%s\": want RANK:SECONDS "
+                       "(a rank number, 0 to 3600 s)", v);
+    rz_hooks.after_init_delay_rank = (int)r;
+    rz_hooks.after_init_delay_s = s;
+    return RZ_OK;
+}
+
 /* "STEP[,STEP...]" then `stop` (':' or '\0'): up to max ascending steps >= 0 into steps[],
  * their count into *n; *rest: the character after the list.  False when malformed. */
 static bool parse_steps(const char *v, char stop, long long *steps, int max, int *n,
@@ -167,6 +186,8 @@ enum rz_status rz_hooks_load(struct rz_err *err)
     rz_hooks.slow_rank = -1;
     rz_hooks.slow_factor = 1.0;
     enum rz_status st = load_slow(err);
+    if (st == RZ_OK)
+        st = load_after_init_delay(err);
     if (st == RZ_OK)
         st = load_hold(err);
     return st == RZ_OK ? load_ckpt_full(err) : st;

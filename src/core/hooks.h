@@ -11,6 +11,9 @@
  *                                   stop signal arrives, saying so on stderr first: a test that
  *                                   signals after that line signals during the write
  *   RYZEN_TEST_STARTUP_DELAY_S=N    each rank sleeps N s after MPI_Init
+ *   RYZEN_TEST_AFTER_INIT_DELAY=R:S rank R sleeps S s between MPI_Init and the start-up
+ *                                   rendezvous (comm.h), saying when it is done; every rank says
+ *                                   when it is past the rendezvous (wall-clock seconds, stderr)
  *   RYZEN_TEST_DESYNC_RANK=R        rank R perturbs a parameter before each sync check
  *   RYZEN_TEST_STOP_AT_START=R      rank R stops itself (SIGSTOP) at the start, once its
  *                                   watchdog runs: a rank frozen before step 1
@@ -54,6 +57,8 @@ struct rz_hooks {
     char crash_at[96];
     double save_delay_s;
     double startup_delay_s;
+    int after_init_delay_rank;   /* -1: off */
+    double after_init_delay_s;
     int desync_rank;             /* -1: off */
     int stop_at_start_rank;      /* -1: off */
     char preflight_fail_host[64];

@@ -294,6 +294,62 @@ static int resolve_run_dir(const struct args *a, const struct env *e, char *run_
     return 0;
 }
 
+/* RYZEN_TEST_AFTER_INIT_DELAY (core/hooks.h): one rank arrives late at the start-up rendezvous.
+ * Both lines carry the wall clock, so a test compares them across ranks (tests/mpi.sh). */
+static void test_after_init_delay(int rank)
+{
+    if (RZ_HOOK(after_init_delay_rank, -1) != rank)
+        return;
+    double s = RZ_HOOK(after_init_delay_s, 0.0);
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        continue;
+    fprintf(stderr, "ryzen-train: test hook: rank %d slept %.1f s after MPI_Init, arrives at "
+            "%.6f\n", rank, s, rz_unix_now());
+}
+
+static void test_past_rendezvous(int rank)
+{
+    if (RZ_HOOK(after_init_delay_rank, -1) >= 0)
+        fprintf(stderr, "ryzen-train: test hook: rank %d past the start-up rendezvous at %.6f\n",
+                rank, rz_unix_now());
+}
+
+/* The preflight's bound on the start-up rendezvous, after which it goes on without it: on a run
+ * directory that is not shared the files never meet, and the preflight's run_root check, not a
+ * timeout, must say so (well inside health.preflight_timeout_s).  By then every rank has long
+ * left MPI_Init, or the preflight's first collective hangs as it did before the rendezvous. */
+#define PREFLIGHT_RENDEZVOUS_S 10.0
+
+/* Before this rank's first MPI message: every rank of a multi-rank srun step is out of MPI_Init
+ * (comm_start_rendezvous, health.start_rendezvous).  Bounded by health.start_timeout_s, or the
+ * default when that is 0 (no limit would let a rank that never comes hold the others forever);
+ * the preflight by PREFLIGHT_RENDEZVOUS_S at most, and a timeout only warns there. */
+static enum rz_status start_rendezvous(const struct args *a, const struct cfg *c, struct comm *comm,
+                                       const struct env *e, struct rz_err *err)
+{
+    char run_dir[2048];
+    enum rz_status st = RZ_OK;
+    test_after_init_delay(comm_rank(comm));
+    if (strcmp(c->health.start_rendezvous, "true") == 0) {
+        if (resolve_run_dir(a, e, run_dir, sizeof run_dir) != 0)
+            return rz_fail(err, RZ_ECONFIG, "start-up rendezvous: no run directory");
+        double limit = c->health.start_timeout_s > 0 ? c->health.start_timeout_s
+                                                     : COMM_START_TIMEOUT_DEFAULT_S;
+        if (a->preflight && limit > PREFLIGHT_RENDEZVOUS_S)
+            limit = PREFLIGHT_RENDEZVOUS_S;
+        bool complete = true;
+        st = comm_start_rendezvous(comm, run_dir, &e->launch, limit, !a->preflight, &complete,
+                                   err);
+        if (st == RZ_OK && !complete)
+            fprintf(stderr, "ryzen-train: warning: %s; the preflight goes on without it\n",
+                    err->msg);
+    }
+    if (st == RZ_OK)
+        test_past_rendezvous(comm_rank(comm));
+    return st;
+}
+
 /* The outcome of this rank, for its exit record. */
 struct outcome {
     int status;
@@ -458,9 +514,16 @@ int main(int argc, char **argv)
         (void)rz_malloc_tune(comm_size(comm) > 1 ? (size_t)(c.comm.bucket_mb * 1048576.0) : 0);
     if (st == RZ_OK && !a.preflight)
         st = comm_check_launch(comm, &e.launch, &err);
+    /* MPI is up: a failure from here is the rendezvous', whose missing peers may never leave
+     * MPI_Init (MPI_Finalize would wait for them): the job is aborted below. */
+    bool started = st == RZ_OK, unmet = false;
+    if (st == RZ_OK)
+        unmet = (st = start_rendezvous(&a, &c, comm, &e, &err)) != RZ_OK;
     if (st != RZ_OK) {
         fprintf(stderr, "ryzen-train: %s: %s\n", rz_status_name(st), err.msg);
         fail(&out, rz_exit_code(st), err.msg);
+        if (started && a.preflight && comm_rank(comm) == 0)
+            preflight_launch_failed(&a, &e, err.msg); /* health.json says why */
     } else if (a.preflight) {
         preflight(&a, &c, comm, &e, &out); /* reports a wrong launch itself, in health.json */
     } else {
@@ -472,7 +535,7 @@ int main(int argc, char **argv)
         host = comm_host(comm);
     }
     rc = leave(&e, me, host, &out);
-    if (rc == RZ_EXIT_WATCHDOG)
+    if (rc == RZ_EXIT_WATCHDOG || unmet)
         comm_abort(comm, rc); /* a peer may be wedged in a collective: do not wait for it */
     comm_finalize(comm);
     return rc;
