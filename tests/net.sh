@@ -278,7 +278,10 @@ held_phase2a() {
   await "phase2a holds at step $2" 300 step_reached "$r" "$j" "$2"
   victim=$(other_node "$j")
 }
-held_phase2a part 15
+# The test is the recovery, not the verdict: packet_loss is opened for this run alone (as for the
+# flapping link below).  Seen once: the attempt after the partition, on two healthy nodes under a
+# loaded CI machine, lost 1 of 1515 data segments, which the gate rightly cannot call GO (HOLD).
+held_phase2a part 15 --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1
 "$dc" net "$victim" --cut >/dev/null
 release part
 st=$(wait_done "$j" 600)
