@@ -83,21 +83,24 @@ await "task 4 opened its input and read the first 40000 bytes" 120 test -e "$tmp
 check "... task ${A}_4 is running" test "$(job_field "${A}_4" JobState)" = RUNNING
 stamp() { for k in 0 1 2 3; do stat -c "%n %i %Y" "$(shard $k)" "$(shard $k).sha256"; done; }
 before=$(stamp)
+# The first writer keeps the pipe open through the requeue: the first attempt dies without ever
+# seeing end of file (so it cannot commit a part of the file), and the second attempt, which
+# Slurm starts only once the first is gone, opens the pipe and waits for data.
 expect "scontrol requeue ${A}_4 (mid-encode)" 0 "" -- scontrol requeue "${A}_4"
-kill "$writer" 2>/dev/null
-wait "$writer" 2>/dev/null
-writer=
 expect "scontrol requeue ${A}_1 (finished)" 0 "" -- scontrol requeue "${A}_1"
 done1() { [ "$(job_field "${A}_1" JobState)" = COMPLETED ] &&
           grep -q "shard 1: .* is done" "$sub/ryzen-prepare_data-${A}_1.out"; }
 await "task 1 ran again, said its shard was done and did not encode it again" 120 done1
 check "... in its second attempt ($(attempts "${A}_1"))" test "$(attempts "${A}_1")" = 2
-# the whole fifth file now, then end of file: the requeued task 4 encodes it
-( cat "$corpus/computers" >"$corpus/held" ) &
-writer=$!
-st=$(wait_done "$M" 180)
+await "task 4's second attempt started" 180 \
+  grep -q 'shard 4: encoding .*(attempt 2)' "$sub/ryzen-prepare_data-${A}_4.out"
+# the whole fifth file to that attempt (cat's open waits for its reader), then end of file
+check "... and read the whole fifth file from the pipe" \
+  timeout 120 sh -c "cat '$corpus/computers' >'$corpus/held'"
+kill "$writer" 2>/dev/null
 wait "$writer" 2>/dev/null
 writer=
+st=$(wait_done "$M" 180)
 check "the manifest job ended: $st" test "$st" = COMPLETED || show_job "$M"
 check "task 4 ran twice ($(attempts "${A}_4") attempts), tasks 0 and 2 once" \
   test "$(attempts "${A}_4") $(attempts "${A}_0") $(attempts "${A}_2")" = "2 1 1"
