@@ -61,6 +61,55 @@ START_TEST(go_promotes_with_the_jobs_flags)
 }
 END_TEST
 
+/* A GO phase (preflight, training, promotion) launched with the job's SLURM_PMIX_FENCE
+ * (NULL: unset) and srun plugin. */
+static void go_phase(struct world *w, const char *fence, const char *mpi)
+{
+    world_init(w, "RUNNING");
+    w->env.sbatch_dir[0] = '\0';
+    /* a run root of its own: the phase before left a finished run in the default one */
+    snprintf(w->env.run_root, sizeof w->env.run_root, "%s/runs-%s-%s", dir, fence ? fence : "-",
+             mpi);
+    snprintf(w->rd, sizeof w->rd, "%s/runs-%s-%s/p1", dir, fence ? fence : "-", mpi);
+    snprintf(w->f.run_dir, sizeof w->f.run_dir, "%s", w->rd);
+    snprintf(w->env.pmix_fence, sizeof w->env.pmix_fence, "%s", fence ? fence : "");
+    snprintf(w->env.srun_mpi, sizeof w->env.srun_mpi, "%s", mpi);
+    step(w, preflight_ok);
+    step(w, ranks(0, 0, 20));
+    rule(&w->f, "ryzen-gate", 0, "", 0);
+    rule(&w->f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(w), 0);
+    ck_assert_msg(w->f.next_step == 2, "%s/%s: %d steps", fence ? fence : "-", mpi, w->f.next_step);
+}
+
+/* Every srun --mpi=pmix gets SLURM_PMIX_FENCE=ring, so that Slurm's PMIx plugin runs MPI_Init's
+ * closing fence as a barrier (its default tree let a node out before another had entered it:
+ * tools/pmix-fences); the launch event says so.  A job that set SLURM_PMIX_FENCE itself keeps
+ * its choice, and an srun with another plugin gets nothing. */
+START_TEST(every_pmix_fence_runs_as_a_ring)
+{
+    struct world w;
+    go_phase(&w, NULL, "pmix");
+    for (int k = 0; k < 2; k++)
+        ck_assert_msg(strcmp(w.f.launch_env[k], "SLURM_PMIX_FENCE=ring") == 0, "launch %d: '%s'", k,
+                      w.f.launch_env[k]);
+    char *ev = events_of(&w);
+    ck_assert_msg(has(ev, "launching: SLURM_PMIX_FENCE=ring srun --mpi=pmix "), "%s", ev);
+    free(ev);
+    world_free(&w);
+
+    go_phase(&w, "tree", "pmix");
+    ck_assert_str_eq(w.f.launch_env[0], "");
+    ck_assert_str_eq(w.f.launch_env[1], "");
+    world_free(&w);
+
+    go_phase(&w, NULL, "pmi2");
+    ck_assert_str_eq(w.f.launch_env[1], "");
+    ck_assert_msg(has(call(&w.f, "srun"), "srun --mpi=pmi2 "), "%s", call(&w.f, "srun"));
+    world_free(&w);
+}
+END_TEST
+
 /* NO-GO: cancel only this lineage's pending jobs (never by name, never another user's), then
  * roll back with the checkpoint path as an argument (a comma in it arrives intact). */
 START_TEST(no_go_rolls_back_and_cancels_only_its_own_jobs)
@@ -733,6 +782,7 @@ END_TEST
 void step_attempts_tests(TCase *tc)
 {
     tcase_add_test(tc, go_promotes_with_the_jobs_flags);
+    tcase_add_test(tc, every_pmix_fence_runs_as_a_ring);
     tcase_add_test(tc, no_go_rolls_back_and_cancels_only_its_own_jobs);
     tcase_add_test(tc, a_rollback_with_nothing_to_train_is_not_submitted);
     tcase_add_test(tc, a_diverged_run_rolls_back);

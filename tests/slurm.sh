@@ -76,6 +76,10 @@ r=$(R c2 phase1_4proc)
 ended "-c 2 completes" "$j_c2" COMPLETED 0:0
 check "... srun --cpus-per-task=2 --cpu-bind=$RYZEN_CPU_BIND" \
   has_event "$r" "$j_c2" train_start "--cpus-per-task=2 --cpu-bind=$RYZEN_CPU_BIND"
+# Slurm 22.05's PMIx tree fence is not a barrier (tools/pmix-fences); ryzen-step has every srun
+# --mpi=pmix run its fences as a ring unless the job chose (docs/operations.md, "MPI start-up")
+check "... srun's PMIx fences run as a ring (SLURM_PMIX_FENCE=ring)" \
+  has_event "$r" "$j_c2" train_start "launching: SLURM_PMIX_FENCE=ring srun --mpi=pmix "
 check "... OMP_NUM_THREADS=2 on every rank" test "$(grep -o '"omp_threads":2' "$r/health.json" | wc -l)" -eq 4
 # at least 2 CPUs each: with RYZEN_CPU_BIND=none a rank may use the job's whole cpuset, which is
 # the machine's 2 CPUs here and more on a machine with more cores

@@ -113,9 +113,15 @@ static enum rz_status fake_start(const struct step_runner *r, const char *const 
     ck_assert_int_lt(f->next_step, f->n_steps);
     const struct fake_step *s = &f->steps[f->next_step];
     const char *attempt = NULL;
-    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+    char *added = f->launch_env[f->next_step];
+    added[0] = '\0';
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
         if (strncmp(env[i], "RYZEN_ATTEMPT_DIR=", 18) == 0)
             attempt = env[i] + 18;
+        else
+            snprintf(added + strlen(added), sizeof f->launch_env[0] - strlen(added), "%s%s",
+                     added[0] ? " " : "", env[i]);
+    }
     ck_assert_ptr_nonnull(attempt);
     for (int k = 0; k < s->ranks_recorded; k++) {
         char path[1400], text[1024];

@@ -44,6 +44,7 @@ struct fake {
     struct fake_step steps[8];
     int n_steps, next_step;
     char run_dir[1024];
+    char launch_env[8][512];     /* each srun's added environment, but RYZEN_ATTEMPT_DIR */
 };
 
 struct world {

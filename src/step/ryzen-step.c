@@ -35,6 +35,7 @@ static void usage(FILE *f)
           "Environment: RYZEN_RUN_ROOT (default $SLURM_SUBMIT_DIR/runs), RYZEN_TRAIN,\n"
           "RYZEN_GATE (default: next to ryzen-step, else PATH), RYZEN_SRUN_MPI (default pmix),\n"
           "RYZEN_CONFIG_DIR, RYZEN_SBATCH_DIR (default: the running template's directory).\n"
+          "Its sruns with --mpi=pmix get SLURM_PMIX_FENCE=ring unless the job sets it.\n"
           "Exit: 0 GO or promoted, 1 NO-GO, 2 HOLD, 64 bad config or input, 65 bad checkpoint,\n"
           "70 health, 74 I/O, 75 requeued, 76 gave up after crashes or hangs\n"
           "(docs/exit-codes.md).\n", f);

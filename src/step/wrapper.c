@@ -299,13 +299,14 @@ static int run_step(struct wrapper *w, const char *what, const char *const *extr
     long handle;
     int n = 0, rc;
     attempt_dir(w, what, dir, sizeof dir, env, sizeof env);
-    const char *envs[] = {env, NULL};
+    const char *fence = step_env_pmix_fence(w->env);
+    const char *envs[] = {env, fence, NULL};
     if (trainer_argv(w, &v, extra, &err) != RZ_OK) {
         step_event(&w->ev, what, err.msg, NULL, 0);
         return -1;
     }
     step_argv_format(&v, cmd, sizeof cmd);
-    rz_fmt(msg, sizeof msg, "launching: %s", cmd);
+    rz_fmt(msg, sizeof msg, "launching: %s%s%s", fence ? fence : "", fence ? " " : "", cmd);
     step_event(&w->ev, forward ? "train_start" : "preflight_start", msg, NULL, 0);
     if (w->r->start(w->r, (const char *const *)v.argv, envs, &handle, &err) != RZ_OK) {
         step_argv_free(&v);
