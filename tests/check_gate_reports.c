@@ -248,15 +248,18 @@ START_TEST(steps_csv_has_a_row_per_step)
     char *csv = slurp(path);
     ck_assert_uint_ge(in.n_steps, 200);
     ck_assert_uint_eq(count(csv, "\r\n"), in.n_steps + 1);
-    ck_assert_ptr_eq(strstr(csv, "step,run_step,samples_seen,loss,val_loss,"), csv);
     size_t commas = 0;
     for (const char *p = csv; *p != '\r'; p++)
         commas += *p == ',';
     ck_assert_uint_eq(count(csv, ","), commas * (in.n_steps + 1));
-    char first[96], last[64];
+    char first[128], last[64];
     const struct gate_step *s0 = &in.steps[0];
-    snprintf(first, sizeof first, "\r\n%lld,%lld,%lld,", (long long)s0->step,
-             (long long)s0->run_step, (long long)s0->samples_seen);
+    /* no validation (empty), then rank 0's lr and grad_norm as the fixture wrote them
+     * (gate_fixtures.c: 0.0005 and 1), then skipped */
+    ck_assert_ptr_eq(strstr(csv, "step,run_step,samples_seen,loss,val_loss,lr,grad_norm,skipped,"),
+                     csv);
+    snprintf(first, sizeof first, "\r\n%lld,%lld,%lld,%.9g,,0.0005,1,0,", (long long)s0->step,
+             (long long)s0->run_step, (long long)s0->samples_seen, s0->loss);
     ck_assert_ptr_eq(strstr(csv, first), strstr(csv, "\r\n"));
     snprintf(last, sizeof last, "\r\n%lld,", (long long)in.steps[in.n_steps - 1].step);
     ck_assert_ptr_nonnull(strstr(csv, last));

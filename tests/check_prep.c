@@ -250,7 +250,7 @@ START_TEST(encode_is_the_same_for_any_threads_and_chunks)
     ck_assert_uint_eq(n, want.n);
     ck_assert_int_eq(memcmp(got, want.ids, n * sizeof *got), 0);
     char hex[65], side[128], line[200];
-    ck_assert(prep_file_sha256(first, hex, NULL, &e) == RZ_OK);
+    ck_assert(tokfile_sha256_file(first, hex, NULL, &e) == RZ_OK);
     rz_fmt(side, sizeof side, "%s.sha256", first);
     snprintf(line, sizeof line, "%s  t0.tok\n", hex);
     size_t sl;

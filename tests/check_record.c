@@ -537,7 +537,7 @@ START_TEST(rank_log_round_trip)
     struct rank_step s = {.step = 1, .run_step = 1, .samples_seen = 16, .loss = 3.5,
                           .step_time_s = 0.5, .comm_time_s = 0.125, .allreduce_s = 0.001,
                           .compute_time_s = 0.25, .rss_bytes = 4096, .world_size = 2,
-                          .time = 1700000000.5};
+                          .time = 1700000000.5, .lr = 3e-4, .grad_norm = 1.25};
     ck_assert_int_eq(rank_log_write(log, &s, &err), RZ_OK);
     s = (struct rank_step){.step = 1, .run_step = 1, .samples_seen = 16, .loss = 3.25,
                            .step_time_s = 0.75, .world_size = 2, .has_sync = 1, .sync_ok = 1,
@@ -556,6 +556,7 @@ START_TEST(rank_log_round_trip)
     ck_assert_int_eq(world, 2);
     ck_assert_double_eq(rows[0].loss, 3.5);
     ck_assert_double_eq(rows[0].compute_time_s, 0.25);
+    ck_assert(rows[0].lr == 3e-4 && rows[0].grad_norm == 1.25);
     ck_assert_double_eq_tol(rows[0].time, 1700000000.5, 1e-3);
     ck_assert_uint_eq(rows[0].rss_bytes, 4096);
     ck_assert(!rows[0].has_sync);
@@ -587,6 +588,9 @@ START_TEST(rank_log_refuses_a_malformed_line)
         {"{\"step\":2,\"run_step\":2,\"samples_seen\":16,\"world_size\":2,\"loss\":null,"
          "\"step_time_s\":0.5,\"comm_time_s\":0,\"allreduce_s\":0,\"rss_bytes\":10}\n",
          "rank-00000.jsonl:2: field 'loss' is null"},
+        {"{\"step\":2,\"run_step\":2,\"samples_seen\":16,\"world_size\":2,\"loss\":1,\"lr\":\"x\","
+         "\"step_time_s\":0.5,\"comm_time_s\":0,\"allreduce_s\":0,\"rss_bytes\":10}\n",
+         "rank-00000.jsonl:2: field 'lr' is not a number"},
         {"{\"step\":0,\"run_step\":1,\"samples_seen\":16,\"world_size\":2}\n",
          "rank-00000.jsonl:2: field 'step' is not an integer >= 1"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -604,10 +608,10 @@ START_TEST(rank_log_refuses_a_malformed_line)
         ck_assert_int_eq(world, 2);
         free(rows);
     }
-    /* a skipped step may carry a null (non-finite) loss */
+    /* a skipped step may carry a null (non-finite) loss and gradient norm; no lr: NaN */
     char text[1024];
-    snprintf(text, sizeof text, "%s{\"step\":2,\"run_step\":2,\"samples_seen\":16,"
-             "\"world_size\":2,\"skipped\":true,\"loss\":null,\"step_time_s\":0.5,"
+    snprintf(text, sizeof text, "%s{\"step\":2,\"run_step\":2,\"samples_seen\":16,\"grad_norm\":"
+             "null,\"world_size\":2,\"skipped\":true,\"loss\":null,\"step_time_s\":0.5,"
              "\"comm_time_s\":0,\"allreduce_s\":0,\"rss_bytes\":10}\n", good);
     put_at(file, text);
     struct rank_row *rows = NULL;
@@ -616,7 +620,8 @@ START_TEST(rank_log_refuses_a_malformed_line)
     struct rz_err err;
     ck_assert_int_eq(rank_log_read(file, &rows, &n, &world, &err), RZ_OK);
     ck_assert_uint_eq(n, 2);
-    ck_assert(rows[1].skipped && isnan(rows[1].loss));
+    ck_assert(rows[1].skipped && isnan(rows[1].loss) && isnan(rows[1].grad_norm));
+    ck_assert(isnan(rows[0].lr) && isnan(rows[1].lr));
     free(rows);
     rank_log_file(file, sizeof file, tree, 9);
     ck_assert_int_eq(rank_log_read(file, &rows, &n, &world, &err), RZ_EDATA); /* missing */

@@ -309,8 +309,13 @@ START_TEST(tokfile_bad_headers)
                "raw.tok", "headerless");
     expect_err(read_hdr(tpath("absent.tok"), &e), &e, RZ_EIO, "absent.tok", NULL);
     char hex[65];
-    expect_err(tokfile_sha256_file(tpath("absent.tok"), hex, NULL, &e), &e, RZ_EIO,
-               "absent.tok", NULL);
+    /* a missing file is missing data (RZ_EDATA), as a missing shard is to the manifest */
+    expect_err(tokfile_sha256_file(tpath("absent.tok"), hex, NULL, &e), &e, RZ_EDATA,
+               "absent.tok", "No such file");
+    /* one that opens but cannot be read (a directory) is an I/O error */
+    ck_assert_int_eq(mkdir(tpath("adir.tok"), 0755), 0);
+    expect_err(tokfile_sha256_file(tpath("adir.tok"), hex, NULL, &e), &e, RZ_EIO, "adir.tok",
+               "read");
 }
 END_TEST
 

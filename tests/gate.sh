@@ -82,22 +82,30 @@ expect "--csv: the same report and steps.csv" 2 "verdict HOLD for phase1_4proc j
   "$gate" --config "$cfg" --run-dir "$run" --job 600 --csv $small
 # steps.csv as pandas or a spreadsheet reads it: Python's csv module, the documented header
 # (docs/gates.md), one row per metrics line (12 steps, in order), every row as wide as the header,
-# one rank, and no validation loss (this run has none: empty cells, not "nan" or "null").
-check "... which Python's csv module reads: the header, 12 rows, steps 1..12" \
+# one rank, and no validation loss (this run has none: empty cells, not "nan" or "null"); each
+# step's loss, lr and grad_norm those of its metrics line (a cosine schedule: the lr moves).
+check "... which Python's csv module reads: the header, 12 rows, steps 1..12, the metrics' lr and grad_norm" \
   /usr/bin/python3 -c '
-import csv, sys
+import csv, json, sys
 with open(sys.argv[1], newline="") as f:
     rows = list(csv.reader(f))
-head = ("step,run_step,samples_seen,loss,val_loss,skipped,step_time_s,samples_per_sec,"
-        "comm_time_s,compute_time_s,allreduce_s,grad_allreduce_s,rss_bytes,t,world_size,"
-        "sync_ranks,sync_ok_ranks").split(",")
+with open(sys.argv[2]) as f:
+    metrics = {m["step"]: m for m in map(json.loads, f)}
+head = ("step,run_step,samples_seen,loss,val_loss,lr,grad_norm,skipped,step_time_s,"
+        "samples_per_sec,comm_time_s,compute_time_s,allreduce_s,grad_allreduce_s,rss_bytes,t,"
+        "world_size,sync_ranks,sync_ok_ranks").split(",")
 assert rows[0] == head, rows[0]
 body = [dict(zip(head, r)) for r in rows[1:]]
 assert len(body) == 12 and all(len(r) == len(head) for r in rows), len(body)
 assert [int(r["step"]) for r in body] == list(range(1, 13))
 assert all(r["world_size"] == "1" and r["val_loss"] == "" for r in body)
 assert all(float(r["loss"]) > 0 and float(r["samples_per_sec"]) > 0 for r in body)
-' "$run/reports/600/steps.csv"
+for r in body:
+    m = metrics[int(r["step"])]
+    for k in ("loss", "lr", "grad_norm"):
+        assert abs(float(r[k]) - m[k]) <= 1e-8 * abs(m[k]), (r["step"], k, r[k], m[k])
+assert len({r["lr"] for r in body}) > 1 and all(float(r["grad_norm"]) > 0 for r in body)
+' "$run/reports/600/steps.csv" "$run/metrics/600/rank-00000.jsonl"
 expect "--ended diverged on its metrics: NO-GO" 1 "verdict NO-GO for phase1_4proc job 600" -- \
   "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended diverged \
   --why "loss guard: 5 steps skipped in 100" --status 70 $small

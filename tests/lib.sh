@@ -121,16 +121,21 @@ site_setup() {
   cd "$sub" || exit 1
 }
 
-# as USER CMD...: run CMD as a non-root user of the site, with the cluster's environment.
+# as USER CMD...: run CMD as a non-root user of the site, with the cluster's environment and
+# this shell's core-file limit.  runuser's PAM session (pam_limits) sets the soft core limit back
+# to 0, so the user's shell raises it again: Slurm hands sbatch's limits to the job, and a rank
+# that dies on a signal then leaves the core site_setup promises (show_job prints it).
 as() {
-  u=$1
+  local u=$1 c
+  c=$(ulimit -c)
   shift
-  runuser -u "$u" -- env PATH="$PATH" SLURM_CONF="$SLURM_CONF" "$@"
+  runuser -u "$u" -- sh -c 'ulimit -c "$1" 2>/dev/null; shift; exec "$@"' sh "$c" \
+    env PATH="$PATH" SLURM_CONF="$SLURM_CONF" "$@"
 }
 
 # submit USER SBATCH-ARGS...: sbatch --parsable as USER; prints the job id.
 submit_as() {
-  u=$1
+  local u=$1
   shift
   as "$u" sbatch --parsable "$@" | cut -d';' -f1 | tee -a "$tmp/submitted"
 }
@@ -207,7 +212,7 @@ site_flags() {
 # run NAME USER [SBATCH-FLAGS...] -- TEMPLATE [ARGS...]: submit with the run root runs/NAME under
 # the submit directory; prints the job id.
 run() {
-  name=$1 u=$2
+  local name=$1 u=$2
   shift 2
   as "$u" mkdir -p "$sub/runs/$name"
   RYZEN_RUN_ROOT=$sub/runs/$name submit_as "$u" "$@"
@@ -223,7 +228,7 @@ acct() { sacct -n -P -X -j "$1" -o "$2" 2>/dev/null | tail -n 1; }
 # acct_settled ID: wait until accounting has the job's final state; slurmdbd learns it a moment
 # after scontrol does.  60 s at most: a hang guard, not a speed (a second is usual here).
 acct_settled() {
-  i=0
+  local i=0
   while [ $i -lt 240 ]; do
     case $(acct "$1" State) in PENDING|RUNNING|REQUEUED|SUSPENDED|"") ;; *) return 0 ;; esac
     sleep 0.25
@@ -250,7 +255,7 @@ ended() {
 # A job held for 30 s in a row is given up on: it will not run again by itself (ryzen-step
 # holds a job only on purpose; its exclusion of a node holds it for a moment, then releases it).
 wait_done() {
-  i=0 held=0
+  local i=0 held=0 state
   while [ $i -lt $(($2 * 2)) ]; do
     state=$(job_field "$1" JobState)
     [ -n "$state" ] || state=$(acct "$1" State | cut -d' ' -f1)
@@ -275,9 +280,8 @@ wait_done() {
 
 # wait_for SECONDS CMD...: until CMD succeeds (polled every 0.2 s).
 wait_for() {
-  n=$(($1 * 5))
+  local n=$(($1 * 5)) i=0
   shift
-  i=0
   until "$@" 2>/dev/null; do
     i=$((i + 1))
     [ $i -ge $n ] && return 1

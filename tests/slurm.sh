@@ -14,7 +14,8 @@
 #   disk full past 2 checkpoints: 74, NO-GO report            a missing data file: 64 before srun
 #   scontrol requeue: same final parameters                   kill -9 of a rank: requeued
 #   a hung rank: reported as a hang naming it                 the budget spent: NO-GO report, 76
-#   a wrong launch (--mpi=none): 70
+#   a wrong launch (--mpi=none): 70                           a job's core-file limit: the
+#                                                               submitting shell's
 # Needs root (slurmd); leaves the cluster up for the next suite.
 set -u
 src=${top_srcdir:-.}
@@ -40,6 +41,8 @@ j_mem=$(run mem rzuser -A ml -p batch --time=00:10:00 --mem=300M "$P1" $lenient 
 j_mis=$(run mismatch rzuser $site --signal=B:USR1@60 "$P1" $small --set training.steps=5)
 j_input=$(run input rzuser $site "$P1" $small --set data.kind=tokens --set data.path=/nonexistent/corpus.bin)
 j_wrong=$(RYZEN_SRUN_MPI=none run wrong rzuser $site "$P1" $small --set training.steps=5)
+# what a job's core-file limit is, submitted through as() (runuser's pam_limits resets it to 0)
+j_core=$(submit_as rzuser $site -o "$sub/ulimit-%j.out" --wrap 'ulimit -c')
 
 # uninterrupted references for the faults that resume (same workload, nothing happens to them)
 ref40=$(run ref40 rzuser $site "$P1" $small --set training.steps=40)
@@ -69,6 +72,17 @@ check "... health.json records each rank's CPUs" grep -q '"cpus":"[0-9]' "$r/hea
 check "... the report" test -s "$r/reports/$j_ok/report.md"
 check "... the job output names the run" grep -q "ryzen-step: start: job $j_ok" "ryzen-phase1_4proc-$j_ok.out"
 check "... the run directory is free again" test ! -e "$r/owner"
+
+echo "# a job has the submitting shell's core-file limit (site_setup's): a rank that dies on a signal leaves a core"
+st=$(wait_done "$j_core" 200)
+got=$(cat "$sub/ulimit-$j_core.out" 2>/dev/null)
+if [ "$(ulimit -c)" = 0 ]; then
+  # site_setup could not raise it (a hard limit of 0): a job's 0 would show nothing either way
+  echo "# SKIP: this shell's core-file limit is 0 (hard limit $(ulimit -Hc)); the job's is '$got'"
+else
+  check "... ulimit -c in the job is '$got', the submitting shell's '$(ulimit -c)' ($st)" \
+    test -n "$got" -a "$got" = "$(ulimit -c)"
+fi
 
 echo "# sbatch -c 2: srun gets --cpus-per-task and the site's binding (RYZEN_CPU_BIND); each rank may use 2 CPUs"
 st=$(wait_done "$j_c2" 400)

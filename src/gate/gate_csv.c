@@ -3,8 +3,7 @@
 /* gate_csv.c: steps.csv of one phase job (ryzen-gate --csv; docs/gates.md "steps.csv"): one row
  * per optimizer step present on every rank, from the merged steps (struct gate_step) and rank 0's
  * row of that step (record/rank_log.h).  It only formats what gate_read read: no judgement, no
- * reading, and the quoting is record/csv.h's.  It does not read the lr or grad_norm of the
- * metrics (the gate's reader does not keep them). */
+ * reading, and the quoting is record/csv.h's. */
 
 #include "gate/gate.h"
 
@@ -15,8 +14,8 @@
 #include "record/csv.h"
 
 #define GATE_CSV_HEADER                                                                           \
-    "step,run_step,samples_seen,loss,val_loss,skipped,step_time_s,samples_per_sec,comm_time_s,"   \
-    "compute_time_s,allreduce_s,grad_allreduce_s,rss_bytes,t,world_size,sync_ranks,"             \
+    "step,run_step,samples_seen,loss,val_loss,lr,grad_norm,skipped,step_time_s,samples_per_sec,"  \
+    "comm_time_s,compute_time_s,allreduce_s,grad_allreduce_s,rss_bytes,t,world_size,sync_ranks,"  \
     "sync_ok_ranks"
 
 /* Rank 0's row of STEP, walking *i forward (both lists ascend); NULL when rank 0 has none. */
@@ -39,6 +38,9 @@ static void gate_csv_row(struct rz_csv *c, const struct gate_input *in,
     rz_csv_int(c, s->samples_seen);
     rz_csv_num(c, s->loss);
     rz_csv_num(c, s->val_loss);
+    /* the step's learning rate and global gradient norm, the same on every rank: rank 0's */
+    rz_csv_num(c, r0 != NULL ? r0->lr : (double)NAN);
+    rz_csv_num(c, r0 != NULL ? r0->grad_norm : (double)NAN);
     rz_csv_int(c, s->skipped ? 1 : 0);
     rz_csv_num(c, s->step_time_s);
     rz_csv_num(c, s->step_time_s > 0 ? s->global_batch / s->step_time_s : (double)NAN);

@@ -126,9 +126,6 @@ void prep_info_print(FILE *f, const char *path, const struct prep_info *i, bool 
 
 /* ---- sidecars and manifests (prep_manifest.c) ---- */
 
-/* SHA-256 of a whole file as hex; *bytes gets its size (may be NULL). */
-enum rz_status prep_file_sha256(const char *path, char hex[65], uint64_t *bytes,
-                                struct rz_err *err);
 /* PATH.sha256: "<hex>  <basename of PATH>\n", written durably. */
 enum rz_status prep_sidecar_write(const char *path, const char hex[65], struct rz_err *err);
 /* The hash in PATH.sha256 (RZ_EDATA naming the sidecar when missing or malformed). */

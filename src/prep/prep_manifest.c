@@ -8,7 +8,6 @@
 #include "prep/prep.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -17,43 +16,8 @@
 #include <unistd.h>
 
 #include "core/durable.h"
-#include "core/sha256.h"
 #include "core/util.h"
 #include "record/manifest.h"
-
-enum rz_status prep_file_sha256(const char *path, char hex[65], uint64_t *bytes,
-                                struct rz_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return rz_fail(err, errno == ENOENT ? RZ_EDATA : RZ_EIO, "open '%s': %s", path,
-                       strerror(errno));
-    static _Thread_local uint8_t buf[1 << 16];
-    struct rz_sha256 s;
-    rz_sha256_init(&s);
-    uint64_t total = 0;
-    for (;;) {
-        ssize_t k = read(fd, buf, sizeof buf);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            int e = errno;
-            close(fd);
-            return rz_fail(err, RZ_EIO, "read '%s': %s", path, rz_io_cause(e));
-        }
-        if (k == 0)
-            break;
-        rz_sha256_update(&s, buf, (size_t)k);
-        total += (uint64_t)k;
-    }
-    close(fd);
-    uint8_t d[32];
-    rz_sha256_final(&s, d);
-    rz_sha256_to_hex(d, hex);
-    if (bytes != NULL)
-        *bytes = total;
-    return RZ_OK;
-}
 
 enum rz_status prep_sidecar_write(const char *path, const char hex[65], struct rz_err *err)
 {
@@ -168,7 +132,7 @@ static enum rz_status read_shard(const char *mdir, const char *path, struct mani
     if (st == RZ_OK)
         st = prep_sidecar_read(path, side, err);
     if (st == RZ_OK)
-        st = prep_file_sha256(path, s->sha256, &s->bytes, err);
+        st = tokfile_sha256_file(path, s->sha256, &s->bytes, err);
     if (st == RZ_OK && strcmp(side, s->sha256) != 0)
         st = rz_fail(err, RZ_EDATA, "shard '%s' changed after it was encoded: its SHA-256 is "
                      "%s, its checksum file says %s", path, s->sha256, side);

@@ -103,16 +103,18 @@ static char *dup_str(const char *s)
     return p;
 }
 
-/* `rel` against the directory of `manifest_path` (as is when absolute). */
+/* `rel` against the directory of `manifest_path` (as is when absolute, or when the manifest
+ * names no directory). */
 static char *resolve(const char *manifest_path, const char *rel)
 {
-    const char *slash = strrchr(manifest_path, '/');
-    if (rel[0] == '/' || slash == NULL)
+    char dir[4096];
+    rz_dir_of(manifest_path, dir, sizeof dir);
+    if (rel[0] == '/' || strchr(manifest_path, '/') == NULL)
         return dup_str(rel);
-    size_t dlen = (size_t)(slash - manifest_path), n = dlen + 1 + strlen(rel) + 1;
+    size_t n = strlen(dir) + 1 + strlen(rel) + 1;
     char *p = malloc(n);
-    if (p != NULL)
-        snprintf(p, n, "%.*s/%s", (int)dlen, manifest_path, rel);
+    if (p != NULL) /* "/" is the one directory that ends in a slash */
+        snprintf(p, n, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", rel);
     return p;
 }
 

@@ -152,6 +152,18 @@ static enum rz_status field_int(const struct gj_value *o, const char *key, int64
     return RZ_OK;
 }
 
+/* An optional number: NaN when KEY is absent (metrics written before it existed) or, with
+ * NULL_OK, null (a non-finite value); anything else but a finite number is RZ_EDATA. */
+static enum rz_status field_opt(const struct gj_value *o, const char *key, double *out,
+                                bool null_ok, const char *path, long line, struct rz_err *err)
+{
+    const struct gj_value *v = gj_get(o, key);
+    *out = NAN;
+    if (v == NULL || (null_ok && v->type == GJ_NULL))
+        return RZ_OK;
+    return field_num(o, key, out, path, line, err);
+}
+
 static enum rz_status row_parse(struct rank_row *r, int64_t *world, const struct gj_value *o,
                                 const char *path, long line, struct rz_err *err)
 {
@@ -176,24 +188,19 @@ static enum rz_status row_parse(struct rank_row *r, int64_t *world, const struct
         st = rz_fail(err, RZ_EDATA, "%s:%ld: negative time or memory (step_time_s must be > 0)",
                      path, line);
     r->rss_bytes = (uint64_t)rss;
-    r->compute_time_s = NAN; /* optional: metrics written before it have none */
-    if (st == RZ_OK && gj_get(o, "compute_time_s") != NULL)
-        st = field_num(o, "compute_time_s", &r->compute_time_s, path, line, err);
-    r->time = NAN; /* the same */
-    if (st == RZ_OK && gj_get(o, "t") != NULL)
-        st = field_num(o, "t", &r->time, path, line, err);
-    r->grad_allreduce_s = NAN; /* the same */
-    if (st == RZ_OK && gj_get(o, "grad_allreduce_s") != NULL)
-        st = field_num(o, "grad_allreduce_s", &r->grad_allreduce_s, path, line, err);
+    /* optional (NaN when absent); the first two may be null: a non-finite lr or norm */
+    const char *opt[] = {"lr", "grad_norm", "compute_time_s", "t", "grad_allreduce_s",
+                         "val_loss"};
+    double *opt_dst[] = {&r->lr, &r->grad_norm, &r->compute_time_s, &r->time,
+                         &r->grad_allreduce_s, &r->val_loss};
+    for (size_t i = 0; st == RZ_OK && i < RZ_ARRAY_LEN(opt); i++)
+        st = field_opt(o, opt[i], opt_dst[i], i < 2, path, line, err);
     r->has_sync = gj_get_bool(o, "sync_ok", &r->sync_ok);
     if (st == RZ_OK && gj_get(o, "sync_ok") != NULL && !r->has_sync)
         st = rz_fail(err, RZ_EDATA, "%s:%ld: field 'sync_ok' is not true/false", path, line);
     r->gnorm_post_spread = 0;
     if (st == RZ_OK && r->has_sync)
         st = field_num(o, "gnorm_post_spread", &r->gnorm_post_spread, path, line, err);
-    r->val_loss = NAN;
-    if (st == RZ_OK && gj_get(o, "val_loss") != NULL)
-        st = field_num(o, "val_loss", &r->val_loss, path, line, err);
     return st;
 }
 

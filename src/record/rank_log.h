@@ -77,6 +77,7 @@ void rank_log_file(char *out, size_t len, const char *metrics_dir, int rank);
 struct rank_row {
     int64_t step, run_step, samples_seen;
     double loss, step_time_s, comm_time_s, allreduce_s;
+    double lr, grad_norm;       /* NaN in metrics written before them, or null (non-finite) */
     double compute_time_s;      /* NaN in metrics written before it existed */
     double time;                /* wall clock when the step ended (Unix s); NaN before it existed */
     double grad_allreduce_s;    /* the gradient all-reduce's own time; NaN before it existed */
@@ -91,7 +92,9 @@ struct rank_row {
  * with no line).  Strict (record/jsonl.h): RZ_EDATA "PATH:LINE: ..." for a missing or
  * non-numeric field (step, run_step, samples_seen, world_size, loss, step_time_s,
  * comm_time_s, allreduce_s, rss_bytes; a null loss only on a skipped step), a negative time or
- * memory, or a world_size that differs from the earlier lines'.  On an error the rows read
+ * memory, or a world_size that differs from the earlier lines'; an optional field (lr,
+ * grad_norm, compute_time_s, t, grad_allreduce_s, val_loss) that is present but not a number
+ * (lr and grad_norm may be null: a non-finite value, read as NaN).  On an error the rows read
  * before the bad line stay in *rows. */
 enum rz_status rank_log_read(const char *path, struct rank_row **rows, size_t *n, int *world,
                              struct rz_err *err);

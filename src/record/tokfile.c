@@ -230,12 +230,14 @@ enum rz_status tokfile_writer_append(struct tokfile_writer *w, const int32_t *id
 enum rz_status tokfile_sha256_file(const char *path, char hex[65], uint64_t *bytes,
                                    struct rz_err *err)
 {
-    uint8_t buf[1 << 16], digest[32];
+    static _Thread_local uint8_t buf[1 << 16];
+    uint8_t digest[32];
     struct rz_sha256 sha;
     uint64_t total = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return rz_fail(err, RZ_EIO, "hash '%s': %s", path, strerror(errno));
+    if (fd < 0) /* a missing file is missing data (as a missing shard is); the rest is I/O */
+        return rz_fail(err, errno == ENOENT ? RZ_EDATA : RZ_EIO, "hash '%s': %s", path,
+                       strerror(errno));
     rz_sha256_init(&sha);
     for (;;) {
         ssize_t r = read(fd, buf, sizeof buf);
@@ -244,7 +246,7 @@ enum rz_status tokfile_sha256_file(const char *path, char hex[65], uint64_t *byt
         if (r < 0) {
             int saved = errno;
             close(fd);
-            return rz_fail(err, RZ_EIO, "hash '%s': read: %s", path, strerror(saved));
+            return rz_fail(err, RZ_EIO, "hash '%s': read: %s", path, rz_io_cause(saved));
         }
         if (r == 0)
             break;

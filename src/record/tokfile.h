@@ -55,8 +55,9 @@ enum rz_status tokfile_read_header(const char *path, struct tokfile_header *h, b
                                    struct rz_err *err);
 /* The tokenizer hash as hex ("" when all zero). */
 void tokfile_sha_hex(const struct tokfile_header *h, char out[65]);
-/* (Added by helper F.)  The SHA-256 of the whole file at `path` as hex, and its size in bytes
- * (may be NULL): one read through a 64 KiB buffer.  RZ_EIO naming the file. */
+/* The SHA-256 of the whole file at `path` as hex, and its size in bytes (may be NULL): one
+ * read through a 64 KiB buffer (the manifest's check of a shard, ryzen-data's sidecars).
+ * RZ_EDATA naming the file when it does not exist, RZ_EIO when it cannot be read. */
 enum rz_status tokfile_sha256_file(const char *path, char hex[65], uint64_t *bytes,
                                    struct rz_err *err);
 
