@@ -200,6 +200,75 @@ START_TEST(reset_replays_the_same_bits)
 }
 END_TEST
 
+/* The batched prefill (gen_prefill from position 0) gives every position's logits as the
+ * token-by-token path does, within fp32 rounding (1e-5 relative to the row's largest logit),
+ * leaves the same cache behind (the 3 tokens fed after it agree too), and a chunk after
+ * position 0 goes token by token to the very same bits: 0 untied ref, 1 tied ref, 2 untied dnnl, 3 tied
+ * dnnl, the prompt n = T - 3 long (T - 3 prefilled, then 3 decoded). */
+START_TEST(prefill_matches_token_by_token)
+{
+    struct shape s = small;
+    s.tie = _i % 2;
+    s.backend = _i < 2 ? "ref" : "dnnl";
+    char dir[64], path[4096];
+    rz_test_tmpdir(dir, sizeof dir, "gen");
+    save_model(dir, &s, path, sizeof path);
+    struct gen *g = open_model(path);
+    int64_t T = s.T, V = s.V, n = T - 3;
+    int32_t in[64];
+    float *one = malloc((size_t)(T * V) * sizeof *one), *all = malloc((size_t)(T * V) * sizeof *all);
+    struct rz_err e = {0};
+    for (int64_t t = 0; t < T; t++) {
+        in[t] = (int32_t)(rz_rand64(4, (uint64_t)t) % (uint64_t)V);
+        ck_assert_int_eq(gen_feed(g, in[t], &e), RZ_OK);
+        memcpy(one + t * V, gen_logits(g), (size_t)V * sizeof *one);
+    }
+    gen_reset(g);
+    ck_assert_msg(gen_prefill(g, in, n, all, &e) == RZ_OK, "%s", e.msg);
+    ck_assert_int_eq(gen_pos(g), n);
+    ck_assert(memcmp(gen_logits(g), all + (n - 1) * V, (size_t)V * sizeof *all) == 0);
+    ck_assert_msg(gen_prefill(g, in + n, T - n, all + n * V, &e) == RZ_OK, "%s", e.msg);
+    double worst = 0.0;
+    for (int64_t t = 0; t < T; t++) {
+        double big = 0.0;
+        for (int64_t v = 0; v < V; v++)
+            big = fmax(big, fabs(one[t * V + v]));
+        for (int64_t v = 0; v < V; v++)
+            worst = fmax(worst, fabs(all[t * V + v] - one[t * V + v]) / big);
+    }
+    ck_assert_msg(worst < 1e-5, "prefill vs token by token: %.3g relative", worst);
+    gen_reset(g); /* from position 1 on, gen_prefill is gen_feed's loop: the same bits */
+    ck_assert_int_eq(gen_feed(g, in[0], &e), RZ_OK);
+    ck_assert_msg(gen_prefill(g, in + 1, T - 1, all + V, &e) == RZ_OK, "%s", e.msg);
+    ck_assert(memcmp(one + V, all + V, (size_t)((T - 1) * V) * sizeof *all) == 0);
+    free(one), free(all);
+    gen_close(g);
+    rz_test_rmtree(dir);
+}
+END_TEST
+
+/* A prefill that does not fit the context, or with an id outside the vocabulary, runs nothing. */
+START_TEST(prefill_refuses_bad_prompts)
+{
+    char dir[64];
+    struct gen *g = small_model(dir, sizeof dir);
+    struct rz_err e = {0};
+    int32_t ids[64] = {0};
+    ck_assert_int_eq(gen_prefill(g, ids, small.T + 1, NULL, &e), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "do not fit the context"));
+    ids[3] = (int32_t)small.V;
+    ck_assert_int_eq(gen_prefill(g, ids, 5, NULL, &e), RZ_EDATA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "outside the vocabulary"));
+    ck_assert_int_eq(gen_pos(g), 0);
+    ids[3] = 0;
+    ck_assert_int_eq(gen_prefill(g, ids, small.T - 1, NULL, &e), RZ_OK);
+    ck_assert_int_eq(gen_prefill(g, ids, 2, NULL, &e), RZ_EDATA);
+    ck_assert_int_eq(gen_pos(g), small.T - 1);
+    gen_close(g);
+    rz_test_rmtree(dir);
+}
+END_TEST
+
 /* A token file of n random ids below V, with a header naming no tokenizer. */
 static void write_tokens(const char *path, int64_t V, size_t n, uint64_t seed)
 {
@@ -690,6 +759,7 @@ int main(void)
     TCase *core = rz_test_tcase("core");
     tcase_add_loop_test(core, cached_matches_full_forward, 0, 8);
     tcase_add_test(core, reset_replays_the_same_bits);
+    tcase_add_loop_test(core, prefill_matches_token_by_token, 0, 4);
     tcase_add_test(core, perplexity_matches_the_cache);
     suite_add_tcase(s, core);
     TCase *sample = rz_test_tcase("sample");
@@ -703,6 +773,7 @@ int main(void)
     TCase *errors = rz_test_tcase("errors");
     tcase_add_test(errors, sample_options_are_checked);
     tcase_add_test(errors, bad_token_and_full_context);
+    tcase_add_test(errors, prefill_refuses_bad_prompts);
     tcase_add_test(errors, damaged_or_missing_checkpoint);
     tcase_add_test(errors, tokenizer_must_match);
     suite_add_tcase(s, errors);

@@ -11,7 +11,7 @@
  * "errors": bad shapes and bad backend names return RZ_ECONFIG with a message naming the op.
  *
  * This file holds the matmuls (hand values, seed and small shapes, bf16, BLIS's weight
- * gradients, the profile, the measured peak), bf16 rounding, and the suite; the layer norm and
+ * gradients, the decoder's one-row GEMV, the profile, the measured peak), bf16 rounding, and the suite; the layer norm and
  * GELU are check_kernels_norm.c's, the attention check_kernels_attention.c's, the cross-entropy
  * check_kernels_xent.c's, the levels check_kernels_levels.c's and the errors
  * check_kernels_errors.c's, with the fixtures of kernels_fixtures.c.
@@ -108,6 +108,50 @@ END_TEST
 START_TEST(test_matmul_seed_shapes)
 {
     compare_matmul(&seed_mm[_i], 100u + (uint32_t)_i);
+}
+END_TEST
+
+/* The decoder's one-row linear layers (m = 1, C = A B^T [+ bias]) run on our GEMV on the oneDNN
+ * backend: the rule takes that form only; at odd and model sizes (rows past a block of four,
+ * partial pieces) it matches the reference; its bits are the same on 1 and 2 threads. */
+START_TEST(test_gemv)
+{
+    const struct kern_matmul_desc one = {.batch = 1, .m = 1, .n = 67, .k = 37, .trans_b = true,
+                                         .alpha = 1.0f, .bias = true};
+    ck_assert(kern_simd_gemv_takes(&one));
+    struct kern_matmul_desc d = one;
+    d.m = 2;
+    ck_assert(!kern_simd_gemv_takes(&d));
+    d = one, d.trans_b = false;
+    ck_assert(!kern_simd_gemv_takes(&d));
+    d = one, d.trans_a = true;
+    ck_assert(!kern_simd_gemv_takes(&d));
+    d = one, d.accumulate = true;
+    ck_assert(!kern_simd_gemv_takes(&d));
+    d = one, d.alpha = 0.5f;
+    ck_assert(!kern_simd_gemv_takes(&d));
+    d = one, d.bf16 = true;
+    ck_assert(!kern_simd_gemv_takes(&d));
+    d = one, d.batch = 2;
+    ck_assert(!kern_simd_gemv_takes(&d));
+    const int64_t shapes[][2] = {{1, 1}, {5, 7}, {67, 37}, {130, 16}, {768, 256}, {256, 1024}};
+    for (size_t i = 0; i < RZ_ARRAY_LEN(shapes); i++)
+        for (int bias = 0; bias < 2; bias++) {
+            d = one, d.n = shapes[i][0], d.k = shapes[i][1], d.bias = bias;
+            compare_matmul(&d, 300u + (uint32_t)(2 * i) + (uint32_t)bias);
+        }
+    d = one, d.n = 700, d.k = 129;
+    float *a = random_vec((size_t)d.k, 71), *b = random_vec((size_t)(d.n * d.k), 72);
+    float *bias = random_vec((size_t)d.n, 73), *c1 = random_vec((size_t)d.n, 74);
+    float *c2 = copy_of(c1, (size_t)d.n);
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    kern_simd_gemv(&d, c1, a, b, bias);
+    omp_set_num_threads(2);
+    kern_simd_gemv(&d, c2, a, b, bias);
+    omp_set_num_threads(threads);
+    ck_assert_msg(memcmp(c1, c2, (size_t)d.n * sizeof *c1) == 0, "GEMV: 1 and 2 threads differ");
+    free(a), free(b), free(bias), free(c1), free(c2);
 }
 END_TEST
 
@@ -490,6 +534,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(core, test_matmul_small_combos);
     tcase_add_loop_test(core, test_matmul_seed_shapes, 0, (int)RZ_ARRAY_LEN(seed_mm));
     tcase_add_test(core, test_matmul_deterministic);
+    tcase_add_test(core, test_gemv);
     tcase_add_loop_test(core, test_matmul_bf16, 0, 14); /* the linear layers' shapes */
     tcase_add_test(core, test_blis_rule);
     tcase_add_loop_test(core, test_blis_vs_ref, 0, 5); /* the five weight-gradient shapes */

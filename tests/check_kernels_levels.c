@@ -19,7 +19,7 @@
 #include "kernels_fixtures.h"
 
 /* Runs every entry of one level's table on fixed inputs whose sizes leave partial vectors
- * (37 columns, a 53-word vocabulary, 23-key tiles), and appends every output to out (floats)
+ * (37 columns, a 53-word vocabulary, 23-key tiles, 53-column GEMV rows), and appends every output to out (floats)
  * and outh (bf16); returns how many floats were written. */
 enum { LV_R = 5, LV_C = 37, LV_V = 53, LV_BQ = 7, LV_BK = 23, LV_LD = 24, LV_D = 19 };
 enum { LV_FLOATS = 64 * 1024, LV_HALVES = 8 * 1024 };
@@ -90,6 +90,9 @@ static size_t run_level(const struct kern_rows *k, float *out, kern_bf16 *outh)
     k->attn_probs(&pt, 0.3f, lse);
     k->attn_dscores(&next, p, delta, 0.3f);
     o = p + LV_BQ * LV_LD;
+    /* GEMV: 5 rows of 53 (a block of four rows and one row, a partial piece), bias or none */
+    k->gemv(o, x, y, y + LV_V, LV_V, 0, LV_R), o += LV_R;
+    k->gemv(o, x, y, NULL, LV_V, 0, LV_R), o += LV_R;
     free(x), free(y), free(g), free(b);
     ck_assert((size_t)(o - out) <= LV_FLOATS && (size_t)(h - outh) <= LV_HALVES);
     return (size_t)(o - out);

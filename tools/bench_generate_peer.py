@@ -6,9 +6,11 @@
       (std 0.02, tied head, no head bias, exact GELU), which `ryzen-ckpt import` turns into a
       checkpoint, so both sides run the very same weights.
   run DIR --prompt-len P --new N [--rounds R]
-      greedy decoding in float32 with a KV cache (a new token costs one row through each layer
-      and attention over the cached keys and values), one thread; prints
-      "new_tokens_per_s=X ms_per_token=Y" (the median over R rounds).
+      greedy decoding in float32 with a KV cache (the prompt in one pass, then a new token costs
+      one row through each layer and attention over the cached keys and values), one thread;
+      prints "new_tokens_per_s=X ms_per_token=Y prompt_tokens_per_s=Z cpu_ms_per_token=W"
+      (medians over R rounds; the new tokens' time is counted as ryzen-generate --timing counts
+      it: N drawn, N - 1 run).
 
 The safetensors file is read with struct + json + torch.frombuffer (no safetensors package in
 Debian).  Fairness: tools/bench-generate runs it as run-torch-peer runs the training peer
@@ -116,16 +118,21 @@ class Decoder:
         return self.ln(x[-1:], "ln_f") @ self.head.T
 
     def generate(self, prompt, n):
+        """n new tokens after the prompt; the seconds of the prompt's pass and of the new tokens
+        (each drawn and, but the last, run: as ryzen-generate --timing counts them), and the
+        new tokens' CPU seconds (the work, where the wall time also counts waiting for a CPU)."""
         cache = {}
+        t0 = time.perf_counter()
         logits = self.step(torch.tensor(prompt), 0, cache)
         out, pos = [], len(prompt)
-        t0 = time.perf_counter()
-        for _ in range(n):
+        t1, c1 = time.perf_counter(), time.process_time()
+        for k in range(n):
             nxt = int(torch.argmax(logits[-1]))
             out.append(nxt)
-            logits = self.step(torch.tensor([nxt]), pos, cache)
-            pos += 1
-        return out, time.perf_counter() - t0
+            if k + 1 < n:
+                logits = self.step(torch.tensor([nxt]), pos, cache)
+                pos += 1
+        return out, t1 - t0, time.perf_counter() - t1, time.process_time() - c1
 
 
 def main():
@@ -148,13 +155,16 @@ def main():
         return 0
     dec = Decoder(a.dir)
     prompt = [(7 * i + 3) % dec.head.shape[0] for i in range(a.prompt_len)]
-    times = []
+    ptimes, times, cpus = [], [], []
     with torch.inference_mode():
         for _ in range(a.rounds):
-            _, s = dec.generate(prompt, a.new)
+            _, p, s, c = dec.generate(prompt, a.new)
+            ptimes.append(p)
             times.append(s)
-    s = statistics.median(times)
-    print(f"new_tokens_per_s={a.new / s:.2f} ms_per_token={1e3 * s / a.new:.3f}")
+            cpus.append(c)
+    p, s, c = (statistics.median(v) for v in (ptimes, times, cpus))
+    print(f"new_tokens_per_s={a.new / s:.2f} ms_per_token={1e3 * s / a.new:.3f} "
+          f"prompt_tokens_per_s={a.prompt_len / p:.2f} cpu_ms_per_token={1e3 * c / a.new:.3f}")
     return 0
 
 

@@ -3,6 +3,7 @@
  *   gen_load.c    which checkpoint (a file, or a run directory's newest valid one), loading it
  *                 after ckpt/'s full verification, the model's shape from the checkpoint and the
  *                 config it carries, and the tokenizer match (vocabulary, SHA-256)
+ *   gen_prefill.c a prompt in one batched forward pass, filling the KV cache
  *   gen_decode.c  one token at a time with a KV cache: O(T) work per token (attention over the
  *                 cached keys and values), fp32, the trainer's kernels for the LayerNorms, the
  *                 GELU and the 1-row matmuls, so the numerics are the training forward's
@@ -62,6 +63,14 @@ int64_t gen_pos(const struct gen *g);
  * context (gen_pos == seq_len). */
 enum rz_status gen_feed(struct gen *g, int32_t token, struct rz_err *err);
 const float *gen_logits(const struct gen *g);
+/* A prompt: the n tokens ids at positions gen_pos.. in one batched forward pass (gen_prefill.c)
+ * when gen_pos is 0, token by token through gen_feed otherwise; gen_logits then holds the last
+ * one's next-token logits, as after n gen_feed calls (equal within fp32 rounding).  logits: NULL,
+ * or (n, V) for every position's (row i predicts token i + 1).  RZ_EDATA, and nothing run, for an
+ * id outside [0, V) or n past the context; the planning's errors (RZ_ENOMEM for the (n, d_ff)
+ * activations, RZ_EBACKEND) with nothing cached. */
+enum rz_status gen_prefill(struct gen *g, const int32_t *ids, int64_t n, float *logits,
+                           struct rz_err *err);
 
 /* ---- sampling (gen_sample.c) ----------------------------------------------------------------- */
 

@@ -275,6 +275,22 @@ static enum rz_status push(struct tok_ids *v, int32_t id)
     return RZ_OK;
 }
 
+/* The prompt in one pass (gen_prefill), with every position's logits for --logits-out. */
+static enum rz_status prefill(struct run *r, struct rz_err *err)
+{
+    size_t n = r->prompt.n, V = (size_t)gen_dims(r->g)->vocab;
+    float *rows = NULL;
+    if (r->logits != NULL && (rows = malloc(n * V * sizeof *rows)) == NULL)
+        return rz_fail(err, RZ_ENOMEM, "generate: out of memory for the prompt's %zu logit rows",
+                       n);
+    enum rz_status st = gen_prefill(r->g, r->prompt.ids, (int64_t)n, rows, err);
+    if (st == RZ_OK && rows != NULL && fwrite(rows, sizeof *rows, n * V, r->logits) != n * V)
+        st = rz_fail(err, RZ_EIO, "write --logits-out '%s': %s", r->a->logits_out,
+                     strerror(errno));
+    free(rows);
+    return st;
+}
+
 /* The prompt through the cache, then up to max_new tokens, each fed back but the last, while the
  * whole text fits the context. */
 static enum rz_status decode(struct run *r, struct rz_err *err)
@@ -283,11 +299,7 @@ static enum rz_status decode(struct run *r, struct rz_err *err)
     enum rz_status st = RZ_OK;
     gen_reset(r->g);
     double t0 = rz_now();
-    for (size_t i = 0; i < r->prompt.n && st == RZ_OK; i++) {
-        st = gen_feed(r->g, r->prompt.ids[i], err);
-        if (st == RZ_OK)
-            st = write_row(r, err);
-    }
+    st = prefill(r, err);
     int64_t room = d->seq_len - (int64_t)r->prompt.n;
     int64_t n = r->a->max_new < room ? r->a->max_new : room;
     if (st == RZ_OK && n > 0 && (r->logprob = calloc((size_t)n, sizeof *r->logprob)) == NULL)

@@ -5,8 +5,10 @@
  * O(T) and not the O(T^2) of running the whole prefix again.  The math is the training
  * forward's (model.c's block_forward, pre-LayerNorm GPT): the same LayerNorm (its eps) and exact
  * GELU kernels on the trainer's backend, the 1-row linear layers as that backend's matmul
- * (y = x W^T + b), the attention's softmax(q k^T / sqrt(D)) v in plain loops (one query row;
- * the training kernel works on whole (T, T) tiles).  fp32 throughout; no dropout.
+ * (y = x W^T + b: on the oneDNN backend our GEMV, kern_simd.c, which streams each weight matrix
+ * once: a token is bound by reading the weights), the attention's softmax(q k^T / sqrt(D)) v
+ * in plain loops (one query row; the training kernel works on whole (T, T) tiles).  fp32
+ * throughout; no dropout.  A prompt's positions go in one batched pass instead (gen_prefill.c).
  * Deliberately not here: batches of sequences, a sliding window past model.seq_len, bf16. */
 #include "config.h"
 
@@ -17,10 +19,10 @@
 #include "core/util.h"
 #include "gen/gen_internal.h"
 
-static enum rz_status plan_linear(struct kern_matmul **op, struct kern_ctx *ctx, int64_t in,
-                                  int64_t out, bool bias, struct rz_err *err)
+enum rz_status gen_plan_linear(struct kern_matmul **op, struct kern_ctx *ctx, int64_t rows,
+                               int64_t in, int64_t out, bool bias, struct rz_err *err)
 {
-    struct kern_matmul_desc d = {.batch = 1, .m = 1, .n = out, .k = in, .trans_b = true,
+    struct kern_matmul_desc d = {.batch = 1, .m = rows, .n = out, .k = in, .trans_b = true,
                                  .alpha = 1.0f, .bias = bias};
     return kern_matmul_create(op, ctx, &d, err);
 }
@@ -34,11 +36,11 @@ enum rz_status gen_decode_init(struct gen *g, struct rz_err *err)
 {
     const struct model_dims *d = &g->dims;
     int64_t C = d->d_model, F = d->d_ff, V = d->vocab, T = d->seq_len, L = d->n_layers;
-    enum rz_status st = plan_linear(&g->mm_qkv, g->kern, C, 3 * C, true, err);
-    if (st == RZ_OK) st = plan_linear(&g->mm_proj, g->kern, C, C, true, err);
-    if (st == RZ_OK) st = plan_linear(&g->mm_fc, g->kern, C, F, true, err);
-    if (st == RZ_OK) st = plan_linear(&g->mm_fc2, g->kern, F, C, true, err);
-    if (st == RZ_OK) st = plan_linear(&g->mm_head, g->kern, C, V, !d->no_head_bias, err);
+    enum rz_status st = gen_plan_linear(&g->mm_qkv, g->kern, 1, C, 3 * C, true, err);
+    if (st == RZ_OK) st = gen_plan_linear(&g->mm_proj, g->kern, 1, C, C, true, err);
+    if (st == RZ_OK) st = gen_plan_linear(&g->mm_fc, g->kern, 1, C, F, true, err);
+    if (st == RZ_OK) st = gen_plan_linear(&g->mm_fc2, g->kern, 1, F, C, true, err);
+    if (st == RZ_OK) st = gen_plan_linear(&g->mm_head, g->kern, 1, C, V, !d->no_head_bias, err);
     if (st == RZ_OK) st = kern_layernorm_create(&g->ln, g->kern, 1, C, d->ln_eps, false, err);
     if (st == RZ_OK) st = kern_gelu_create(&g->gelu, g->kern, 1, F, false, err);
     if (st != RZ_OK)
@@ -160,14 +162,12 @@ static float *cache_at(const struct gen *g, float *cache, int64_t l, int64_t h)
     return cache + (l * H + h) * T * D;
 }
 
-/* Append this position's k and v (in g->qkv) to layer l's cache at row t. */
-static void cache_append(struct gen *g, int64_t l, int64_t t)
+void gen_cache_store(struct gen *g, int64_t l, int64_t t, const float *qkv)
 {
     int64_t C = g->dims.d_model, H = g->dims.n_heads, D = C / H;
     for (int64_t h = 0; h < H; h++) {
-        memcpy(cache_at(g, g->kc, l, h) + t * D, g->qkv + C + h * D, (size_t)D * sizeof(float));
-        memcpy(cache_at(g, g->vc, l, h) + t * D, g->qkv + 2 * C + h * D,
-               (size_t)D * sizeof(float));
+        memcpy(cache_at(g, g->kc, l, h) + t * D, qkv + C + h * D, (size_t)D * sizeof(float));
+        memcpy(cache_at(g, g->vc, l, h) + t * D, qkv + 2 * C + h * D, (size_t)D * sizeof(float));
     }
 }
 
@@ -187,7 +187,7 @@ static void block_step(struct gen *g, const struct gen_layer *p, int64_t l, int6
     float mean, var;
     kern_layernorm_forward(g->ln, g->h, &mean, &var, g->x, p->ln1_w, p->ln1_b);
     kern_matmul_run(g->mm_qkv, g->qkv, g->h, p->qkv_w, p->qkv_b);        /* q | k | v */
-    cache_append(g, l, t);
+    gen_cache_store(g, l, t, g->qkv);
     attention(g, l, t);
     kern_matmul_run(g->mm_proj, g->tmp, g->att, p->proj_w, p->proj_b);
     kern_acc(g->x, g->tmp, C);                                           /* x += attn */

@@ -48,5 +48,10 @@ struct gen {
 /* gen_decode.c: plan the 1-row ops and allocate the cache (g->dims set, views bound). */
 enum rz_status gen_decode_init(struct gen *g, struct rz_err *err);
 void gen_decode_free(struct gen *g);
+/* A linear layer y (rows, out) = x (rows, in) W^T + b, W (out, in) as the model stores it. */
+enum rz_status gen_plan_linear(struct kern_matmul **op, struct kern_ctx *ctx, int64_t rows,
+                               int64_t in, int64_t out, bool bias, struct rz_err *err);
+/* Store position t's k and v, the second and third C of qkv (3C), in layer l's cache at row t. */
+void gen_cache_store(struct gen *g, int64_t l, int64_t t, const float *qkv);
 
 #endif

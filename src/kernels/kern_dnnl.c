@@ -5,7 +5,8 @@
  * sets data handles and executes on the context's stream, so it never allocates.  The backend
  * state of every op is the same struct prims (a forward primitive and, for layers with a
  * gradient, a backward one), released by one prims_free.  Matmul is a oneDNN primitive (but for
- * the weight gradients below AVX-512: BLIS's, kern_blis.c, a state with no primitive); layer
+ * the weight gradients below AVX-512: BLIS's, kern_blis.c, and a linear layer on one row, the
+ * decoder's: our GEMV, kern_simd.c; each a state with no primitive); layer
  * normalization, the GELU and the softmax cross-entropy are our own row kernels (kern_simd.c),
  * and the attention's tile matmuls are libxsmm's (kern_xsmm.c), each where it measured faster
  * than oneDNN at the model's shapes.  The GELU alone is slower than oneDNN's gelu_erf, but it
@@ -382,7 +383,8 @@ static enum rz_status matmul_init(struct kern_matmul *op, struct rz_err *err)
     dnnl_data_type_t in = d->bf16 ? dnnl_bf16 : dnnl_f32;
     if (d->bf16 && (st = check_bf16(op->ctx, err)) != RZ_OK)
         return st;
-    if (kern_blis_takes(d, runs_avx512())) /* a state with no primitive: BLIS runs it */
+    /* a state with no primitive: BLIS or our GEMV runs it */
+    if (kern_blis_takes(d, runs_avx512()) || kern_simd_gemv_takes(d))
         return state_alloc(&op->impl, 0, 0, what, err);
     DNNL_CHECK(md_matrix(&src, nd, d->batch, d->m, d->k, d->trans_a, in));
     DNNL_CHECK(md_matrix(&wei, nd, d->batch, d->k, d->n, d->trans_b, in));
@@ -405,7 +407,10 @@ static void matmul_run(struct kern_matmul *op, float *c, const void *a, const vo
                        const float *bias)
 {
     if (((struct prims *)op->impl)->n == 0) {
-        kern_blis_matmul_run(&op->desc, c, a, b);
+        if (kern_simd_gemv_takes(&op->desc))
+            kern_simd_gemv(&op->desc, c, a, b, bias);
+        else
+            kern_blis_matmul_run(&op->desc, c, a, b);
         return;
     }
     struct prim *pr = prim_of(op->impl, 0);

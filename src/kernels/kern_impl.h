@@ -189,6 +189,15 @@ void kern_simd_attn_probs(const struct kern_attn_tile *t, float scale, const flo
 void kern_simd_attn_dscores(const struct kern_attn_tile *t, const float *p, const float *delta,
                             float scale);
 
+/* The matrix-vector product of decoding: whether the oneDNN backend runs the matmul d as our
+ * own GEMV rather than a oneDNN primitive (one row, fp32, C = A B^T [+ bias]: a linear layer on
+ * one token, where oneDNN's per-call cost measured larger than the product itself), and that
+ * product: y (n) = w (n, k) x (k) [+ bias], each output a dot product of one row of w in the
+ * sixteen logical lanes (the same bits at every level and thread count). */
+bool kern_simd_gemv_takes(const struct kern_matmul_desc *d);
+void kern_simd_gemv(const struct kern_matmul_desc *d, float *y, const float *x, const float *w,
+                    const float *bias);
+
 /* kern_round_bf16's loop (shared by both backends), and its one value. */
 void kern_simd_round_bf16(kern_bf16 *dst, const float *src, int64_t n);
 kern_bf16 kern_simd_bf16(float f);

@@ -65,6 +65,11 @@ struct kern_rows {
     void (*attn_probs)(const struct kern_attn_tile *t, float scale, const float *lse);
     void (*attn_dscores)(const struct kern_attn_tile *t, const float *p, const float *delta,
                          float scale);
+
+    /* Rows [r0, r1) of y = w x [+ b]: w (rows, n) row-major, x (n), b (rows) or NULL
+     * (kern_simd_gemv). */
+    void (*gemv)(float *y, const float *w, const float *x, const float *b, int64_t n, int64_t r0,
+                 int64_t r1);
 };
 
 extern const struct kern_rows kern_rows_avx512, kern_rows_avx2, kern_rows_baseline;

@@ -132,6 +132,21 @@ void kern_simd_attn_dscores(const struct kern_attn_tile *t, const float *p, cons
     kern_rows_active()->attn_dscores(t, p, delta, scale);
 }
 
+/* ---- matrix-vector product ------------------------------------------------------------------ */
+
+bool kern_simd_gemv_takes(const struct kern_matmul_desc *d)
+{
+    return d->batch == 1 && d->m == 1 && !d->trans_a && d->trans_b && d->alpha == 1.0f &&
+           !d->accumulate && !d->bf16;
+}
+
+void kern_simd_gemv(const struct kern_matmul_desc *d, float *y, const float *x, const float *w,
+                    const float *bias)
+{
+    const float *b = d->bias ? bias : NULL;
+    FOR_ROW_CHUNKS(d->n, k_->gemv(y, w, x, b, d->k, r0, r1));
+}
+
 /* ---- layer normalization --------------------------------------------------------------------- */
 
 void kern_simd_layernorm_forward(struct kern_layernorm *op, void *y, float *mean, float *var,
