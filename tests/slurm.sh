@@ -55,7 +55,8 @@ wait_for 200 step_reached "$(R busy phase1_4proc)" "$j_busy1" 5
 j_busy2=$(run busy rzuser $site "$P1" $small --set training.steps=5)
 as rzuser mkdir -p "$(R dead phase1_4proc)"
 as rzuser sh -c "echo 999999 >'$(R dead phase1_4proc)/owner'"
-j_dead=$(run dead rzuser $site "$P1" $small --set training.steps=12)
+# (read through Slurm's text, not --json: the takeover asks Slurm the old owner's state)
+j_dead=$(RYZEN_SLURM_JSON=0 run dead rzuser $site "$P1" $small --set training.steps=12)
 
 # ---- a phase completes, as rzuser, from the installed templates ------------------------------
 echo "# phase1 as rzuser from the installed prefix (runs/ under the submit directory)"
@@ -71,6 +72,8 @@ check "... final checkpoint step 12 verifies" "$prefix/bin/ryzen-ckpt" verify "$
 check "... health.json records each rank's CPUs" grep -q '"cpus":"[0-9]' "$r/health.json"
 check "... the report" test -s "$r/reports/$j_ok/report.md"
 check "... the job output names the run" grep -q "ryzen-step: start: job $j_ok" "ryzen-phase1_4proc-$j_ok.out"
+check "... it read Slurm as data (squeue/sinfo --json, an answer read)" \
+  grep -qE '^ryzen-step: reading Slurm: squeue/sinfo --json \(slurm[^)]*\)$' "ryzen-phase1_4proc-$j_ok.out"
 check "... the run directory is free again" test ! -e "$r/owner"
 
 echo "# a job has the submitting shell's core-file limit (site_setup's): a rank that dies on a signal leaves a core"
@@ -177,6 +180,8 @@ as rzuser scancel "$j_busy1"
 st=$(wait_done "$j_dead" 300)
 ended "a dead owner is taken over" "$j_dead" COMPLETED 0:0
 check "... the events record it" has_event "$(R dead phase1_4proc)" "$j_dead" owner_takeover '"previous_owner":"999999"'
+check "... read through Slurm's text (RYZEN_SLURM_JSON=0)" \
+  grep -q '^ryzen-step: reading Slurm: scontrol/squeue text (RYZEN_SLURM_JSON=0)$' "ryzen-phase1_4proc-$j_dead.out"
 
 # ---- faults that need the cluster to themselves (one at a time) ---------------------------------
 echo "# a disk that stays full: two checkpoints not written (checkpoint.failures_tolerated 2), the"

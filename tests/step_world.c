@@ -179,6 +179,7 @@ void fake_init(struct fake *f)
 {
     memset(f, 0, sizeof *f);
     f->r = (struct step_runner){fake_run, fake_start, fake_wait, fake_sleep, fake_now, f};
+    slurm_reader_set(SLURM_READER_UNKNOWN, NULL); /* each world asks which reader afresh */
 }
 
 void rule(struct fake *f, const char *match, int status, const char *out, int times)

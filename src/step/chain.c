@@ -116,18 +116,6 @@ static bool submit(struct wrapper *w, const char *phase, const char *const *extr
     return true;
 }
 
-/* Whether job is pending and ours (squeue --me: never another user's job).  A job Slurm has
- * forgotten makes squeue fail: not pending. */
-static bool own_pending(const struct wrapper *w, const char *id)
-{
-    char out[256];
-    struct rz_err err;
-    const char *argv[] = {"squeue", "--me", "--noheader", "--states=PENDING", "--format=%i",
-                          "--jobs", id, NULL};
-    return w->r->run(w->r, argv, out, sizeof out, &err) == 0 &&
-           strncmp(out, id, strlen(id)) == 0;
-}
-
 void chain_cancel_lineage(struct wrapper *w)
 {
     char ids[2048], msg[512];
@@ -136,7 +124,7 @@ void chain_cancel_lineage(struct wrapper *w)
         return;
     for (char *save = NULL, *id = strtok_r(ids, ",", &save); id != NULL;
          id = strtok_r(NULL, ",", &save)) {
-        if (!own_pending(w, id))
+        if (!slurm_job_pending_ours(w->r, id))
             continue;
         const char *cancel[] = {"scancel", id, NULL};
         int rc = w->r->run(w->r, cancel, NULL, 0, &err);

@@ -74,6 +74,7 @@ void step_env_parse(struct step_env *e, char *const *envp)
     copy(e->pmix_fence, sizeof e->pmix_fence, envp, "SLURM_PMIX_FENCE", "");
     copy(e->cpu_bind, sizeof e->cpu_bind, envp, "RYZEN_CPU_BIND", "cores");
     copy(e->sbatch_signal, sizeof e->sbatch_signal, envp, "SBATCH_SIGNAL", "");
+    copy(e->slurm_json, sizeof e->slurm_json, envp, "RYZEN_SLURM_JSON", "");
     self_dir(e->self_dir, sizeof e->self_dir);
 }
 

@@ -208,26 +208,13 @@ enum rz_status step_place_args(const struct wrapper *w, struct step_argv *v, str
 
 long step_spare_ask(struct wrapper *w, const char *excluded)
 {
-    static char text[65536];
     const struct step_place *p = &w->place;
     struct rz_err err;
+    long usable = 0;
     if (p->spare <= 0 || w->job.partition[0] == '\0')
         return 0;
-    const char *argv[] = {"sinfo", "-h", "-N", "-p", w->job.partition, "-o", "%N %t", NULL};
-    if (w->r->run(w->r, argv, text, sizeof text, &err) != 0)
+    if (slurm_partition_usable(w->r, w->job.partition, excluded, &usable, &err) != RZ_OK)
         return 0; /* unknown: as asked */
-    long usable = 0;
-    char seen[4096] = "";
-    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL;
-         line = strtok_r(NULL, "\n", &save)) {
-        char name[64] = "", state[32] = "";
-        if (sscanf(line, "%63s %31s", name, state) != 2 || rz_list_has(seen, name))
-            continue;
-        rz_list_add(seen, sizeof seen, name);
-        bool down = strncmp(state, "down", 4) == 0 || strncmp(state, "drain", 5) == 0 ||
-                    strncmp(state, "fail", 4) == 0;
-        usable += !down && !rz_list_has(excluded, name);
-    }
     if (usable >= w->env->nnodes)
         return 0;
     return usable > p->needed ? usable : p->needed;

@@ -36,6 +36,8 @@ static void usage(FILE *f)
           "RYZEN_GATE (default: next to ryzen-step, else PATH), RYZEN_SRUN_MPI (default pmix),\n"
           "RYZEN_CONFIG_DIR, RYZEN_SBATCH_DIR (default: the running template's directory).\n"
           "Its sruns with --mpi=pmix get SLURM_PMIX_FENCE=ring unless the job sets it.\n"
+          "RYZEN_SLURM_JSON=0 reads Slurm's text only (default: squeue/sinfo --json where\n"
+          "Slurm 22.05 or later has it; the job output says which).\n"
           "Exit: 0 GO or promoted, 1 NO-GO, 2 HOLD, 64 bad config or input, 65 bad checkpoint,\n"
           "70 health, 74 I/O, 75 requeued, 76 gave up after crashes or hangs\n"
           "(docs/exit-codes.md).\n", f);

@@ -1,5 +1,6 @@
 /* slurm.c: what ryzen-step asks Slurm and tells it, through the runner (see step_internal.h):
- * the job as `scontrol show job -o` shows it, the job's own sbatch flags for the next job, its
+ * the job as `scontrol show job -o` shows it (the fallback where squeue --json is not read:
+ * slurm_json.c), the job's own sbatch flags for the next job, its
  * --signal, and scontrol requeue / requeuehold / release / update. */
 #include "config.h"
 
@@ -41,12 +42,6 @@ static const struct field fields[] = {
     FIELD("StartTime", start_time),
 };
 
-static bool empty_value(const char *v)
-{
-    return strcmp(v, "(null)") == 0 || strcmp(v, "None") == 0 || strcmp(v, "N/A") == 0 ||
-           strcmp(v, "Unknown") == 0;
-}
-
 static void set_field(struct slurm_job *j, const char *key, size_t klen, const char *value)
 {
     char buf[64];
@@ -58,7 +53,7 @@ static void set_field(struct slurm_job *j, const char *key, size_t klen, const c
     for (size_t i = 0; i < RZ_ARRAY_LEN(fields); i++)
         if (strcmp(buf, fields[i].key) == 0)
             rz_fmt((char *)j + fields[i].offset, fields[i].len, "%s",
-                   empty_value(value) ? "" : value);
+                   slurm_empty_value(value) ? "" : value);
 }
 
 /* "2026-11-22T14:50:42" (local time, as scontrol prints it) -> Unix seconds (0 if not a time). */
@@ -107,8 +102,8 @@ void slurm_job_parse(const char *text, struct slurm_job *j)
     j->end_epoch = parse_time(j->end_time);
 }
 
-enum rz_status slurm_job_query(const struct step_runner *r, const char *job, struct slurm_job *j,
-                               struct rz_err *err)
+static enum rz_status job_query_text(const struct step_runner *r, const char *job,
+                                     struct slurm_job *j, struct rz_err *err)
 {
     static char out[65536];
     const char *argv[] = {"scontrol", "show", "job", "-o", job, NULL};
@@ -119,6 +114,46 @@ enum rz_status slurm_job_query(const struct step_runner *r, const char *job, str
                       : rz_fail(err, RZ_EHEALTH, "scontrol show job %s: status %d", job, rc);
     slurm_job_parse(out, j);
     return RZ_OK;
+}
+
+enum rz_status slurm_job_query(const struct step_runner *r, const char *job, struct slurm_job *j,
+                               struct rz_err *err)
+{
+    if (slurm_reader_mode(r) == SLURM_READER_JSON) {
+        enum rz_status st = slurm_job_query_json(r, job, j, err);
+        if (st != RZ_EDATA)
+            return st;
+    }
+    return job_query_text(r, job, j, err);
+}
+
+enum rz_status slurm_job_query_whole(const struct step_runner *r, const char *job,
+                                     struct slurm_job *j, struct rz_err *err)
+{
+    struct slurm_job text;
+    enum rz_status st = slurm_job_query(r, job, j, err);
+    if (st != RZ_OK || !j->partial || job_query_text(r, job, &text, err) != RZ_OK || !text.found)
+        return st;
+    rz_fmt(j->mail_user, sizeof j->mail_user, "%s", text.mail_user);
+    rz_fmt(j->mail_type, sizeof j->mail_type, "%s", text.mail_type);
+    j->cpus_per_task = text.cpus_per_task;
+    j->partial = false;
+    return RZ_OK;
+}
+
+/* In text, squeue --me prints the job's id when it is pending; a job Slurm has forgotten makes
+ * squeue fail. */
+bool slurm_job_pending_ours(const struct step_runner *r, const char *job)
+{
+    char out[256];
+    bool pending = false;
+    struct rz_err err;
+    if (slurm_reader_mode(r) == SLURM_READER_JSON &&
+        slurm_pending_query_json(r, job, &pending, &err) != RZ_EDATA)
+        return pending;
+    const char *argv[] = {"squeue", "--me", "--noheader", "--states=PENDING", "--format=%i",
+                          "--jobs", job, NULL};
+    return r->run(r, argv, out, sizeof out, &err) == 0 && strncmp(out, job, strlen(job)) == 0;
 }
 
 /* ---- scontrol show node -o ----------------------------------------------------------------------- */
@@ -145,9 +180,9 @@ static void node_parse_line(char *line, struct slurm_node *n)
         else if (strcmp(key, "State") == 0)
             rz_fmt(n->state, sizeof n->state, "%s", v);
         else if (strcmp(key, "Reason") == 0)
-            rz_fmt(n->reason, sizeof n->reason, "%s", empty_value(v) ? "" : v);
+            rz_fmt(n->reason, sizeof n->reason, "%s", slurm_empty_value(v) ? "" : v);
         else if (strcmp(key, "NodeAddr") == 0)
-            rz_fmt(n->addr, sizeof n->addr, "%s", empty_value(v) ? "" : v);
+            rz_fmt(n->addr, sizeof n->addr, "%s", slurm_empty_value(v) ? "" : v);
         else if (strcmp(key, "Port") == 0)
             n->port = strtol(v, NULL, 10);
     }
@@ -180,6 +215,11 @@ enum rz_status slurm_nodes_query(const struct step_runner *r, const char *names,
                                  struct slurm_node *out, int max, int *n, struct rz_err *err)
 {
     static char text[65536];
+    if (slurm_reader_mode(r) == SLURM_READER_JSON) {
+        enum rz_status st = slurm_nodes_query_json(r, names, out, max, n, err);
+        if (st != RZ_EDATA)
+            return st;
+    }
     const char *argv[] = {"scontrol", "show", "node", "-o", names, NULL};
     *n = 0;
     int rc = r->run(r, argv, text, sizeof text, err);
@@ -190,19 +230,43 @@ enum rz_status slurm_nodes_query(const struct step_runner *r, const char *names,
     return RZ_OK;
 }
 
-long slurm_parse_duration(const char *s)
+long slurm_usable_parse(const char *text, const char *excluded)
 {
-    long d = 0, h = 0, m = 0, sec = 0;
-    char tail;
-    if (s == NULL || s[0] == '\0' || strcmp(s, "UNLIMITED") == 0 || strcmp(s, "INFINITE") == 0)
-        return -1;
-    if (sscanf(s, "%ld-%ld:%ld:%ld%c", &d, &h, &m, &sec, &tail) == 4)
-        return ((d * 24 + h) * 60 + m) * 60 + sec;
-    if (sscanf(s, "%ld:%ld:%ld%c", &h, &m, &sec, &tail) == 3)
-        return (h * 60 + m) * 60 + sec;
-    if (sscanf(s, "%ld:%ld%c", &m, &sec, &tail) == 2)
-        return m * 60 + sec;
-    return -1;
+    char *copy = strdup(text), seen[4096] = "";
+    long usable = 0;
+    if (copy == NULL)
+        return 0;
+    for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        char name[64] = "", state[32] = "";
+        if (sscanf(line, "%63s %31s", name, state) != 2 || rz_list_has(seen, name))
+            continue;
+        rz_list_add(seen, sizeof seen, name);
+        bool down = strncmp(state, "down", 4) == 0 || strncmp(state, "drain", 5) == 0 ||
+                    strncmp(state, "fail", 4) == 0;
+        usable += !down && !rz_list_has(excluded, name);
+    }
+    free(copy);
+    return usable;
+}
+
+enum rz_status slurm_partition_usable(const struct step_runner *r, const char *partition,
+                                      const char *excluded, long *usable, struct rz_err *err)
+{
+    static char text[65536];
+    const char *argv[] = {"sinfo", "-h", "-N", "-p", partition, "-o", "%N %t", NULL};
+    *usable = 0;
+    if (slurm_reader_mode(r) == SLURM_READER_JSON) {
+        enum rz_status st = slurm_partition_usable_json(r, partition, excluded, usable, err);
+        if (st != RZ_EDATA)
+            return st;
+    }
+    int rc = r->run(r, argv, text, sizeof text, err);
+    if (rc != 0)
+        return rc < 0 ? RZ_EHEALTH
+                      : rz_fail(err, RZ_EHEALTH, "sinfo -p %s: status %d", partition, rc);
+    *usable = slurm_usable_parse(text, excluded);
+    return RZ_OK;
 }
 
 /* ---- the job's own flags ------------------------------------------------------------------------ */

@@ -54,6 +54,7 @@ struct step_env {
     char pmix_fence[32];            /* SLURM_PMIX_FENCE as the job has it ("" = unset) */
     char cpu_bind[64];              /* RYZEN_CPU_BIND: srun --cpu-bind (default "cores") */
     char sbatch_signal[64];         /* SBATCH_SIGNAL as exported into the job ("" = unset) */
+    char slurm_json[8];             /* RYZEN_SLURM_JSON: "0" reads Slurm's text only ("" = auto) */
     char self_dir[STEP_PATH_MAX];   /* directory of the ryzen-step executable */
 };
 

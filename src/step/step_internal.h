@@ -4,6 +4,7 @@
  *   history.c  RUN_DIR/events.jsonl (record/events.h): write one decision per line; read back
  *              budgets and lineage
  *   slurm.c    `scontrol show job` parsed; the job's own sbatch flags; --signal; requeue/hold/...
+ *   slurm_json.c  squeue/sinfo --json read (the reader used where Slurm has it)
  *   owner.c    RUN_DIR belongs to one live job
  *   policy.c   how an attempt ended and what to do about it (pure functions)
  *   probe.c    which of the job's nodes can reach each other, without MPI (a broken link that
@@ -114,10 +115,22 @@ struct slurm_job {
     long restarts;
     long time_limit_s;          /* -1: unlimited or unknown */
     double end_epoch;           /* EndTime as Unix seconds (0: unknown) */
+    bool partial;               /* read from squeue --json, which lacks mail_user, mail_type and
+                                 * cpus_per_task (Slurm 22.05): slurm_job_query_whole fills them */
 };
 void slurm_job_parse(const char *text, struct slurm_job *j);
+/* The job as the run's reader sees it (slurm_json.c: squeue --json, else scontrol show job -o):
+ * RZ_EHEALTH when Slurm does not know it or cannot be asked. */
 enum rz_status slurm_job_query(const struct step_runner *r, const char *job, struct slurm_job *j,
                                struct rz_err *err);
+/* The same, with the fields --json lacks read from scontrol (the job's flags for the next job). */
+enum rz_status slurm_job_query_whole(const struct step_runner *r, const char *job,
+                                     struct slurm_job *j, struct rz_err *err);
+/* Whether job is pending and this user's (squeue --me: never another user's job); a job Slurm
+ * has forgotten is not pending. */
+bool slurm_job_pending_ours(const struct step_runner *r, const char *job);
+/* "(null)", "None", "N/A", "Unknown": what scontrol prints for no value (slurm_values.c). */
+bool slurm_empty_value(const char *v);
 /* `scontrol show node -o NAMES`: each node's name, state ("DOWN+NOT_RESPONDING", "IDLE", ...),
  * reason ("Not responding [slurm@...]"), address (NodeAddr; the name when absent) and slurmd's
  * port (Port; 0 when absent: the site's SlurmdPort). */
@@ -132,6 +145,58 @@ enum rz_status slurm_nodes_query(const struct step_runner *r, const char *names,
                                  struct slurm_node *out, int max, int *n, struct rz_err *err);
 /* Slurm has lost contact with it: NOT_RESPONDING, or DOWN. */
 bool slurm_node_unreachable(const struct slurm_node *n);
+/* The nodes of a partition that can take a job, not counting `excluded` (a list): `sinfo -h -N
+ * -p PARTITION -o "%N %t"` read (not down, drained or failed; a node draining its jobs counts). */
+long slurm_usable_parse(const char *text, const char *excluded);
+enum rz_status slurm_partition_usable(const struct step_runner *r, const char *partition,
+                                      const char *excluded, long *usable, struct rz_err *err);
+
+/* ---- Slurm read as data (slurm_json.c) ---------------------------------------------------------
+ * squeue --json and sinfo --json, in the shape of Slurm 22.05 (meta.plugin.type
+ * openapi/v0.0.38), mapped onto the same structs with the same meaning as the text: times as
+ * scontrol prints them (local time), TimeLimit "D-HH:MM:SS" or "UNLIMITED", memory "1G" /
+ * "300M", node state "IDLE+DRAIN", reason "why [user@time]", empty values "".  Slurm 22.05
+ * ignores -j and -n with --json (it prints every job, every node): the job and the nodes are
+ * picked out here.  Which reader a run uses is decided once per process: */
+enum slurm_reader { SLURM_READER_UNKNOWN, SLURM_READER_JSON, SLURM_READER_TEXT };
+/* The first call asks `squeue --version`: --json from Slurm 22.05 on (tentative until the first
+ * --json answer reads; a first one that fails, or any that does not read, means text from then
+ * on). */
+enum slurm_reader slurm_reader_mode(const struct step_runner *r);
+/* Set the reader and why (RYZEN_SLURM_JSON=0, a --json answer that does not read, tests);
+ * SLURM_READER_UNKNOWN probes again. */
+void slurm_reader_set(enum slurm_reader m, const char *why);
+/* "squeue/sinfo --json (Slurm 22.05.8)" or "scontrol/squeue text (WHY)", for the job output. */
+const char *slurm_reader_describe(void);
+
+/* Job `id` ("N", or "N_T" an array task) of squeue --json output into j (j->found false when it
+ * is not there; `now` decides EndTime "Unknown" of a job without a time limit, as scontrol
+ * does).  RZ_EDATA naming the cause when the text is not JSON of that shape. */
+enum rz_status slurm_job_parse_json(const char *text, const char *id, double now,
+                                    struct slurm_job *j, struct rz_err *err);
+/* The nodes of `names` (a hostlist: "n[1-3],gpu07") in sinfo --json output, at most max. */
+enum rz_status slurm_node_parse_json(const char *text, const char *names, struct slurm_node *out,
+                                     int max, int *n, struct rz_err *err);
+/* slurm_usable_parse's count from sinfo --json output (the nodes listing `partition`). */
+enum rz_status slurm_usable_parse_json(const char *text, const char *partition,
+                                       const char *excluded, long *usable, struct rz_err *err);
+/* Whether job `id` is PENDING and user `uid`'s in squeue --json output. */
+enum rz_status slurm_pending_parse_json(const char *text, const char *id, long uid,
+                                        bool *pending, struct rz_err *err);
+/* A hostlist expanded, comma-separated ("n[1-2,4]" -> "n1,n2,n4"; zero padding kept); false when
+ * it is not one this reads (two bracket groups in a name, a bad range) or out is too short. */
+bool slurm_hostlist_expand(const char *list, char *out, size_t len);
+/* The queries of the JSON reader: RZ_OK, RZ_EHEALTH (Slurm said no: as the text path), or
+ * RZ_EDATA when the answer did not read (the reader turned to text; ask the text path). */
+enum rz_status slurm_job_query_json(const struct step_runner *r, const char *job,
+                                    struct slurm_job *j, struct rz_err *err);
+enum rz_status slurm_nodes_query_json(const struct step_runner *r, const char *names,
+                                      struct slurm_node *out, int max, int *n, struct rz_err *err);
+enum rz_status slurm_pending_query_json(const struct step_runner *r, const char *job,
+                                        bool *pending, struct rz_err *err);
+enum rz_status slurm_partition_usable_json(const struct step_runner *r, const char *partition,
+                                           const char *excluded, long *usable,
+                                           struct rz_err *err);
 
 /* The nodes a batch script asks for (#SBATCH --nodes=N, -N N, -NN; "N-M" gives N), read as
  * sbatch does, up to its first command; 0 when it does not say. */
@@ -139,7 +204,8 @@ long slurm_script_nodes(const char *text);
 /* The same of a template file (0: unreadable, or not said). */
 long slurm_template_nodes(const char *path);
 
-/* "1-02:03:04", "02:03:04", "03:04", "UNLIMITED" -> seconds (-1 unlimited or bad). */
+/* "1-02:03:04", "02:03:04", "03:04", "UNLIMITED" -> seconds (-1 unlimited or bad;
+ * slurm_values.c). */
 long slurm_parse_duration(const char *s);
 
 /* The submitting job's own flags for the next job: partition, account, QOS, time limit, memory,

@@ -585,9 +585,14 @@ static bool locate(struct wrapper *w)
     const struct step_env *e = w->env;
     char tdir[STEP_PATH_MAX];
     struct rz_err err;
-    if (step_env_in_slurm(w->env) && slurm_job_query(w->r, e->display_id, &w->job, &err) != RZ_OK)
+    if (step_env_in_slurm(w->env) && strcmp(e->slurm_json, "0") == 0)
+        slurm_reader_set(SLURM_READER_TEXT, "RYZEN_SLURM_JSON=0");
+    if (step_env_in_slurm(w->env) &&
+        slurm_job_query_whole(w->r, e->display_id, &w->job, &err) != RZ_OK)
         fprintf(w->out, "ryzen-step: warning: %s (the job's flags and state are unknown)\n",
                 err.msg);
+    if (step_env_in_slurm(w->env))
+        fprintf(w->out, "ryzen-step: reading Slurm: %s\n", slurm_reader_describe());
     template_dir(w, tdir, sizeof tdir);
     rz_fmt(w->sbatch_dir, sizeof w->sbatch_dir, "%s", tdir[0] ? tdir : RZ_PKGDATADIR "/sbatch");
     if (!step_find_config(w->config, sizeof w->config, w->args->config, e, tdir)) {
