@@ -99,14 +99,14 @@ sets="$chain_model --set checkpoint.interval=5 --set health.sync_check_interval=
   --set restart.max_restarts=0 $open_gates --set training.steps=20 --set phase1_4proc:training.steps=10
   --set phase1_4proc:gates.throughput_go=1e12 --set phase1_4proc:gates.throughput_no_go=1e12"
 
-field() { grep "\"event\":\"$2\"" "$1" 2>/dev/null | tail -n 1 | sed -n "s/.*\"$3\":\"\([^\"]*\)\".*/\1/p"; }
+field() { last_event "$@"; }
 # need NAME JOB CMD...: a condition that must hold; else JOB's output is shown.
 need() {
   need_name=$1 need_job=$2 # not n or j: lib.sh's wait_for sets n
   shift 2
   if "$@"; then ok "$need_name"; else bad "$need_name"; show_job "$need_job"; fi
 }
-samples_at() { sed -n "s/^{\"step\":$2,\"samples_seen\":\([0-9]*\),.*/\1/p" "$1"; }
+samples_at() { jsonl "$1" 'select(.step == ($s | tonumber)) | .samples_seen' --arg s "$2"; }
 
 # no_reports: the last check, also when a stage ended the ladder early.
 no_reports() {
@@ -131,7 +131,7 @@ echo "# baseline_1proc: job $b"
 # Each stage waits for its job to end (a sanitizer report ends it early), then reads its events.
 state=$(wait_done "$b" 600)
 need "... ended ($state) after promoting phase1_4proc" "$b" \
-  grep -q '"event":"promote"' "$R/baseline_1proc/events.jsonl"
+  jsonl_ok "$R/baseline_1proc/events.jsonl" 'any(.[]; .event == "promote")'
 check "... verdict GO" test "$(field "$R/baseline_1proc/events.jsonl" verdict verdict)" = GO
 p=$(field "$R/baseline_1proc/events.jsonl" promote next_job)
 check "... as job '$p'" test -n "$p"
@@ -139,9 +139,10 @@ followed "$p"
 
 echo "# phase1_4proc: job $p, NO-GO by design"
 state=$(wait_done "$p" 600)
-need "... ended ($state) after rolling back" "$p" grep -q '"event":"rollback"' "$R/phase1_4proc/events.jsonl"
+need "... ended ($state) after rolling back" "$p" \
+  jsonl_ok "$R/phase1_4proc/events.jsonl" 'any(.[]; .event == "rollback")'
 check "... verdict NO-GO" test "$(field "$R/phase1_4proc/events.jsonl" verdict verdict)" = NO-GO
-check "... on 4 ranks" grep -q '"num_processes":4,' "$R/phase1_4proc/summary.json"
+check "... on 4 ranks" json_ok "$R/phase1_4proc/summary.json" '.num_processes == 4'
 rb=$(field "$R/phase1_4proc/events.jsonl" rollback new_job)
 ck=$(field "$R/phase1_4proc/events.jsonl" rollback checkpoint)
 check "... to baseline_1proc as job '$rb'" test -n "$rb" -a \

@@ -44,10 +44,10 @@ scontrol create reservation ReservationName=rzchain Users=rzuser Nodes=ALL Start
 flags="-A ml -p batch --qos=ryzen --time=00:20:00 --mem=1800M -c 2 --reservation=rzchain
   --constraint=ryzen --exclude=n4 --mail-type=END,FAIL --mail-user=rzuser@localhost"
 
-# field FILE EVENT KEY: KEY of the last EVENT line in FILE.
-field() { grep "\"event\":\"$2\"" "$1" 2>/dev/null | tail -n 1 | sed -n "s/.*\"$3\":\"\([^\"]*\)\".*/\1/p"; }
-wait_event() { wait_for "$3" grep -q "\"event\":\"$2\"" "$1"; }
-verdict() { sed -n 's/.*"verdict":"\([^"]*\)".*/\1/p' "$1" | head -n 1; }
+# field FILE EVENT KEY: KEY of the last EVENT record in FILE.
+field() { last_event "$@"; }
+wait_event() { wait_for "$3" jsonl_ok "$1" 'any(.[]; .event == $e)' --arg e "$2"; }
+verdict() { jq -r '.verdict // empty' "$1" 2>/dev/null; }
 
 # kept JOB: the site flags as Slurm holds them for JOB (scontrol), and accounting's view of the
 # account, partition and QOS (sacct): one line to compare.
@@ -84,7 +84,8 @@ check "... it kept the site's flags: $(kept "$p")" test "$(kept "$p")" = "$want"
 a=$(field "$R/phase1_4proc/events.jsonl" promote next_job)
 check "... promoted phase2a_8proc as job '$a'" test -n "$a"
 check "... its efficiency was judged against the baseline's report" \
-  grep -q '"name":"efficiency","measured":[0-9]' "$R/phase1_4proc/reports/$p/report.json"
+  json_ok "$R/phase1_4proc/reports/$p/report.json" \
+  'any(.criteria[]; .name == "efficiency" and (.measured | type == "number"))'
 check "... sacct shows its verdict: $(acct "$p" Comment)" \
   sh -c "sacct -n -P -X -j $p -o Comment | grep -q '^phase1_4proc: GO'"
 # phase1's own checkpoints, to compare after the rollback has run in the same phase's directory
@@ -100,8 +101,8 @@ check "... it kept the site's flags: $(kept "$a")" test "$(kept "$a")" = "$want"
 check "... sacct: FAILED 1:0, Comment $(acct "$a" Comment)" \
   test "$(acct "$a" State) $(acct "$a" ExitCode)" = "FAILED 1:0"
 check "... report.json says NO-GO with throughput as the cause" \
-  sh -c "grep -q '\"verdict\":\"NO-GO\"' '$R/phase2a_8proc/reports/$a/report.json' &&
-         grep -q '\"name\":\"throughput\",[^}]*\"status\":\"no_go\"' '$R/phase2a_8proc/reports/$a/report.json'"
+  json_ok "$R/phase2a_8proc/reports/$a/report.json" \
+  '.verdict == "NO-GO" and any(.criteria[]; .name == "throughput" and .status == "no_go")'
 rb=$(field "$R/phase2a_8proc/events.jsonl" rollback new_job)
 ck=$(field "$R/phase2a_8proc/events.jsonl" rollback checkpoint)
 check "... rolled back to phase1_4proc as job '$rb'" test -n "$rb" -a \
@@ -129,14 +130,16 @@ check "the rollback job completed ($(acct "$rb" State) $(acct "$rb" ExitCode))" 
 check "... it kept the site's flags: $(kept "$rb")" test "$(kept "$rb")" = "$want"
 check "... it started from phase2a's checkpoint" \
   test "$(field "$rdir/events.jsonl" rollback_start checkpoint)" = "$ck"
-first=$(head -n 1 "$rdir/metrics/$rb/rank-00000.jsonl" | sed -n 's/^{"step":\([0-9]*\),"samples_seen":\([0-9]*\),.*/\1 \2/p')
+first=$(jsonl "$rdir/metrics/$rb/rank-00000.jsonl" '"\(.step) \(.samples_seen)"' | head -n 1)
 check "... and continued at step 21 with phase2a's global batch (sample 672): $first" \
   test "$first" = "21 672"
-check "... on 4 ranks" grep -q '"num_processes":4,' "$rdir/summary.json"
+check "... on 4 ranks" json_ok "$rdir/summary.json" '.num_processes == 4'
 check "... finished with a report: $(verdict "$rdir/reports/$rb/report.json")" \
   test -s "$rdir/reports/$rb/report.md" -a -s "$rdir/reports/$rb/report.html"
-check "... which shows where it came from" grep -q "rollback_start" "$rdir/reports/$rb/report.json"
-check "... and it did not promote again by itself" grep -q '"event":"promote_skipped"' "$rdir/events.jsonl"
+check "... which shows where it came from" \
+  json_ok "$rdir/reports/$rb/report.json" 'any(.. | objects; .event? == "rollback_start")'
+check "... and it did not promote again by itself" \
+  jsonl_ok "$rdir/events.jsonl" 'any(.[]; .event == "promote_skipped")'
 check "... the first phase1 run's checkpoints are untouched ($(echo "$p1_sums" | grep -c .) files, same sha256)" \
   sh -c "test -n '$p1_sums' && test '$(sums)' = '$p1_sums'"
 check "... and its last one verifies" \
@@ -154,24 +157,26 @@ wait_done "$j" 200 >/dev/null
 r=$sub/late/phase1_4proc/rollback-$a
 check "... it ended with a HOLD report (exit $(acct "$j" ExitCode))" test "$(acct "$j" ExitCode)" = 2:0
 check "... that says there was nothing left to train" \
-  grep -q '"ended":"nothing_to_train"' "$r/reports/$j/report.json"
-check "... and nothing was launched" lacks "$r/events.jsonl" 'train_start'
+  json_ok "$r/reports/$j/report.json" '.ended == "nothing_to_train"'
+check "... and nothing was launched" lacks_event "$r/events.jsonl" '.event == "train_start"'
 
 echo "# the ladder report of the whole run root"
 expect "ryzen-gate --ladder \$RYZEN_RUN_ROOT" 0 "ladder: model error" -- "$prefix/bin/ryzen-gate" --ladder "$R"
 L=$R/ladder.json
-worlds=$(grep -o '"world_size":[0-9]*,"verdict"' "$L" | sed 's/[^0-9]//g' | tr '\n' ' ')
-check "... its attempts by ranks: $worlds" test "$worlds" = "1 4 4 8 "
-check "... the rollback lineage is one of them" grep -q "\"lineage\":\"phase1_4proc/rollback-$a\"" "$L"
-check "... which started from phase2a's checkpoint, handed to job $rb" \
-  sh -c "grep -q '\"from_checkpoint\":\"$ck\"' '$L' && grep -q '\"handed_to\":\"job $rb (phase1_4proc)\"' '$L'"
-check "... predictions for 12, 16, 32 and 64 ranks (8 was measured)" \
-  test "$(grep -o '{"world_size":[0-9]*,"throughput":[0-9.e+]*,"throughput_lo"' "$L" | sed 's/{"world_size":\([0-9]*\),.*/\1/' | tr '\n' ' ')" = "12 16 32 64 "
-check "... the verdict timeline: two promotions and the rollback" \
-  sh -c "test \$(grep -o '\"event\":\"promote\"' '$L' | wc -l) -eq 2 && grep -q '\"event\":\"rollback\",' '$L'"
+worlds=$(jq -r '[.attempts[].world_size] | map(tostring) | join(" ")' "$L")
+check "... its attempts by ranks: $worlds" test "$worlds" = "1 4 4 8"
+check "... the rollback lineage is one of them" \
+  json_ok "$L" 'any(.attempts[]; .lineage == $l)' --arg l "phase1_4proc/rollback-$a"
+check "... which started from phase2a's checkpoint, handed to job $rb" json_ok "$L" \
+  'any(.attempts[]; .from_checkpoint == $ck) and any(.attempts[]; .handed_to == $h)' \
+  --arg ck "$ck" --arg h "job $rb (phase1_4proc)"
+check "... predictions for 12, 16, 32 and 64 ranks (8 was measured)" json_ok "$L" \
+  '[.predictions[] | select((.throughput | type == "number") and has("throughput_lo")) | .world_size] == [12, 16, 32, 64]'
+check "... the verdict timeline: two promotions and the rollback" json_ok "$L" \
+  '([.timeline[] | select(.event == "promote")] | length == 2) and any(.timeline[]; .event == "rollback")'
 check "... ladder.html with its four charts, self-contained" \
   sh -c "test \$(grep -c '<svg id=\"chart-ladder-' '$R/ladder.html') -eq 4 && ! grep -qiE '<script|src=' '$R/ladder.html'"
 check "... phase2a's report was predicted from the phases below it" \
-  grep -q '"prediction":{"throughput":' "$R/phase2a_8proc/reports/$a/report.json"
+  json_ok "$R/phase2a_8proc/reports/$a/report.json" '.prediction.throughput | type == "number"'
 
 finish

@@ -79,23 +79,30 @@ expect "export of the run directory's newest checkpoint, no flag needed" 0 \
   "step 20.*model.safetensors \(28 tensors\)" -- "$ckpt" export \
   --format safetensors --tokenizer "$tk" "$run" "$out"
 check "... config.json says GPT-2 with the exact GELU" \
-  grep -q '"model_type":"gpt2".*"activation_function":"gelu"' "$out/config.json"
+  json_ok "$out/config.json" '.model_type == "gpt2" and .activation_function == "gelu"'
 check "... and no head bias" \
-  grep -q '"ryzen_lm_head_bias":false,"ryzen_zero_head_bias":false' "$out/config.json"
+  json_ok "$out/config.json" '.ryzen_lm_head_bias == false and .ryzen_zero_head_bias == false'
 check "... no lm_head.bias in model.safetensors" sh -c "! grep -aq lm_head '$out/model.safetensors'"
 check "... the tokenizer is copied, its SHA-256 in tokenizer_config.json" \
-  grep -q "\"sha256\":\"$(sha256sum "$tk" | cut -c1-64)\"" "$out/tokenizer_config.json"
+  json_ok "$out/tokenizer_config.json" 'any(.. | .sha256? | strings; . == $s)' \
+  --arg s "$(sha256sum "$tk" | cut -c1-64)"
 check "... byte for byte" cmp -s "$tk" "$out/tokenizer.model"
 
 # PyTorch against ryzen-generate, prompt by prompt: logits and 32 greedy tokens
+# gen_json FILE: ryzen-generate's --json record, from among its messages in $tmp/out, into FILE;
+# a check that there is one.
+gen_json() {
+  jsonl "$tmp/out" 'select(has("tokens"))' >"$1"
+  check "... its JSON record, with the tokens" test -s "$1"
+}
 worst=0
 n=0
 for prompt in "The" "A man" "Q: What is" "You will be"; do
   n=$((n + 1))
-  expect "generate greedy from '$prompt'" 0 '"tokens":' -- "$gen" --checkpoint "$run" \
+  expect "generate greedy from '$prompt'" 0 "" -- "$gen" --checkpoint "$run" \
     --tokenizer "$tk" --prompt "$prompt" --greedy --max-new-tokens 32 --json \
     --logits-out "$tmp/logits$n"
-  sed -n '/^{/p' "$tmp/out" >"$tmp/gen$n.json"
+  gen_json "$tmp/gen$n.json"
   expect "... PyTorch's logits within 1e-5 relative, the same 32 greedy tokens" 0 \
     "greedy=same" -- "$py" "$src/tests/gpt2_torch.py" --dir "$out" --gen-json "$tmp/gen$n.json" \
     --logits "$tmp/logits$n" --greedy --rtol 1e-5
@@ -106,7 +113,7 @@ done
 expect "sampled (seed 7, temperature 0.8): PyTorch's logits on its tokens" 0 "greedy=skipped" -- \
   sh -c "'$gen' --checkpoint '$run' --tokenizer '$tk' --prompt 'It was' --seed 7 \
     --temperature 0.8 --max-new-tokens 20 --json --logits-out '$tmp/logits_s' \
-    | sed -n '/^{/p' >'$tmp/gen_s.json' && '$py' '$src/tests/gpt2_torch.py' --dir '$out' \
+    | jq -c 'select(has(\"tokens\"))' >'$tmp/gen_s.json' && '$py' '$src/tests/gpt2_torch.py' --dir '$out' \
     --gen-json '$tmp/gen_s.json' --logits '$tmp/logits_s' --rtol 1e-5"
 echo "largest relative logit difference over $n greedy prompts: $worst"
 
@@ -119,23 +126,23 @@ expect "export refuses the trained head bias GPT-2 cannot hold: 64" 64 \
 check "... and writes nothing" test ! -e "$outb"
 expect "export --head-bias" 0 "step 20.*model.safetensors \(29 tensors, with lm_head.bias\)" \
   -- "$ckpt" export --format safetensors --head-bias --tokenizer "$tk" "$tmp/runb" "$outb"
-check "... config.json says so" grep -q '"ryzen_lm_head_bias":true' "$outb/config.json"
-expect "generate greedy with the head bias" 0 '"tokens":' -- "$gen" --checkpoint "$tmp/runb" \
+check "... config.json says so" json_ok "$outb/config.json" '.ryzen_lm_head_bias == true'
+expect "generate greedy with the head bias" 0 "" -- "$gen" --checkpoint "$tmp/runb" \
   --tokenizer "$tk" --prompt "The" --greedy --max-new-tokens 32 --json --logits-out "$tmp/logits_b"
-sed -n '/^{/p' "$tmp/out" >"$tmp/gen_b.json"
+gen_json "$tmp/gen_b.json"
 expect "... PyTorch with lm_head.bias: logits within 1e-5 relative, the same greedy tokens" 0 \
   "greedy=same" -- "$py" "$src/tests/gpt2_torch.py" --dir "$outb" --gen-json "$tmp/gen_b.json" \
   --logits "$tmp/logits_b" --greedy --rtol 1e-5
 cat "$tmp/out"
 expect "import of the head bias" 0 "lm_head.bias" -- "$ckpt" import --format safetensors \
   --set training.batch_size=4 "$outb" "$tmp/runb2"
-sha() { "$ckpt" info "$1" | sed -n 's/.*"params_sha256":"\([0-9a-f]*\)".*/\1/p'; }
+sha() { "$ckpt" info "$1" | jq -r '.params_sha256 // empty'; }
 a=$(sha "$tmp/runb/checkpoints/step-00000020.h5")
 b=$(sha "$tmp/runb2/checkpoints/step-00000000.h5")
 check "... export then import: params_sha256 equal ($a)" test -n "$a" -a "$a" = "$b"
 mkdir -p "$tmp/tanh_hf"
 cp "$out/model.safetensors" "$tmp/tanh_hf/"
-sed 's/"activation_function":"gelu"/"activation_function":"gelu_new"/' "$out/config.json" \
+jq -c '.activation_function = "gelu_new"' "$out/config.json" \
   >"$tmp/tanh_hf/config.json"
 expect "... the comparison can fail: GPT-2's tanh GELU in place of ours is outside 1e-5" 1 \
   "max_rel=" -- "$py" "$src/tests/gpt2_torch.py" --dir "$tmp/tanh_hf" --gen-json "$tmp/gen3.json" \
@@ -149,8 +156,9 @@ expect "import into a new run" 0 "imported" -- "$ckpt" import --format safetenso
 a=$(sha "$ck")
 b=$(sha "$tmp/run2/checkpoints/step-00000000.h5")
 check "export then import: params_sha256 equal ($a)" test -n "$a" -a "$a" = "$b"
-check "... the tokenizer recorded" sh -c "'$ckpt' info '$tmp/run2/checkpoints/step-00000000.h5' \
-  | grep -q '\"tokenizer_sha256\":\"$(sha256sum "$tk" | cut -c1-64)\"'"
+"$ckpt" info "$tmp/run2/checkpoints/step-00000000.h5" >"$tmp/info.json" 2>/dev/null
+check "... the tokenizer recorded" json_ok "$tmp/info.json" \
+  'any(.. | .tokenizer_sha256? | strings; . == $s)' --arg s "$(sha256sum "$tk" | cut -c1-64)"
 check "... its config says model.head_bias false" grep -q '^  head_bias: false$' \
   "$tmp/run2/config.yaml"
 expect "export of the import" 0 "step 0.*model.safetensors \(28 tensors\)" -- "$ckpt" export \
@@ -176,7 +184,7 @@ expect "import into a run that has checkpoints: 64" 64 "already holds checkpoint
 # what cannot be expressed, or is not there
 mkdir -p "$tmp/tanh"
 cp "$out/model.safetensors" "$tmp/tanh/"
-sed 's/"activation_function":"gelu"/"activation_function":"gelu_new"/' "$out/config.json" \
+jq -c '.activation_function = "gelu_new"' "$out/config.json" \
   >"$tmp/tanh/config.json"
 expect "import of a tanh-GELU model: 64, says why" 64 "tanh approximation" -- "$ckpt" import \
   --format safetensors "$tmp/tanh" "$tmp/run3"

@@ -53,18 +53,18 @@ r=$(R pre phase1_4proc)
 await "... the batch job holds at step 15" 300 step_reached "$r" "$j" 15
 u=$(submit_as rzother -A other -p urgent -w n4 -N 1 -n 8 --time=00:05:00 --mem=500M \
   -o /dev/null --wrap "sleep 5")
-wait_for 120 has_event "$r" "$j" requeue '"reason":"preemption"'
-check "... the batch job was requeued as a preemption" has_event "$r" "$j" requeue '"reason":"preemption"'
-check "... after a checkpoint on the user signal" has_event "$r" "$j" attempt_end '"progress":1'
+wait_for 120 has_event "$r" "$j" requeue '.reason == "preemption"'
+check "... the batch job was requeued as a preemption" has_event "$r" "$j" requeue '.reason == "preemption"'
+check "... after a checkpoint on the user signal" has_event "$r" "$j" attempt_end '.progress == 1'
 st=$(wait_done "$u" 200)
 check "the urgent job ran (sacct: $(acct "$u" State))" test "$(acct "$u" State)" = COMPLETED
 st=$(wait_done "$j" 400)
 ended "the preempted job completes" "$j" COMPLETED 0:0
-check "... it resumed from its checkpoint" has_event "$r" "$j" resume "resuming from"
+check "... it resumed from its checkpoint" has_event "$r" "$j" resume '.message | contains("resuming from")'
 st=$(wait_done "$ref1" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref1 phase1_4proc)" "$r" 60
 check "... the report counts a preemption, not a failure" \
-  sh -c "grep -q '\"preemption\":1' '$r/reports/$j/report.json' && grep -q '\"failure\":0' '$r/reports/$j/report.json'"
+  json_ok "$r/reports/$j/report.json" '.requeues.preemption == 1 and .requeues.failure == 0'
 
 echo "# node loss with a spare: a node the ranks run on goes DOWN; relaunched in the allocation"
 # sbatch -N 3 --no-kill: one node more than the template's 2.  The lost node leaves the
@@ -87,22 +87,23 @@ scontrol update nodename="$victim" state=down reason=ryzen-test
 release node
 st=$(wait_done "$j" 400)
 ended "... it completes" "$j" COMPLETED 0:0
-check "... $victim was named lost" has_event "$r" "$j" node_failed "\"nodes\":\"$victim\""
+check "... $victim was named lost" has_event "$r" "$j" node_failed '.nodes == $v' --arg v "$victim"
 check "... and the phase relaunched in its allocation, as a node failure" \
-  has_event "$r" "$j" relaunch '"reason":"node_failure"'
+  has_event "$r" "$j" relaunch '.reason == "node_failure"'
 check "... never requeued (one start)" \
-  sh -c "test \"\$(grep -c '\"event\":\"start\"' '$r/events.jsonl')\" -eq 1"
+  jsonl_ok "$r/events.jsonl" '[.[] | select(.event == "start")] | length == 1'
 # the lost step holds its CPUs on the nodes left until Slurm marks the node down: the
 # relaunch's steps share them (place.c), the first launch does not
-ov_first=$(grep '"event":"train_start"' "$r/events.jsonl" | head -n 1 | grep -c -- ' --overlap ')
-ov_last=$(grep '"event":"train_start"' "$r/events.jsonl" | tail -n 1 | grep -c -- ' --overlap ')
+overlap() { jsonl "$r/events.jsonl" 'select(.event == "train_start") | .message | contains(" --overlap ") | if . then 1 else 0 end'; }
+ov_first=$(overlap | head -n 1)
+ov_last=$(overlap | tail -n 1)
 check "... the relaunch's steps overlap what the lost step holds (srun --overlap: $ov_last), the first not ($ov_first)" \
   test "$ov_last" = 1 -a "$ov_first" = 0
 last=$(sacct -n -P -j "$j" -o JobID,NodeList | awk -F'|' '$1 ~ /\.[0-9]+$/ {n = $2} END {print n}')
 check "... its last step ran on 2 nodes without $victim ($last)" \
   sh -c "test \"\$(scontrol show hostnames '$last' | wc -l)\" -eq 2 && ! scontrol show hostnames '$last' | grep -qx '$victim'"
-check "... no failure was counted" lacks "$r/events.jsonl" '"reason":"failure"'
-check "... the report names $victim lost" grep -q "\"nodes_lost\":\"$victim\"" "$r/reports/$j/report.json"
+check "... no failure was counted" lacks_event "$r/events.jsonl" '.reason == "failure"'
+check "... the report names $victim lost" json_ok "$r/reports/$j/report.json" '.nodes_lost == $v' --arg v "$victim"
 st=$(wait_done "$ref2" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref2 phase2a_8proc)" "$r" 60
 scontrol update nodename="$victim" state=resume
@@ -119,14 +120,15 @@ r=$(R cap phase1_4proc)
 await "... the job holds at step 10" 200 step_reached "$r" "$j" 10
 as rzuser scancel --signal=USR2 --batch "$j"
 await "... requeued and started again" 200 \
-  sh -c "grep '\"job\":\"$j\"' '$r/events.jsonl' | grep -c '\"event\":\"start\"' | grep -qx 2"
+  jsonl_ok "$r/events.jsonl" '[.[] | select(.job == $j and .event == "start")] | length == 2' --arg j "$j"
 await "... holds at step 25" 200 step_reached "$r" "$j" 25
 as rzuser scancel --signal=USR2 --batch "$j"
 await "... gives up" 120 has_event "$r" "$j" give_up
 wait_for 60 sh -c "scontrol show job $j | grep -q 'Reason=.*[Hh]eld'"
 check "... the second signal requeue was over the cap: held" \
   sh -c "scontrol show job $j | grep -q 'Reason=.*[Hh]eld'"
-check "... a NO-GO report says why" grep -q 'restart.max_signal_requeues' "$r/reports/$j/report.json"
+check "... a NO-GO report says why" \
+  json_ok "$r/reports/$j/report.json" 'any(.. | strings; contains("restart.max_signal_requeues"))'
 scancel "$j"
 
 echo "# array tasks requeue as themselves, each in its own run directory"
@@ -162,7 +164,7 @@ scontrol update nodename=n4 state=resume
 down_node=""
 st=$(wait_done "$j" 400)
 ended "the job completes elsewhere" "$j" COMPLETED 0:0
-check "... its preflight failed on n3" has_event "$r" "$j" preflight_failed '"failed_hosts":"n3"'
+check "... its preflight failed on n3" has_event "$r" "$j" preflight_failed '.failed_hosts == "n3"'
 check "... n3 was excluded ($(job_field "$j" ExcNodeList))" sh -c "scontrol show job $j | grep -q 'ExcNodeList=.*n3'"
 check "... it ran on n4 ($(job_field "$j" NodeList))" test "$(job_field "$j" NodeList)" = n4
 check "... the report names the excluded node" grep -q 'n3' "$r/reports/$j/report.md"
@@ -189,9 +191,11 @@ st=$(wait_done "$jp" 400)
 ended "the job completes (ref1's preflight took $pf s: limit $limit s)" "$jp" COMPLETED 0:0
 check "... its first preflight hung (the hook left $hang_p)" test -e "$hang_p"
 check "... it was ended at the limit" \
-  has_event "$r" "$jp" preflight_timeout "preflight_timeout_s = $limit s (attempt 1 of 3)"
-check "... and launched again, which passed" has_event "$r" "$jp" preflight "all checks passed"
-check "... in the same allocation (no requeue)" lacks "$r/events.jsonl" '"event":"requeue"'
+  has_event "$r" "$jp" preflight_timeout '.message | contains($m)' \
+  --arg m "preflight_timeout_s = $limit s (attempt 1 of 3)"
+check "... and launched again, which passed" has_event "$r" "$jp" preflight \
+  '.message | contains("all checks passed")'
+check "... in the same allocation (no requeue)" lacks_event "$r/events.jsonl" '.event == "requeue"'
 s0=$(sacct -n -P -j "$jp.0" -o State 2>/dev/null | head -n 1)
 check "... the hung step ended in Slurm too ($jp.0: ${s0:-no record})" \
   sh -c "test -n '$s0' -a '$s0' != RUNNING -a '$s0' != COMPLETED"
@@ -202,9 +206,10 @@ st=$(wait_done "$js" 400)
 ended "the job completes (limit $limit s)" "$js" COMPLETED 0:0
 check "... its first training launch hung (the hook left $hang_s)" test -e "$hang_s"
 check "... it was ended at the limit, naming the ranks not up" has_event "$r" "$js" start_timeout \
+  '.message | contains($m)' --arg m \
   "start_timeout_s = $limit s and was ended: 4 of 4 rank(s) never started their watchdog (not started: rank 0 rank 1 rank 2 rank 3)"
-check "... counted as a hang" has_event "$r" "$js" attempt_end '"class":"hang"'
-check "... and relaunched in the allocation" has_event "$r" "$js" relaunch '"reason":"failure"'
+check "... counted as a hang" has_event "$r" "$js" attempt_end '.class == "hang"'
+check "... and relaunched in the allocation" has_event "$r" "$js" relaunch '.reason == "failure"'
 check "... never through the queue: 1 attempt in accounting ($(attempts "$js"))" \
   test "$(attempts "$js")" = 1
 # ryzen-step's own textfile, written at the relaunch with its restart counted (step_prom.c)
@@ -223,9 +228,9 @@ r=$(R time phase1_4proc)
 st=$(wait_done "$j_time" 600)
 j=$j_time
 ended "the time-limited job completes" "$j" COMPLETED 0:0
-check "... requeued at the time-limit warning" has_event "$r" "$j" requeue '"reason":"time_limit"'
-check "... after a checkpoint on the warning (exit 75)" has_event "$r" "$j" attempt_end '"status":75'
-check "... and resumed from that checkpoint" has_event "$r" "$j" resume "resuming from"
+check "... requeued at the time-limit warning" has_event "$r" "$j" requeue '.reason == "time_limit"'
+check "... after a checkpoint on the warning (exit 75)" has_event "$r" "$j" attempt_end '.status == 75'
+check "... and resumed from that checkpoint" has_event "$r" "$j" resume '.message | contains("resuming from")'
 check "... never hit the limit itself" sacct_lacks "$j" State TIMEOUT
 st=$(wait_done "$ref400" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref400 phase1_4proc)" "$r" 400

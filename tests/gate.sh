@@ -47,15 +47,17 @@ expect "--ended health with no metrics at all: NO-GO, exit 1" 1 \
   --why="preflight failed on n2" --status=70 $small
 r=$run/reports/501
 check "... report.json says how it ended" \
-  grep -q '"verdict":"NO-GO",.*"ended":"health","why":"preflight failed on n2","status":70,"last_good_checkpoint":null' "$r/report.json"
+  json_ok "$r/report.json" '.verdict == "NO-GO" and .ended == "health" and
+    .why == "preflight failed on n2" and .status == 70 and .last_good_checkpoint == null'
 check "... with the preflight's checks" \
-  grep -q '"checks":\[{"name":"ring","ok":true,"detail":"2 ranks"},{"name":"memory","ok":false' "$r/report.json"
+  json_ok "$r/report.json" '.health.checks[:2] ==
+    [{name: "ring", ok: true, detail: "2 ranks"}, {name: "memory", ok: false, detail: "n2: 1 GiB free"}]'
 check "... and all four files" test -s "$r/report.md" -a -s "$r/report.html" -a -s "$r/gate.prom"
 check "... report.md names the failed check" grep -q "preflight check memory: FAILED" "$r/report.md"
 expect "--ended io: NO-GO" 1 "verdict NO-GO" -- env SLURM_CPUS_PER_TASK=3 "$gate" --config "$cfg" \
   --run-dir "$run" --job 502 --ended io --why x $small
 check "... CPUs per rank from SLURM_CPUS_PER_TASK as main read it" \
-  grep -q '"cpus_per_rank":"3"' "$run/reports/502/report.json"
+  json_ok "$run/reports/502/report.json" '.environment.cpus_per_rank == "3"'
 
 # a preflight that measured the links between three nodes, n3's at a tenth of the rate
 printf '%s\n' '{"ok":false,"world_size":3,"checks":[{"name":"links","ok":false,"detail":"n3 slow"}],"failed_hosts":["n3"],"ranks":[],"links":{"hosts":["n1","n2","n3"],"probe_bytes":1048576,"gbps":[[0,0.25,0.025],[0.25,0,0.025],[0.025,0.025,0]],"latency_us":[[0,80,90],[80,0,90],[90,90,0]]}}' >"$run/health.json"
@@ -63,7 +65,8 @@ expect "--ended health after the links check: NO-GO" 1 "verdict NO-GO" -- \
   "$gate" --config "$cfg" --run-dir "$run" --job 503 --ended health --why "links" $small
 r=$run/reports/503
 check "... report.json holds the link matrix and names the slowest link" \
-  grep -q '"links":{"hosts":\["n1","n2","n3"\],"probe_bytes":1048576,"gbps":\[\[0,0.25,0.025\],.*"slowest":{"from":"n1","to":"n3","gbps":0.025}' "$r/report.json"
+  json_ok "$r/report.json" '.links | .hosts == ["n1", "n2", "n3"] and .probe_bytes == 1048576 and
+    .gbps[0] == [0, 0.25, 0.025] and .slowest == {from: "n1", to: "n3", gbps: 0.025}'
 check "... report.md a table of it" grep -q '^| n3 | 0.025 / 90 us | 0.025 / 90 us | - |$' "$r/report.md"
 check "... report.html a picture: six coloured cells, the slowest red" \
   sh -c "[ \$(grep -o '<rect class=\"link\"' '$r/report.html' | wc -l) -eq 6 ] &&
@@ -110,10 +113,11 @@ expect "--ended diverged on its metrics: NO-GO" 1 "verdict NO-GO for phase1_4pro
   "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended diverged \
   --why "loss guard: 5 steps skipped in 100" --status 70 $small
 check "... the last good checkpoints are the newest two that verify" \
-  grep -q '"last_good_checkpoint":{"path":"[^"]*step-00000012.h5","step":12},"previous_good_checkpoint":{"path":"[^"]*step-00000008.h5","step":8}' \
-  "$run/reports/600/report.json"
+  json_ok "$run/reports/600/report.json" '
+    (.last_good_checkpoint | .step == 12 and (.path | endswith("/step-00000012.h5"))) and
+    (.previous_good_checkpoint | .step == 8 and (.path | endswith("/step-00000008.h5")))'
 check "... and its partial metrics were judged" \
-  grep -q '"name":"throughput","measured":[0-9]' "$run/reports/600/report.json"
+  json_ok "$run/reports/600/report.json" 'any(.criteria[]; .name == "throughput" and (.measured | type == "number"))'
 expect "--ended nothing_to_train: HOLD, exit 2" 2 "verdict HOLD" -- \
   "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended nothing_to_train \
   --why "checkpoint at training.steps" $small
@@ -122,6 +126,6 @@ expect "a truncated metrics line is an error in an ordinary report" 64 "rank-000
   "$gate" --config "$cfg" --run-dir "$run" --job 600 $small
 expect "... and a warning in an ended one" 1 "verdict NO-GO" -- \
   "$gate" --config "$cfg" --run-dir "$run" --job 600 --ended give_up --why "3 failures" $small
-check "... which lists it" grep -q 'rank-00000.jsonl:13: truncated' "$run/reports/600/report.md"
+check "... which lists it" grep -q 'rank-00000.jsonl:13: truncated' "$run/reports/600/report.md" # json-grep-ok: report.md
 
 finish

@@ -67,21 +67,23 @@ ck=$run/checkpoints/step-00000012.h5
 tk=$tmp/tk.model
 
 # --perplexity equals summary.json's val_loss (the end-of-run validation, same parameters)
-json_field() { sed -n "s/.*\"$1\":\"*\([^,\"}]*\).*/\1/p" "$2" | head -n 1; }
-val=$(json_field val_loss "$run/summary.json")
-expect "perplexity of the validation token file" 0 '"loss":' -- "$gen" --checkpoint "$run" \
+# out_field FILE KEY: KEY of the --json record among a program's messages (expect's $tmp/out).
+out_field() { jsonl "$1" '.[$k] // empty' --arg k "$2" | head -n 1; }
+val=$(jq -r '.aggregated_metrics.val_loss' "$run/summary.json")
+expect "perplexity of the validation token file" 0 "" -- "$gen" --checkpoint "$run" \
   --tokenizer "$tk" --perplexity "$tmp/val.tok" --json
 cp "$tmp/out" "$tmp/ppl_tok.json"
-ppl=$(json_field loss "$tmp/ppl_tok.json")
+ppl=$(out_field "$tmp/ppl_tok.json" loss)
+check "... a JSON record with the loss ($ppl)" test -n "$ppl"
 same_loss() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d;
                                               exit !(a > 0 && d <= 1e-6 * a) }'; }
 check "... equals the trainer's validation loss $val within fp32 rounding (got $ppl)" \
   same_loss "$val" "$ppl"
 check "... bit for bit on the same backend and thread count" \
-  test "$(json_field loss_hex "$tmp/ppl_tok.json")" = "$(json_field val_loss_hex "$run/summary.json")"
-expect "perplexity of the validation text" 0 '"loss":' -- "$gen" --checkpoint "$ck" \
+  test "$(out_field "$tmp/ppl_tok.json" loss_hex)" = "$(jq -r '.aggregated_metrics.val_loss_hex' "$run/summary.json")"
+expect "perplexity of the validation text" 0 "" -- "$gen" --checkpoint "$ck" \
   --tokenizer "$tk" --perplexity "$tmp/val.txt" --json
-check "... the same as its token file's" same_loss "$ppl" "$(json_field loss "$tmp/out")"
+check "... the same as its token file's" same_loss "$ppl" "$(out_field "$tmp/out" loss)"
 expect "perplexity, plain output" 0 "loss [0-9.]+ nats/token, perplexity [0-9.]+ \(10 windows of 32 tokens\)" \
   -- "$gen" --checkpoint "$ck" --perplexity "$tmp/val.tok"
 
@@ -99,12 +101,15 @@ cp "$tmp/out" "$tmp/g1"
 expect "... with another seed" 0 "" -- "$gen" --checkpoint "$ck" --tokenizer "$tk" --prompt "A" \
   --greedy --max-new-tokens 16 --seed 2
 check "... greedy is deterministic" cmp -s "$tmp/g1" "$tmp/out"
-expect "--json and --logits-out" 0 '"tokens":\[\{"id":[0-9]+,"text":' -- "$gen" --checkpoint "$ck" \
+expect "--json and --logits-out" 0 "" -- "$gen" --checkpoint "$ck" \
   --tokenizer "$tk" --prompt "Time" --max-new-tokens 5 --json --logits-out "$tmp/logits.f32"
-n_prompt=$(sed -n 's/.*"prompt_ids":\[\([0-9,]*\)\].*/\1/p' "$tmp/out" | tr ',' '\n' | wc -l)
+check "... a JSON record of the 5 new tokens, each an id and its text" jsonl_ok "$tmp/out" \
+  'any(.[]; (.tokens | length == 5 and all(.[]; (.id | type == "number") and (.text | type == "string"))))'
+n_prompt=$(jsonl "$tmp/out" '.prompt_ids | length')
 check "... one logits row per prompt position and per new token but the last" \
   test "$(wc -c <"$tmp/logits.f32")" -eq $(( (n_prompt + 4) * 384 * 4 ))
-check "... the tokenizer's hash in the JSON" grep -q "\"tokenizer_sha256\":\"[0-9a-f]\{64\}\"" "$tmp/out"
+check "... the tokenizer's hash in the JSON" \
+  jsonl_ok "$tmp/out" 'any(.[]; .tokenizer_sha256 | test("^[0-9a-f]{64}$"))'
 expect "a long request stops at the context" 0 "" -- "$gen" --checkpoint "$ck" --tokenizer "$tk" \
   --prompt "A" --max-new-tokens 1000 --json
 
@@ -120,8 +125,8 @@ expect "... refused for this checkpoint: 64" 64 "has 400 tokens but checkpoint .
   --checkpoint "$ck" --tokenizer "$tmp/other.model" --prompt "A"
 expect "another tokenizer of the same size" 0 "" -- "$bindir/ryzen-data" tokenizer train \
   --vocab-size 384 --model-type unigram --threads 1 --out "$tmp/uni" "$tmp/train.txt"
-if grep -q '"tokenizer_sha256":"[0-9a-f]' "$run/summary.json" 2>/dev/null ||
-   "$bindir/ryzen-ckpt" info "$ck" | grep -q '"tokenizer_sha256":"[0-9a-f]'; then
+if json_ok "$run/summary.json" '.aggregated_metrics.tokenizer_sha256 | test("^[0-9a-f]")' 2>/dev/null ||
+   "$bindir/ryzen-ckpt" info "$ck" | jq -e '[.. | .tokenizer_sha256? | strings] | any(test("^[0-9a-f]"))' >/dev/null; then
   expect "... refused by the hash the checkpoint records" 64 "is not the one checkpoint" -- "$gen" \
     --checkpoint "$ck" --tokenizer "$tmp/uni.model" --prompt "A"
   expect "a token file of that tokenizer" 0 "" -- "$bindir/ryzen-data" encode --threads 1 \

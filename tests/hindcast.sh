@@ -61,8 +61,8 @@ model=$chain_model
 # steady STAT DIR: the median over the steps after the fifth of STAT in every rank's metrics
 steady() {
   cat "$2"/metrics/*/rank-*.jsonl 2>/dev/null |
-    sed -n "s/.*\"step\":\([0-9]*\),.*\"$1\":\([0-9.e+-]*\)[,}].*/\1 \2/p" |
-    awk '$1 > 5 { print $2 }' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+    jsonl /dev/stdin 'select(.step > 5 and (.[$k] | type == "number")) | .[$k]' --arg k "$1" |
+    sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
 }
 cal() { # NAME RANKS CONFIG: ryzen-train on n1, 40 steps of the model, 4 samples a rank
   as rzuser env OMP_NUM_THREADS=1 timeout 300 srun -A ml -p batch -t 5 --mem=2000M -w n1 -N 1 -n "$2" \
@@ -114,7 +114,8 @@ sets="$model --set training.batch_size=$b --set training.steps=$steps
   $open_gates --set gates.failures_go=1 --set phase.on_hold=promote
   --set health.preflight_timeout_s=60"
 hind() { # ROOT PHASE: its hindcast row's measured / predicted
-  sed -n "s/.*\"hindcast\":{.*{\"phase\":\"$2\",[^}]*\"measured_vs_predicted\":\([0-9.e+-]*\)}.*/\1/p" "$1/ladder.json"
+  jq -r --arg p "$2" '[.hindcast.rows[] | select(.phase == $p)] | last | .measured_vs_predicted // empty' \
+    "$1/ladder.json"
 }
 ratios=""
 n_ladder=1
@@ -131,9 +132,9 @@ while [ "$n_ladder" -le "$ladders" ]; do
     check "ladder $n_ladder: $p, predicted after the phases of at most 8 ranks: measured / predicted ${x:-none} (0.8 .. 1.2)" \
       awk -v x="${x:-0}" 'BEGIN { exit !(x >= 0.8 && x <= 1.2) }'
   done
-  ring=$(sed -n 's/.*"num_parameters":\([0-9]*\).*/\1/p' "$LR/phase2c_16proc/summary.json" | head -n 1)
-  sent=$(grep -o '"steps":[0-9]*,[^{]*"network":{"seconds":[0-9.e+-]*,"tcp_segments_sent":[0-9.e+-]*,"tcp_retransmitted":[0-9.e+-]*,"tx_bytes":[0-9.e+-]*' \
-    "$LR/phase2c_16proc/summary.json" | sed 's/"steps":\([0-9]*\),.*"tx_bytes":\(.*\)/\2 \1/' |
+  ring=$(jq -r '.aggregated_metrics.num_parameters // empty' "$LR/phase2c_16proc/summary.json")
+  sent=$(jq -r '.rank_results[] | select(.steps > 0 and (.network.tx_bytes? | type == "number")) |
+    "\(.network.tx_bytes) \(.steps)"' "$LR/phase2c_16proc/summary.json" |
     awk -v m="${ring:-0}" '{ printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2 / (4 * m) }')
   # A gradient of a few kB (the tiny model's) is too small for the interfaces' byte counters to
   # show the ring: headers, ACKs and the small collective are as large (3.4 "gradients" a step).

@@ -62,7 +62,7 @@ judge() {
   "$gate" --config "$src/configs/$ph.yaml" $small $loose --run-dir "$dir" --job "$job" "$@" \
     >"$tmp/gate-$job.out" 2>&1
   rc=$?
-  v=$(sed -n 's/^{"verdict":"\([^"]*\)".*/\1/p' "$dir/reports/$job/report.json" 2>/dev/null)
+  v=$(jq -r '.verdict // empty' "$dir/reports/$job/report.json" 2>/dev/null)
   case $want in GO) w=0 ;; NO-GO) w=1 ;; *) w=2 ;; esac
   if [ "$v" = "$want" ] && [ "$rc" -eq "$w" ]; then ok "$ph job $job: $v (exit $rc)"
   else bad "$ph job $job: verdict '$v', exit $rc; expected $want, exit $w"; show "$tmp/gate-$job.out"; fi
@@ -119,10 +119,14 @@ check "all four attempts reported" test -s "$b/reports/1001/report.json" -a -s "
   -a -s "$a/reports/1003/report.json" -a -s "$rb/reports/1004/report.json"
 
 echo "# the phase reports' predictions"
-check "the baseline has no predecessor: no prediction" grep -q '"prediction":null' "$b/reports/1001/report.json"
+check "the baseline has no predecessor: no prediction" \
+  json_ok "$b/reports/1001/report.json" 'has("prediction") and .prediction == null'
 check "phase2a (4 ranks) is predicted from the 1- and 2-rank phases (an exact fit: its band is the measurements' spread)" \
-  grep -Eq '"prediction":\{"throughput":[0-9.e+]*,"throughput_lo":([0-9.e+]*|null),"throughput_hi":([0-9.e+]*|null),"measured_vs_predicted":[0-9.e+]*,"points":2,"note":".*the fit is exact, the band is the measurements' \
-  "$a/reports/1003/report.json"
+  json_ok "$a/reports/1003/report.json" '.prediction | (.throughput | type == "number") and
+    (.throughput_lo | type == "number" or type == "null") and
+    (.throughput_hi | type == "number" or type == "null") and
+    (.measured_vs_predicted | type == "number") and .points == 2 and
+    (.note | test("the fit is exact, the band is the measurements"))'
 check "... and report.md says so" grep -q "^Predicted by the ladder model from the phases with fewer ranks: " "$a/reports/1003/report.md"
 
 echo "# ryzen-gate --ladder"
@@ -151,26 +155,36 @@ rb = [r for r in body if r["lineage"] == "phase1_4proc/rollback-1003"]
 assert len(rb) == 1 and rb[0]["job"] == "1004" and rb[0]["from_checkpoint"] == sys.argv[2], rb
 assert all(float(r["throughput"]) > 0 and r["verdict"] in ("GO", "NO-GO", "HOLD") for r in body)
 ' "$R/ladder.csv" "$ck"
-worlds=$(grep -o '"lineage":"[^"]*","report":"[^"]*","time":"[^"]*","world_size":[0-9]*' "$L" | sed 's/.*"world_size"://' | tr '\n' ' ')
-check "four attempts by ranks: $worlds" test "$worlds" = "1 2 2 4 "
-check "... the rollback is its own lineage" grep -q '"phase":"phase1_4proc","job":"1004","lineage":"phase1_4proc/rollback-1003"' "$L"
-check "... efficiency against the 1-rank base" grep -q '"base":{"phase":"baseline_1proc","job":"1001","world_size":1}' "$L"
+worlds=$(jq -r '[.attempts[].world_size] | map(tostring) | join(" ")' "$L")
+check "four attempts by ranks: $worlds" test "$worlds" = "1 2 2 4"
+check "... the rollback is its own lineage" json_ok "$L" \
+  'any(.attempts[]; .phase == "phase1_4proc" and .job == "1004" and .lineage == "phase1_4proc/rollback-1003")'
+check "... efficiency against the 1-rank base" \
+  json_ok "$L" '.base == {phase: "baseline_1proc", job: "1001", world_size: 1}'
 for w in 8 12 16 32 64; do
-  line=$(grep -o "{\"world_size\":$w,\"throughput\":[^}]*}" "$L")
-  check "prediction for $w ranks with its range: ${line:-none}" \
-    sh -c "echo '$line' | awk -F'[:,]' '{ tp = \$4; lo = \$6; hi = \$8; exit !(tp > 0 && lo <= tp && tp <= hi) }'"
+  line=$(jq -c --argjson w "$w" '.predictions[] | select(.world_size == $w)' "$L")
+  check "prediction for $w ranks with its range: ${line:-none}" json_ok "$L" \
+    '[.predictions[] | select(.world_size == $w)] | length == 1 and
+     (.[0] | .throughput > 0 and .throughput_lo <= .throughput and .throughput <= .throughput_hi)' \
+    --argjson w "$w"
 done
-check "the model states its fit: 4 points and a finite error" \
-  grep -q '"model":{"formula":"T(P, b) = c\*b/s + H + k_net\*(2(P-1)/P\*M/B + 2(P-1)\*lat) on several nodes, c\*b/s + H + k_local\*2(P-1)/P\*M/s on one, H = 2(P-1)\*q/s while s is under 1; throughput = P\*b/T","ok":true,.*"hop_s_per_rank_sharing":[0-9.e-]*,.*"points":4,"error_rel":[0-9.e-]*,' "$L"
-check "the verdict timeline has the promotions" test "$(grep -o '"event":"promote"' "$L" | wc -l)" -eq 2
-check "... the preemption requeue" grep -q '"event":"requeue","summary":"preempted by a higher-priority job: requeued (reason preemption' "$L"
-check "... the rollback and its start" \
-  sh -c "grep -q '\"event\":\"rollback\",' '$L' && grep -q '\"lineage\":\"phase1_4proc/rollback-1003\",\"job\":\"1004\",\"event\":\"rollback_start\"' '$L'"
-check "checkpoint lineage: the rollback started from phase2a's checkpoint" \
-  grep -q "\"lineage\":\"phase1_4proc/rollback-1003\".*\"from_checkpoint\":\"$ck\"" "$L"
-check "... which phase2a handed to job 1004" grep -q '"handed_to":"job 1004 (phase1_4proc)"' "$L"
-check "... and phase1 resumed its own step 20 after the preemption" \
-  grep -q "\"job\":\"1002\",.*\"requeues\":{\"failure\":0,\"signal\":0,\"preemption\":1,.*\"from_checkpoint\":\"$p/checkpoints/step-00000020.h5\"" "$L"
+check "the model states its fit: 4 points and a finite error" json_ok "$L" '.model |
+  .formula == "T(P, b) = c*b/s + H + k_net*(2(P-1)/P*M/B + 2(P-1)*lat) on several nodes, c*b/s + H + k_local*2(P-1)/P*M/s on one, H = 2(P-1)*q/s while s is under 1; throughput = P*b/T" and
+  .ok == true and (.hop_s_per_rank_sharing | type == "number") and .points == 4 and
+  (.error_rel | type == "number")'
+check "the verdict timeline has the promotions" \
+  json_ok "$L" '[.timeline[] | select(.event == "promote")] | length == 2'
+check "... the preemption requeue" json_ok "$L" 'any(.timeline[]; .event == "requeue" and
+  (.summary | startswith("preempted by a higher-priority job: requeued (reason preemption")))'
+check "... the rollback and its start" json_ok "$L" 'any(.timeline[]; .event == "rollback") and
+  any(.timeline[]; .lineage == "phase1_4proc/rollback-1003" and .job == "1004" and .event == "rollback_start")'
+check "checkpoint lineage: the rollback started from phase2a's checkpoint" json_ok "$L" \
+  'any(.attempts[]; .lineage == "phase1_4proc/rollback-1003" and .from_checkpoint == $ck)' --arg ck "$ck"
+check "... which phase2a handed to job 1004" \
+  json_ok "$L" 'any(.attempts[]; .handed_to == "job 1004 (phase1_4proc)")'
+check "... and phase1 resumed its own step 20 after the preemption" json_ok "$L" \
+  'any(.attempts[]; .job == "1002" and (.requeues | .failure == 0 and .signal == 0 and
+    .preemption == 1) and .from_checkpoint == $ck)' --arg ck "$p/checkpoints/step-00000020.h5"
 
 H=$R/ladder.html
 check "ladder.html is self-contained (no script, no external resource)" \

@@ -319,21 +319,66 @@ attempts() { sacct -n -P -D -X -j "$1" -o JobID 2>/dev/null | grep -c .; }
 hold_file() { echo "$sub/release-$1"; }
 release() { touch "$(hold_file "$1")"; }
 
-# has_event RUN JOB EVENT [PATTERN]: JOB's EVENT in RUN/events.jsonl (matching PATTERN).
+# Reading JSON: with jq, never grep or sed, which depend on key order and number formatting
+# (tests/lint.sh holds tests/ and tools/ to it).  JQ-OPTIONs (--arg NAME VALUE, --argjson) come
+# after the filter in these helpers.
+# json_ok FILE FILTER [JQ-OPTION...]: FILTER is true of FILE's JSON document.
+json_ok() {
+  local f=$1 q=$2
+  shift 2
+  jq -e "$@" "$q" "$f" >/dev/null
+}
+
+# jsonl FILE FILTER [JQ-OPTION...]: FILTER over each record of a JSON Lines file (events.jsonl, a
+# rank's metrics); strings print raw, objects on one line.  A line that is not (yet) a whole JSON
+# value is skipped, as grep skipped it: a writer may be mid-line while a test polls.
+jsonl() {
+  local f=$1 q=$2
+  shift 2
+  jq -crR "$@" "fromjson? | $q" "$f" 2>/dev/null
+}
+
+# jsonl_ok FILE FILTER [JQ-OPTION...]: FILTER, given the array of FILE's records, is true.
+jsonl_ok() {
+  local f=$1 q=$2
+  shift 2
+  jq -enR "$@" "[inputs | fromjson?] | $q" "$f" >/dev/null 2>&1
+}
+
+# has_event RUN JOB EVENT [COND [JQ-OPTION...]]: JOB's EVENT in RUN/events.jsonl, one for which
+# the jq condition COND holds (e.g. '.reason == "preemption"').
 has_event() {
-  grep "\"job\":\"$2\"" "$1/events.jsonl" 2>/dev/null | grep "\"event\":\"$3\"" |
-    grep -q -- "${4:-.}"
+  local r=$1 j=$2 e=$3 c=${4:-true}
+  shift 3
+  [ $# -gt 0 ] && shift
+  jsonl_ok "$r/events.jsonl" "any(.[]; .job == \$j and .event == \$e and ($c))" \
+    --arg j "$j" --arg e "$e" "$@"
+}
+
+# lacks_event FILE COND [JQ-OPTION...]: FILE (an events.jsonl) has records, and none for which the
+# jq condition COND holds (lacks, for JSON: a negative check that cannot pass on a missing file).
+lacks_event() {
+  local f=$1 c=$2
+  shift 2
+  jsonl_ok "$f" "length > 0 and all(.[]; ($c) | not)" "$@"
+}
+
+# last_event FILE EVENT KEY: KEY of the last EVENT record in FILE (an events.jsonl); empty when
+# there is none, or it has no KEY.
+last_event() {
+  jq -rnR --arg e "$2" --arg k "$3" \
+    '[inputs | fromjson? | select(.event == $e)] | last | .[$k] // empty' "$1" 2>/dev/null
 }
 
 # event_field RUN JOB EVENT KEY: KEY of JOB's last EVENT.
 event_field() {
-  grep "\"job\":\"$2\"" "$1/events.jsonl" 2>/dev/null | grep "\"event\":\"$3\"" | tail -n 1 |
-    sed -n "s/.*\"$4\":\"\{0,1\}\([^,\"]*\).*/\1/p"
+  jsonl "$1/events.jsonl" 'select(.job == $j and .event == $e and has($k)) | .[$k]' \
+    --arg j "$2" --arg e "$3" --arg k "$4" | tail -n 1
 }
 
 # step_reached RUN JOB N: rank 0's metrics of JOB reached step N.
 step_reached() {
-  last=$(tail -n 1 "$1/metrics/$2/rank-00000.jsonl" 2>/dev/null | sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
+  last=$(jsonl "$1/metrics/$2/rank-00000.jsonl" '.step' | tail -n 1)
   [ -n "$last" ] && [ "$last" -ge "$3" ]
 }
 
@@ -357,7 +402,7 @@ check_ckpts() {
 }
 
 # ckpt_info FILE KEY: a field of `ryzen-ckpt info`.
-ckpt_info() { "$prefix/bin/ryzen-ckpt" info "$1" 2>/dev/null | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
+ckpt_info() { "$prefix/bin/ryzen-ckpt" info "$1" 2>/dev/null | jq -r --arg k "$2" 'select(has($k)) | .[$k]'; }
 newest_ckpt() { ls "$1"/checkpoints/step-*.h5 2>/dev/null | sort | tail -n 1; }
 
 # same_params NAME REF-RUN RUN STEP: the two runs' step-STEP checkpoints hold the same parameters.
@@ -375,8 +420,8 @@ show_job() {
     [ -f "$f" ] && grep -v '^step ' "$f" | tail -n 25 | sed 's/^/     | /'
   done
   for f in "$sub"/runs/*/*/events.jsonl; do
-    [ -f "$f" ] && grep "\"job\":\"$1\"" "$f" |
-      sed -n 's/.*"event":"\([^"]*\)","message":"\(.\{0,300\}\).*/     | event \1: \2/p' | tail -n 15
+    [ -f "$f" ] && jsonl "$f" 'select(.job == $j and has("message")) |
+      "     | event \(.event): \(.message[:300])"' --arg j "$1" | tail -n 15
   done
   for f in "$sub"/core*; do # a rank's core: where it died
     [ -f "$f" ] && command -v gdb >/dev/null &&

@@ -88,8 +88,7 @@ train() {
 
 # losses DIR ID: "step loss_hex loss" per line of rank 0's metrics.
 losses() {
-  sed -n 's/.*"step":\([0-9]*\),.*"loss":\([^,]*\),"loss_hex":"\([^"]*\)".*/\1 \3 \2/p' \
-    "$tmp/$1/metrics/$2/rank-00000.jsonl"
+  jsonl "$tmp/$1/metrics/$2/rank-00000.jsonl" 'select(has("loss_hex")) | "\(.step) \(.loss_hex) \(.loss)"'
 }
 
 # close A B TOL FROM TO: per-step losses of runs A and B agree within relative TOL on steps
@@ -113,15 +112,14 @@ same_hex() {
   [ "$(wc -l <"$tmp/a.txt")" -eq $(($6 - $5 + 1)) ] && cmp -s "$tmp/a.txt" "$tmp/b.txt"
 }
 
-info() { "$ckpt" info "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
+info() { "$ckpt" info "$1" | jq -r --arg k "$2" 'select(has($k)) | .[$k]'; }
 
 # wait_step DIR ID N: wait until rank 0's metrics reach step N; false if the job ($pid) ended
 # first or $bound s passed.  Callers check it: a step that never came is a failure.
 wait_step() {
   end=$(($(date +%s) + bound))
   while [ "$(date +%s)" -lt $end ]; do
-    last=$(tail -n 1 "$tmp/$1/metrics/$2/rank-00000.jsonl" 2>/dev/null |
-           sed -n 's/^{"step":\([0-9]*\),.*/\1/p')
+    last=$(jsonl "$tmp/$1/metrics/$2/rank-00000.jsonl" '.step' | tail -n 1)
     [ -n "$last" ] && [ "$last" -ge "$3" ] && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1
@@ -156,17 +154,16 @@ check "2 ranks x batch 8 == 1 rank x batch 16 (1e-5)" close eq1 eq2 1e-5 1 30
 check "1 rank x batch 8 x accum 2 == 1 rank x batch 16 (1e-5)" close eq1 eqa 1e-5 1 30
 check "2 ranks x batch 8 == 1 rank x batch 8 x accum 2 (1e-5)" close eqa eq2 1e-5 1 30
 check "metrics from every rank" test -s "$tmp/eq4/metrics/eq4/rank-00003.jsonl"
-check "sync checks agree" grep -q '"sync_ok":true' "$tmp/eq4/metrics/eq4/rank-00000.jsonl"
-check "summary lists 4 ranks" grep -q '"num_processes":4,' "$tmp/eq4/summary.json"
+check "sync checks agree" jsonl_ok "$tmp/eq4/metrics/eq4/rank-00000.jsonl" \
+  'any(.[]; .sync_ok == true) and all(.[]; .sync_ok != false)'
+check "summary lists 4 ranks" json_ok "$tmp/eq4/summary.json" '.num_processes == 4'
 # the gradient all-reduce's own time: on every step of every rank, more than none, and at least
 # the part the step waited for (comm_time_s is its exposed part); 1 rank reduces nothing
 check "every step's gradient all-reduce took time, at least its exposed part (4 ranks x 30)" \
-  sh -c "cat '$tmp'/eq4/metrics/eq4/rank-*.jsonl |
-    awk '{ g = \$0; sub(/.*\"grad_allreduce_s\":/, \"\", g); sub(/[,}].*/, \"\", g)
-           c = \$0; sub(/.*\"comm_time_s\":/, \"\", c); sub(/[,}].*/, \"\", c)
-           n++; if (!(g + 0 > 0 && g + 0 >= c + 0)) bad++ }
-         END { exit !(n == 120 && bad == 0) }'"
-check "... and 1 rank's is 0" sh -c "! grep -v '\"grad_allreduce_s\":0,' '$tmp/eq1/metrics/eq1/rank-00000.jsonl' | grep -q ."
+  sh -c "cat '$tmp'/eq4/metrics/eq4/rank-*.jsonl | jq -esc 'length == 120 and
+    all(.[]; .grad_allreduce_s > 0 and .grad_allreduce_s >= .comm_time_s)' >/dev/null"
+check "... and 1 rank's is 0" jsonl_ok "$tmp/eq1/metrics/eq1/rank-00000.jsonl" \
+  'length > 0 and all(.[]; .grad_allreduce_s == 0)'
 
 # exact resume on 1 and 2 ranks, and with ZeRO-2 (stage 2, with dropout and recomputation) on 2
 for run in 1:0 2:0 2:2; do
@@ -255,10 +252,10 @@ expect "resume on 2 ranks keeps the global batch" 0 "" -- \
   --set training.steps=40 --set training.batch_size=4 --set training.log_interval=100
 check "it said how it kept the global batch 16" \
   grep -q "keeping the global batch 16 on 2 ranks as batch 4 x accum 2" "$tmp/out"
-first=$(sed -n 21p "$tmp/els/metrics/els/rank-00000.jsonl")
 check "it continued at step 21, sample 336" \
-  sh -c "echo '$first' | grep -q '^{\"step\":21,\"samples_seen\":336,'"
-check "the 2-rank world is recorded" sh -c "echo '$first' | grep -q '\"world_size\":2'"
+  jsonl_ok "$tmp/els/metrics/els/rank-00000.jsonl" '.[20] | .step == 21 and .samples_seen == 336'
+check "the 2-rank world is recorded" \
+  jsonl_ok "$tmp/els/metrics/els/rank-00000.jsonl" '.[20].world_size == 2'
 check "loss on track with the 4-rank run (1e-4)" close el4 els 1e-4 21 40
 
 echo "# sharded token data (a manifest of 3 shards): exact resume on 2 ranks, elastic 2 -> 1"
@@ -304,7 +301,8 @@ a=$(info "$tmp/eq2/checkpoints/step-00000030.h5" adam_sha256)
 b=$(info "$tmp/z2x2/checkpoints/step-00000030.h5" adam_sha256)
 check "... and the same checkpoint: sharded moments gathered into one world-size-free file" \
   test -n "$a" -a "$a" = "$b"
-check "ZeRO sync checks agree" grep -q '"sync_ok":true' "$tmp/z2x4/metrics/z2x4/rank-00003.jsonl"
+check "ZeRO sync checks agree" jsonl_ok "$tmp/z2x4/metrics/z2x4/rank-00003.jsonl" \
+  'any(.[]; .sync_ok == true) and all(.[]; .sync_ok != false)'
 # global-norm clipping with sharded gradients: the norm adds the same block sums in the same
 # order, so a clipped run is the same bits as stage 0's (gnorm is 1 to 2 here: 0.5 clips)
 train zc0 2 --set training.steps=20 --set training.batch_size=8 --set optimizer.grad_clip=0.5 \
@@ -314,8 +312,7 @@ train zc2 2 --set training.steps=20 --set training.batch_size=8 --set optimizer.
 check "clipping on (grad_clip 0.5): ZeRO-2 == stage 0 on 2 ranks (the same bits)" \
   same_hex zc0 zc0 zc2 zc2 1 20
 check "... and it clipped: gnorm above 0.5 on step 1" \
-  awk -F'"grad_norm":' 'NR == 1 { split($2, v, ","); exit !(v[1] > 0.5) }' \
-  "$tmp/zc2/metrics/zc2/rank-00000.jsonl"
+  jsonl_ok "$tmp/zc2/metrics/zc2/rank-00000.jsonl" '.[0] | .step == 1 and .grad_norm > 0.5'
 
 echo "# ZeRO-2: elastic resume 4 -> 2 -> 4 ranks"
 zel="--set training.steps=40 --set training.batch_size=4 --set training.zero_stage=2"
@@ -326,7 +323,8 @@ check "4 -> 2: kept the global batch 16 as batch 4 x accum 2" \
   grep -q "keeping the global batch 16 on 2 ranks as batch 4 x accum 2" "$tmp/out"
 train zels 4 $zel >/dev/null 2>&1
 check "2 -> 4: continued at step 31, sample 496, on 4 ranks" \
-  sh -c "sed -n 31p '$tmp/zels/metrics/zels/rank-00000.jsonl' | grep -q '^{\"step\":31,\"samples_seen\":496,.*\"world_size\":4'"
+  jsonl_ok "$tmp/zels/metrics/zels/rank-00000.jsonl" \
+  '.[30] | .step == 31 and .samples_seen == 496 and .world_size == 4'
 check "loss on track with the 4-rank run through both moves (1e-4)" close zel4 zels 1e-4 16 40
 
 echo "# dropout: masks by global sample index, so world sizes agree (30 steps, p = 0.1)"
@@ -356,16 +354,16 @@ echo "# validation: the same figure on 1 and 2 ranks"
 val="--set training.steps=10 --set training.eval_interval=5 --set data.val_fraction=0.1
   --set training.eval_samples=20 --set checkpoint.interval=0"
 # val_hex DIR ID STEP: the validation loss (hex) of a step in rank 0's metrics
-val_hex() { sed -n "s/^{\"step\":$3,.*\"val_loss_hex\":\"\([^\"]*\)\".*/\1/p" "$tmp/$1/metrics/$2/rank-00000.jsonl"; }
-sum_hex() { sed -n 's/.*"val_loss_hex":"\([^"]*\)".*/\1/p' "$tmp/$1/summary.json"; }
+val_hex() { jsonl "$tmp/$1/metrics/$2/rank-00000.jsonl" 'select(.step == ($s | tonumber)) | .val_loss_hex // empty' --arg s "$3"; }
+sum_hex() { jq -r '.aggregated_metrics.val_loss_hex // empty' "$tmp/$1/summary.json"; }
 train va1 1 $val --set training.batch_size=8 >/dev/null 2>&1
 train va2 2 $val --set training.batch_size=4 >/dev/null 2>&1
 check "both ranks of the 2-rank run log the same validation loss" \
   test -n "$(val_hex va2 va2 10)" -a "$(val_hex va2 va2 10)" = \
-  "$(sed -n 's/^{"step":10,.*"val_loss_hex":"\([^"]*\)".*/\1/p' "$tmp/va2/metrics/va2/rank-00001.jsonl")"
+  "$(jsonl "$tmp/va2/metrics/va2/rank-00001.jsonl" 'select(.step == 10) | .val_loss_hex // empty')"
 awk_close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d / a < 1e-5) }'; }
-a=$(sed -n 's/^{"step":10,.*"val_loss":\([^,]*\),.*/\1/p' "$tmp/va1/metrics/va1/rank-00000.jsonl")
-b=$(sed -n 's/^{"step":10,.*"val_loss":\([^,]*\),.*/\1/p' "$tmp/va2/metrics/va2/rank-00000.jsonl")
+a=$(jsonl "$tmp/va1/metrics/va1/rank-00000.jsonl" 'select(.step == 10) | .val_loss // empty')
+b=$(jsonl "$tmp/va2/metrics/va2/rank-00000.jsonl" 'select(.step == 10) | .val_loss // empty')
 check "validation at step 10 of 1 x batch 8 and 2 x batch 4 agree (1e-5): $a, $b" awk_close "$a" "$b"
 # the same parameters validated on the other world size: a finished run, resumed, validates
 cp -r "$tmp/va2" "$tmp/va21"
@@ -394,16 +392,15 @@ for stage in before_fsync before_rename before_dirsync; do
   expect "$stage: restart resumes and finishes" 0 "" -- \
     bounded env RYZEN_RUN_ID=$d "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/$d" --set \
     training.steps=30 --set checkpoint.interval=10 --quiet
-  line=$(sed -n "$((want + 1))p" "$tmp/$d/metrics/$d/rank-00000.jsonl")
-  check "$stage: resumed at step $((want + 1))" \
-    sh -c "echo '$line' | grep -q '^{\"step\":$((want + 1)),'"
+  check "$stage: resumed at step $((want + 1))" jsonl_ok "$tmp/$d/metrics/$d/rank-00000.jsonl" \
+    ".[$want].step == $((want + 1))"
   check "$stage: every checkpoint left verifies" \
     sh -c "for f in '$tmp/$d'/checkpoints/step-*.h5; do '$ckpt' verify \"\$f\" >/dev/null || exit 1; done"
 done
 
 echo "# checkpoints behind training (checkpoint.mode async; 2 ranks, ZeRO-1's moments gathered)"
 # sha FILE: the parameter and moment hashes of a checkpoint, as ryzen-ckpt reads them back.
-sha() { "$ckpt" info "$1" | sed -n 's/.*"params_sha256":"\([0-9a-f]*\)".*"adam_sha256":"\([0-9a-f]*\)".*/\1 \2/p'; }
+sha() { "$ckpt" info "$1" | jq -r 'select(has("params_sha256") and has("adam_sha256")) | "\(.params_sha256) \(.adam_sha256)"'; }
 behind="--set training.steps=20 --set checkpoint.interval=5 --set checkpoint.keep=10 --set training.zero_stage=1"
 train ck-sync 2 $behind >/dev/null 2>&1
 train ck-async 2 $behind --set checkpoint.mode=async >"$tmp/out" 2>&1
@@ -416,7 +413,7 @@ for step in 05 10 15 20; do
     test -n "$a" -a "$a" = "$b"
 done
 check "the summary counts 4 periodic checkpoints behind training" \
-  grep -q '"checkpoints":{"mode":"async","periodic":4,' "$tmp/ck-async/summary.json"
+  json_ok "$tmp/ck-async/summary.json" '.checkpoints.mode == "async" and .checkpoints.periodic == 4'
 # a crash during a write behind training: the half-written file is never the newest good one
 d=crash-async
 train $d 2 --set training.steps=30 --set checkpoint.interval=10 --stop-at-step 10 >/dev/null 2>&1
@@ -485,7 +482,7 @@ finished() { # finished NAME CODE OUT: reap $pid ($bound s at most); its exit st
 }
 long="--set training.steps=100000 --set checkpoint.interval=0"
 # step_of FILE: the step of the last line of a metrics file
-step_of() { tail -n 1 "$1" 2>/dev/null | sed -n 's/^{"step":\([0-9]*\),.*/\1/p'; }
+step_of() { jsonl "$1" '.step' | tail -n 1; }
 
 # before the first step: the ranks hold there (RYZEN_TEST_HOLD=0) until the signal comes
 start sig0 RYZEN_TEST_HOLD=0:$tmp/sig0.release "$mpirun" -np 2 "$bin" $small \
@@ -532,7 +529,7 @@ seed="--config $src/configs/seed_benchmark.yaml --quiet --set training.steps=100
   --set checkpoint.interval=0 --set health.watchdog_floor_s=4 --set health.watchdog_factor=5"
 # median_step DIR ID: the median step time (s) in rank 0's metrics
 median_step() {
-  sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' "$tmp/$1/metrics/$2/rank-00000.jsonl" | sort -g |
+  jsonl "$tmp/$1/metrics/$2/rank-00000.jsonl" '.step_time_s // empty' | sort -g |
     awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'
 }
 start kill9 "$mpirun" -np 2 "$bin" $seed --run-dir "$tmp/kill9"
@@ -621,12 +618,13 @@ echo "# preflight"
 expect "preflight on 2 ranks passes every check" 0 "preflight: isa +ok" -- \
   bounded "$mpirun" -np 2 "$bin" --config "$src/configs/seed_benchmark.yaml" --preflight \
   --run-dir "$tmp/pf"
-check "... and records them in health.json" grep -q '^{"ok":true,.*"world_size":2,' "$tmp/pf/health.json"
+check "... and records them in health.json" json_ok "$tmp/pf/health.json" '.ok == true and .world_size == 2'
 expect "preflight of a wrong launch exits 70" 70 "preflight failed: launch" -- \
   bounded env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" \
   --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-bad"
 check "... and says why in health.json" \
-  grep -q '"name":"launch","ok":false,"detail":"launch check on rank 0' "$tmp/pf-bad/health.json"
+  json_ok "$tmp/pf-bad/health.json" \
+  'any(.checks[]; .name == "launch" and .ok == false and (.detail | startswith("launch check on rank 0")))'
 # the memory check uses the planner: over the job's limit it names the need, the limit and the
 # cheapest change that fits, and that change passes
 expect "preflight over --mem exits 70 with the cheapest change that fits" 70 \

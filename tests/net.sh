@@ -171,7 +171,11 @@ pf() {
     --preflight --run-dir "$sub/runs/$1"
 }
 # gbps_all RUN: every measured rate of health.json's links, one per line
-gbps_all() { sed -n 's/.*"gbps":\[\(.*\)\],"latency_us".*/\1/p' "$sub/runs/$1/health.json" | tr -d '[]' | tr , '\n' | awk '$1 > 0'; }
+gbps_all() { jq '.links.gbps[][] | select(. > 0)' "$sub/runs/$1/health.json"; }
+# start_nodes RUN: the node list of each start event in RUN/events.jsonl, in order
+start_nodes() { jsonl "$1/events.jsonl" 'select(.event == "start") | .node_list // empty'; }
+# packet_loss REPORT FILTER: FILTER (jq) of the report's packet_loss criterion
+packet_loss() { jq -r ".criteria[] | select(.name == \"packet_loss\") | $2" "$1" 2>/dev/null; }
 expect "preflight on 3 nodes at the default rate: the links check passes" 0 \
   "preflight: links +ok +3 nodes, 3 links each way" -- pf links-even
 check "... its table in the job output" grep -Eq 'preflight: +n3 +[0-9.]+/[0-9]+ +[0-9.]+/[0-9]+ +-$' "$tmp/out"
@@ -181,7 +185,8 @@ check "... health.json: 6 rates, each at most 115% of the 250 Mbit/s set ($rates
 "$dc" net n3 --rate 25mbit >/dev/null
 expect "n3's link at a tenth of the rate: the preflight fails (70)" 70 \
   "preflight: links +FAIL .*every failed link is n3's.*measured twice" -- pf links-slow
-check "... and names n3 the one host to exclude" grep -q '"failed_hosts":\["n3"\]' "$sub/runs/links-slow/health.json"
+check "... and names n3 the one host to exclude" \
+  json_ok "$sub/runs/links-slow/health.json" '.failed_hosts == ["n3"]'
 "$dc" net reset >/dev/null
 
 # ---- a slow link under a real phase: named, excluded, and the phase trains without it ---------
@@ -193,17 +198,17 @@ st=$(wait_done "$j" 900)
 "$dc" net reset >/dev/null
 r=$(R slow phase2b_12proc)
 ended "phase2b with n3's link at a tenth of the rate completes" "$j" COMPLETED 0:0
-first=$(grep '"event":"start"' "$r/events.jsonl" | head -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
-last=$(grep '"event":"start"' "$r/events.jsonl" | tail -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
+first=$(start_nodes "$r" | head -n 1)
+last=$(start_nodes "$r" | tail -n 1)
 check "... its first attempt ran on n3 ($first)" sh -c "scontrol show hostnames '$first' | grep -qx n3"
 check "... whose preflight failed on the links, all of them n3's" \
   grep -q "preflight: links  *FAIL .*every failed link is n3's" "ryzen-phase2b_12proc-$j.out"
-check "... and ryzen-step excluded n3" has_event "$r" "$j" preflight_failed '"excluded_nodes":"n3"'
-ends=$(sed -n 's/.*"event":"attempt_end".*"class":"\([a-z]*\)".*/\1/p' "$r/events.jsonl" | paste -sd, -)
+check "... and ryzen-step excluded n3" has_event "$r" "$j" preflight_failed '.excluded_nodes == "n3"'
+ends=$(jsonl "$r/events.jsonl" 'select(.event == "attempt_end") | .class // empty' | paste -sd, -)
 check "... the attempt that trained ran without n3 ($last; attempts ended: $ends)" \
   sh -c "test -n '$last' && ! scontrol show hostnames '$last' | grep -qx n3"
 check "... its report shows the links it trained on: n1, n2, n4" \
-  grep -q '"links":{"hosts":\["n1","n2","n4"\]' "$r/reports/$j/report.json"
+  json_ok "$r/reports/$j/report.json" '.links.hosts == ["n1", "n2", "n4"]'
 ref=$(run slowref rzuser $site "$T/phase2b_12proc.sh" $small --set training.steps=10)
 st=$(wait_done "$ref" 900)
 same_params "... bit-identical to an uninterrupted run on healthy links" "$(R slowref phase2b_12proc)" "$r" 10
@@ -221,11 +226,10 @@ st=$(wait_done "$j" 900)
 r=$(R lossy phase2b_12proc)
 ended "phase2b with 2% loss on n2's link trains, and the verdict is NO-GO (1)" "$j" FAILED 1:0
 rep=$r/reports/$j/report.json
-pl=$(sed -n 's/.*{"name":"packet_loss",\([^}]*\)}.*/\1/p' "$rep" 2>/dev/null)
-check "... packet_loss no_go: $(echo "$pl" | sed -n 's/.*"note":"\([^"]*\)".*/\1/p')" \
-  sh -c 'echo "$1" | grep -q "\"status\":\"no_go\""' _ "$pl"
-check "... the report names n2: every lossy link is n2's" \
-  sh -c "grep -q '\"network\":{\"lossy_host\":\"n2\",' '$rep' && grep -q 'every lossy link is n2' '$rep'"
+check "... packet_loss no_go: $(packet_loss "$rep" .note)" \
+  json_ok "$rep" 'any(.criteria[]; .name == "packet_loss" and .status == "no_go")'
+check "... the report names n2: every lossy link is n2's" json_ok "$rep" \
+  '.network.lossy_host == "n2" and any(.. | strings; contains("every lossy link is n2"))'
 check "... the job output says so" grep -q "packet_loss .*no_go.*every lossy link is n2's" "ryzen-phase2b_12proc-$j.out"
 same_params "... bit-identical to an uninterrupted run on healthy links" "$(R slowref phase2b_12proc)" "$r" 10
 check_ckpts "... every checkpoint it committed verifies" "$r"
@@ -239,10 +243,10 @@ st=$(wait_done "$j" 900)
 r=$(R lossy05 phase2b_12proc)
 ended "phase2b with 0.5% loss on n2's link: NO-GO (1)" "$j" FAILED 1:0
 rep=$r/reports/$j/report.json
-pl=$(sed -n 's/.*{"name":"packet_loss",\([^}]*\)}.*/\1/p' "$rep" 2>/dev/null)
-check "... packet_loss no_go on MPI's connections: $(echo "$pl" | sed -n 's/.*"note":"\([^;"]*\).*/\1/p')" \
-  sh -c 'echo "$1" | grep -q "\"status\":\"no_go\".*MPI.s TCP connections between nodes"' _ "$pl"
-check "... the report names n2" grep -q '"network":{"lossy_host":"n2",' "$rep"
+check "... packet_loss no_go on MPI's connections: $(packet_loss "$rep" '.note | split(";")[0]')" \
+  json_ok "$rep" 'any(.criteria[]; .name == "packet_loss" and .status == "no_go" and
+    (.note | test("MPI.s TCP connections between nodes")))'
+check "... the report names n2" json_ok "$rep" '.network.lossy_host == "n2"'
 
 # ---- the reference for the partition and the flap: the same 30 steps of phase2a, undisturbed --
 # Run first, on a quiet cluster: right after the partition, the nodes that took over the job may
@@ -287,27 +291,27 @@ release part
 st=$(wait_done "$j" 600)
 "$dc" net "$victim" --heal >/dev/null
 ended "phase2a with $victim cut off after step 15 completes" "$j" COMPLETED 0:0
-starts=$(grep -c '"event":"start"' "$r/events.jsonl")
+starts=$(jsonl "$r/events.jsonl" 'select(.event == "start") | .event' | wc -l)
 check "... Slurm requeued it: $starts attempts" test "$starts" -ge 2
 check "... the next attempt named $victim lost, a network fault" \
-  has_event "$r" "$j" nodes_lost "\"nodes\":\"$victim\",\"cause\":\"unreachable\""
-last=$(grep '"event":"start"' "$r/events.jsonl" | tail -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
+  has_event "$r" "$j" nodes_lost '.nodes == $v and .cause == "unreachable"' --arg v "$victim"
+last=$(start_nodes "$r" | tail -n 1)
 check "... and ran without it ($last)" \
   sh -c "test -n '$last' && ! scontrol show hostnames '$last' | grep -qx '$victim'"
-check "... resumed from step 15's checkpoint" has_event "$r" "$j" resume '"step":15'
+check "... resumed from step 15's checkpoint" has_event "$r" "$j" resume '.step == 15'
 check "... no failure was counted (the attempt that lost $victim was not a crash of ours)" \
-  lacks "$r/events.jsonl" '"reason":"failure"'
+  lacks_event "$r/events.jsonl" '.reason == "failure"'
 rep=$r/reports/$j/report.json
-rec=$(sed -n 's/.*"recoveries":\[\([^]]*\)\].*/\1/p' "$rep" 2>/dev/null)
-secs=$(echo "$rec" | sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p')
+secs=$(jq -r '.recoveries | last | .seconds // empty' "$rep" 2>/dev/null)
 check "... the report's recovery: $victim unreachable, $secs s from the last step to training again (under 300)" \
-  sh -c "echo '$rec' | grep -q '\"lost_nodes\":\"$victim\"' && echo '$rec' | grep -q 'network fault' &&
-         awk -v s='$secs' 'BEGIN { exit !(s > 0 && s < 300) }'"
+  json_ok "$rep" '.recoveries | any(.[]; .lost_nodes == $v and
+    ([.cause, .kind] | any(contains("network fault")))) and (last | .seconds > 0 and .seconds < 300)' \
+  --arg v "$victim"
 # The report's topology counts the nodes' CPU quota (tools/devcluster's default: the machine's
 # CPUs over the 4 nodes): phase2a's 4 ranks on each node have the node's quota over 4 each;
 # with no quota, the machine's CPUs over its 8 ranks (at most one core).
-q1=$(sed -n 's/.*"per_node":\[{[^}]*"cpu_quota":\([^,}]*\).*/\1/p' "$rep")
-c1=$(sed -n 's/.*"topology":{"nodes":[0-9]*,"machines":[0-9]*,"cores_per_rank":\([^,]*\).*/\1/p' "$rep")
+q1=$(jq -r '.topology.per_node[0] | if has("cpu_quota") then .cpu_quota else empty end' "$rep")
+c1=$(jq -r '.topology.cores_per_rank // empty' "$rep")
 check "... its topology: each node's CPU quota ${q1:-?} core(s), ${c1:-?} of a core per rank (quota / 4, or the machine's CPUs / 8)" \
   awk -v q="${q1:-x}" -v c="${c1:-x}" -v m="$(getconf _NPROCESSORS_ONLN)" -v want="${RYZEN_DEVCLUSTER_CPU_QUOTA:-auto}" '
     BEGIN { if (want == "auto") want = m / 4; if (want == "none") want = 0
@@ -335,10 +339,10 @@ sleep 5
 "$dc" net "$victim" --heal >/dev/null
 st=$(wait_done "$j" 600)
 ended "phase2a through a 5 s flap of $victim's link completes" "$j" COMPLETED 0:0
-attempts=$(grep -c '"event":"attempt_end"' "$r/events.jsonl")
+attempts=$(jsonl "$r/events.jsonl" 'select(.event == "attempt_end") | .event' | wc -l)
 check "... trained through it, or restarted cleanly ($attempts attempt(s)), no hang past the watchdog" \
-  lacks "$r/events.jsonl" '"class":"hang"|"ended":"give_up"'
-longest=$(cat "$r"/metrics/"$j"/rank-00000.jsonl | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | sort -g | tail -n 1)
+  lacks_event "$r/events.jsonl" '.class == "hang" or .ended == "give_up"'
+longest=$(jsonl "$r/metrics/$j/rank-00000.jsonl" '.step_time_s // empty' | sort -g | tail -n 1)
 check "... its longest step, the stall, took ${longest:-?} s: under the watchdog's floor (300 s)" \
   awk -v s="${longest:-0}" 'BEGIN { exit !(s > 0 && s < 300) }'
 same_params "... bit-identical to an uninterrupted run" "$(R p2ref phase2a_8proc)" "$r" 30
@@ -357,7 +361,7 @@ iperf() {
   local rc=$?
   wait "$srv" 2>/dev/null
   [ $rc -eq 0 ] || { show "$tmp/iperf.json"; echo 0; return 1; }
-  awk '/"sum_received"/ { r = 1 } r && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); printf "%d\n", $2; exit }' "$tmp/iperf.json"
+  jq '.end.sum_received.bits_per_second | floor' "$tmp/iperf.json"
 }
 counter() { on "$1" awk -v k="$2" '$1 == "Tcp:" { if (!h) { for (i = 2; i <= NF; i++) c[$i] = i; h = 1; next } print $c[k] }' /proc/net/snmp; }
 
@@ -453,26 +457,27 @@ partitioned() {
   local a=${2% *} b=${2#* } link ex last back
   link=$(printf '%s\n' "$a" "$b" | sort -V | paste -sd-)
   check "... Slurm saw $a and $b up all along: no node_failed or nodes_lost event" \
-    lacks "$r/events.jsonl" '"event":"(node_failed|nodes_lost)"'
+    lacks_event "$r/events.jsonl" '.event == "node_failed" or .event == "nodes_lost"'
   check "... a network_partition event names the link $link, Slurm seeing both up" \
-    has_event "$r" "$j" network_partition "cannot reach each other (Slurm sees both up).*\"links\":\"$link\""
+    has_event "$r" "$j" network_partition \
+    '(.message | contains("cannot reach each other (Slurm sees both up)")) and .links == $l' --arg l "$link"
   ex=$(event_field "$r" "$j" network_partition excluded_nodes)
-  echo "# $1: $(grep '"event":"network_partition"' "$r/events.jsonl" | sed -n 's/.*"message":"\([^"]*\)".*/\1/p' | head -n 1)"
-  last=$(grep '"event":"start"' "$r/events.jsonl" | tail -n 1 | sed -n 's/.*"node_list":"\([^"]*\)".*/\1/p')
+  echo "# $1: $(jsonl "$r/events.jsonl" 'select(.event == "network_partition") | .message' | head -n 1)"
+  last=$(start_nodes "$r" | tail -n 1)
   check "... $ex left out (an end of the link), the attempt that finished ran without it ($last)" \
     sh -c "test -n '$ex' && echo '$a $b' | grep -qw '$ex' && ! scontrol show hostnames '$last' | grep -qx '$ex'"
   check "... the restart counted as a network fault, not a crash nor 'no progress'" \
-    sh -c "has() { grep -q \"\$1\" '$r/events.jsonl'; }; has '\"cause\":\"network fault\"' &&
-      has '\"reason\":\"network\"' && ! has '\"event\":\"no_progress\"'"
-  back=$(grep "\"job\":\"$j\"" "$r/events.jsonl" | grep '"event":"train_start"' | tail -n 1 | sed -n 's/.*"t":\([0-9.]*\),.*/\1/p')
+    jsonl_ok "$r/events.jsonl" 'any(.[]; .cause == "network fault") and
+      any(.[]; .reason == "network") and all(.[]; .event != "no_progress")'
+  back=$(event_field "$r" "$j" train_start t)
   back=$(awk -v c="$t_cut" -v b="${back:-0}" 'BEGIN { printf "%.1f", b - c }')
   check "... training launched again on nodes that can talk $back s after the cut (under 300)" \
     awk -v s="$back" 'BEGIN { exit !(s > 0 && s < 300) }'
-  rec=$(sed -n 's/.*"recoveries":\[\([^]]*\)\].*/\1/p' "$r/reports/$j/report.json" 2>/dev/null)
-  secs=$(echo "$rec" | sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' | head -n 1)
+  secs=$(jq -r '.recoveries | last | .seconds // empty' "$r/reports/$j/report.json" 2>/dev/null)
   check "... the report's recovery: network fault: ${link%-*} and ${link#*-} cannot reach each other (Slurm sees both up), $secs s from the last step to training again" \
-    sh -c "echo '$rec' | grep -q '\"cause\":\"[^\"]*network fault: [n0-9]* and [n0-9]* cannot reach each other (Slurm sees both up)' &&
-           echo '$rec' | grep -q '\"kind\":\"network fault\"'"
+    json_ok "$r/reports/$j/report.json" '.recoveries | any(.[]; .cause |
+      test("network fault: [n0-9]* and [n0-9]* cannot reach each other \\(Slurm sees both up\\)")) and
+      any(.[]; .kind == "network fault")'
 }
 
 # Two nodes: phase2a's batch host cut from its other node at step 12.  ryzen-step leaves the

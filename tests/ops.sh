@@ -62,8 +62,8 @@ loose="--set gates.throughput_go=0 --set gates.throughput_no_go=0 --set gates.co
   --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100
   --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1"
 
-# field FILE NAME: the value of the criterion NAME's FIELD in report.json
-crit() { sed -n "s/.*{\"name\":\"$2\",\([^}]*\)}.*/\1/p" "$1"; }
+# crit FILE NAME FIELD: FIELD of the criterion NAME in report.json
+crit() { jq -r --arg n "$2" --arg f "$3" '.criteria[] | select(.name == $n) | .[$f]' "$1"; }
 # sample FILE SERIES-PREFIX: the value of the first sample line starting with it
 sample() { grep -F "$2" "$1" | head -n 1 | sed 's/.* //'; }
 
@@ -89,7 +89,7 @@ check "... it has all three ranks" test "$(grep -c '^ryzen_train_step{' "$prom")
 check "... at the last step (30), no longer running" \
   sh -c "grep -q '^ryzen_train_step{slurm_job_id=\"301\",phase=\"phase1_4proc\",rank=\"2\",node=\"[^\"]*\"} 30$' '$prom' &&
          grep -q '^ryzen_train_running{.*} 0$' '$prom'"
-want=$(tail -n 1 "$run/metrics/301/rank-00000.jsonl" | sed -n 's/.*"loss":\([^,]*\),.*/\1/p')
+want=$(jsonl "$run/metrics/301/rank-00000.jsonl" '.loss // empty' | tail -n 1)
 check "... its loss is the metrics' last loss ($want)" \
   test -n "$want" -a "$(sample "$prom" 'ryzen_train_loss{slurm_job_id="301",phase="phase1_4proc",rank="0"')" = "$want"
 check "... the straggler ratio names rank 2" \
@@ -101,19 +101,27 @@ check "... the node's network counters since training started, one sample each" 
   sh -c "test \$(grep -c '^ryzen_train_net_tcp_segments_sent_total{slurm_job_id=\"301\",phase=\"phase1_4proc\",node=\"[^\"]*\"} [0-9]*\$' '$prom') -eq 1 &&
          grep -q '^ryzen_train_net_tcp_retransmit_ratio{.*} [0-9.e-]*\$' '$prom'"
 check "... and the summary has them for the node's lowest rank alone" \
-  sh -c "test \$(grep -o '\"network\":{\"seconds\":[0-9.e-]*,\"tcp_segments_sent\":' '$run/summary.json' | wc -l) -eq 1"
-check "... every rank's metrics carry compute_time_s" \
-  sh -c "for r in 0 1 2; do grep -q '\"compute_time_s\":' '$run/metrics/301/rank-0000'\$r.jsonl || exit 1; done"
+  json_ok "$run/summary.json" '[.. | objects | .network? | objects |
+    select((.seconds | type == "number") and (.tcp_segments_sent | type == "number"))] | length == 1'
+compute_times() {
+  for r in 0 1 2; do
+    jsonl_ok "$run/metrics/301/rank-0000$r.jsonl" 'any(.[]; .compute_time_s | type == "number")' || return 1
+  done
+}
+check "... every rank's metrics carry compute_time_s" compute_times
 
 expect "the gate judges the straggler NO-GO" 1 "straggler_ratio +no_go .*slowest rank 2 " -- \
   "$gate" --config "$cfg" $small $loose $strag --run-dir "$run" --job 301
-names_rank2() { crit "$run/reports/301/report.json" straggler_ratio | grep -q 'slowest rank 2 (.*x the median rank'; }
+names_rank2() {
+  json_ok "$run/reports/301/report.json" \
+    'any(.criteria[]; .name == "straggler_ratio" and (.note | test("slowest rank 2 \\(.*x the median rank")))'
+}
 check "... report.json names rank 2 and its slowdown against the median rank" names_rank2
 check "... and so does report.md" grep -q "straggler_ratio.*no_go.*slowest rank 2 " "$run/reports/301/report.md"
 expect "promtool check metrics accepts gate.prom" 0 "" -- \
   sh -c "'$promtool' check metrics <'$run/reports/301/gate.prom'"
 g=$(sample "$run/reports/301/gate.prom" 'ryzen_gate_straggler_ratio{slurm_job_id="301",phase="phase1_4proc"}')
-j=$(crit "$run/reports/301/report.json" straggler_ratio | sed -n 's/^"measured":\([^,]*\),.*/\1/p')
+j=$(crit "$run/reports/301/report.json" straggler_ratio measured)
 check "... whose straggler series is the report's ($g = $j, above F/4 = $lim)" \
   awk -v g="$g" -v j="$j" -v h="$lim" 'BEGIN { exit !(g != "" && g == j && g + 0 > h) }'
 
@@ -125,26 +133,27 @@ bounded env RYZEN_RUN_ID=g1 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $smal
 rc=$?
 check "the run went through both bad steps (exit $rc)" test "$rc" -eq 0 -a -s "$tmp/g-full/summary.json"
 m=$tmp/g-full/metrics/g1/rank-00000.jsonl
-check "... step 15 skipped: non-finite gradient norm" \
-  grep -q '^{"step":15,.*"skipped":true,"skip_reason":"non-finite gradient norm (nan)","skipped_total":1,' "$m"
-check "... step 32 skipped: a gradient-norm outlier" \
-  grep -q '^{"step":32,.*"skipped":true,"skip_reason":"gradient norm [0-9.e+]* is [0-9.]* standard deviations above its running mean [0-9.]*","skipped_total":2,' "$m"
-check "... and no other step" test "$(grep -c '"skipped":true' "$m")" -eq 2
-check "... rank 1 skipped the same steps" \
-  test "$(grep -c '"skipped":true' "$tmp/g-full/metrics/g1/rank-00001.jsonl")" -eq 2
+check "... step 15 skipped: non-finite gradient norm" jsonl_ok "$m" 'any(.[]; .step == 15 and
+  .skipped == true and .skip_reason == "non-finite gradient norm (nan)" and .skipped_total == 1)'
+check "... step 32 skipped: a gradient-norm outlier" jsonl_ok "$m" 'any(.[]; .step == 32 and
+  .skipped == true and .skipped_total == 2 and (.skip_reason |
+  test("^gradient norm [0-9.e+]* is [0-9.]* standard deviations above its running mean [0-9.]*$")))'
+check "... and no other step" jsonl_ok "$m" '[.[] | select(.skipped == true) | .step] == [15, 32]'
+check "... rank 1 skipped the same steps" jsonl_ok "$tmp/g-full/metrics/g1/rank-00001.jsonl" \
+  '[.[] | select(.skipped == true) | .step] == [15, 32]'
 check "... the job output says so" grep -q "loss guard: skipped step 32: gradient norm" "$tmp/g-full.out"
 bounded env RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
   --run-dir "$tmp/g-seg" --stop-at-step 20 >/dev/null 2>&1
 bounded env RYZEN_RUN_ID=g2 "$mpirun" -np 2 "$bin" --config "$cfg" --quiet $small $guard \
   --run-dir "$tmp/g-seg" >"$tmp/g-seg.out" 2>&1
-hexes() { sed -n 's/^{"step":\([0-9]*\),.*"loss_hex":"\([^"]*\)".*/\1 \2/p' "$1" | awk '$1 > 20'; }
+hexes() { jsonl "$1" 'select(.step > 20 and has("loss_hex")) | "\(.step) \(.loss_hex)"'; }
 hexes "$m" >"$tmp/a.txt"
 hexes "$tmp/g-seg/metrics/g2/rank-00000.jsonl" >"$tmp/b.txt"
 check "resumed at 20 after a skip: losses of steps 21..40 identical to the bit" \
   sh -c "test \$(wc -l <'$tmp/a.txt') -eq 20 && cmp -s '$tmp/a.txt' '$tmp/b.txt'"
 check "... the spike at 32 was skipped after the resume too (the guard's state was saved)" \
-  grep -q '^{"step":32,.*"skipped":true' "$tmp/g-seg/metrics/g2/rank-00000.jsonl"
-info() { "$build/ryzen-ckpt" info "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"]*\).*/\1/p"; }
+  jsonl_ok "$tmp/g-seg/metrics/g2/rank-00000.jsonl" 'any(.[]; .step == 32 and .skipped == true)'
+info() { "$build/ryzen-ckpt" info "$1" | jq -r --arg k "$2" 'select(has($k)) | .[$k]'; }
 a=$(info "$tmp/g-full/checkpoints/step-00000040.h5" params_sha256)
 b=$(info "$tmp/g-seg/checkpoints/step-00000040.h5" params_sha256)
 check "... final parameters identical: $a" test -n "$a" -a "$a" = "$b"
@@ -153,7 +162,7 @@ b=$(info "$tmp/g-seg/checkpoints/step-00000040.h5" adam_sha256)
 check "... and the Adam state" test -n "$a" -a "$a" = "$b"
 "$gate" --config "$cfg" $small $loose --run-dir "$tmp/g-full" --job g1 >/dev/null 2>&1
 check "the gate report counts the skipped steps" \
-  grep -q '"skipped_steps":2,"skipped":\[15,32\]' "$tmp/g-full/reports/g1/report.json"
+  json_ok "$tmp/g-full/reports/g1/report.json" '.skipped_steps == 2 and .skipped == [15, 32]'
 
 echo "# the loss guard stops the run: non-finite gradients from step 15 on"
 export RYZEN_TEST_BAD_GRAD=15-30
@@ -172,8 +181,9 @@ expect "... ryzen-gate --ended diverged: NO-GO" 1 "verdict NO-GO for phase1_4pro
   "$gate" --config "$cfg" $small $loose --run-dir "$tmp/g-stop" --job g3 --ended diverged \
   --why "loss guard" --status 70
 check "... rolling back from step 10, the last good checkpoint" \
-  grep -q '"skipped_steps":5,"skipped":\[15,16,17,18,19\],"ended":"diverged",.*"last_good_checkpoint":{"path":"[^"]*step-00000010.h5","step":10}' \
-  "$tmp/g-stop/reports/g3/report.json"
+  json_ok "$tmp/g-stop/reports/g3/report.json" '.skipped_steps == 5 and
+    .skipped == [15, 16, 17, 18, 19] and .ended == "diverged" and
+    (.last_good_checkpoint | .step == 10 and (.path | endswith("step-00000010.h5")))'
 
 echo "# monitoring/: alert rules, their unit tests, and the dashboard against real files"
 mon=$src/monitoring
@@ -185,11 +195,11 @@ expect "promtool test rules: which alerts fire and which do not" 0 "SUCCESS" -- 
   echo "groups:"
   echo "  - name: dashboard"
   echo "    rules:"
-  sed -n 's/^ *"expr": "\(.*\)",\{0,1\}$/\1/p' "$mon/ryzen-dashboard.json" |
-    sed 's/\\"/"/g; s/\$phase/.*/g; s/\$job/.*/g; s/'"'"'/'"''"'/g' |
+  jq -r '.. | objects | .expr? | strings' "$mon/ryzen-dashboard.json" |
+    sed 's/\$phase/.*/g; s/\$job/.*/g; s/'"'"'/'"''"'/g' |
     awk '{ printf "      - record: dashboard:expr%d\n        expr: '"'"'%s'"'"'\n", NR, $0 }'
 } >"$tmp/dashboard-rules.yml"
-n=$(grep -c '"expr":' "$mon/ryzen-dashboard.json")
+n=$(jq '[.. | objects | select(has("expr"))] | length' "$mon/ryzen-dashboard.json")
 check "the dashboard has queries ($n)" test "$n" -gt 0
 expect "promtool parses all $n dashboard queries" 0 "SUCCESS: $n rules found" -- \
   "$promtool" check rules "$tmp/dashboard-rules.yml"
@@ -199,7 +209,8 @@ expect "promtool parses all $n dashboard queries" 0 "SUCCESS: $n rules found" --
   >/dev/null 2>&1
 cp "$run/reports/301/gate.prom" "$tmp/ended.prom"
 cat "$prom" "$tmp/ended.prom" | sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' | sort -u >"$tmp/exported"
-{ grep -v '^ *#' "$mon/ryzen-alerts.yml"; grep -E '"(expr|query|definition)":' "$mon/ryzen-dashboard.json"; } |
+{ grep -v '^ *#' "$mon/ryzen-alerts.yml"
+  jq -r '.. | objects | (.expr?, .query?, .definition?) | strings' "$mon/ryzen-dashboard.json"; } |
   grep -o 'ryzen_[a-z0-9_]*' | sort -u >"$tmp/used"
 missing=$(comm -23 "$tmp/used" "$tmp/exported" | tr '\n' ' ')
 check "the rules and the dashboard use $(wc -l <"$tmp/used") ryzen_* names, all exported ($(wc -l <"$tmp/exported") written): ${missing:-none missing}" \

@@ -69,11 +69,12 @@ check "... sacct's Comment carries phase and verdict: $(acct "$j_ok" Comment)" \
   sh -c "sacct -n -P -X -j $j_ok -o Comment | grep -q '^phase1_4proc: GO'"
 check "... metrics from all 4 ranks" test -s "$r/metrics/$j_ok/rank-00003.jsonl"
 check "... final checkpoint step 12 verifies" "$prefix/bin/ryzen-ckpt" verify "$r/checkpoints/step-00000012.h5"
-check "... health.json records each rank's CPUs" grep -q '"cpus":"[0-9]' "$r/health.json"
+check "... health.json records each rank's CPUs" \
+  json_ok "$r/health.json" '.ranks | length > 0 and all(.[]; .cpus | test("^[0-9]"))'
 check "... the report" test -s "$r/reports/$j_ok/report.md"
 check "... the job output names the run" grep -q "ryzen-step: start: job $j_ok" "ryzen-phase1_4proc-$j_ok.out"
 check "... it read Slurm as data (squeue/sinfo --json, an answer read)" \
-  grep -qE '^ryzen-step: reading Slurm: squeue/sinfo --json \(slurm[^)]*\)$' "ryzen-phase1_4proc-$j_ok.out"
+  grep -qE '^ryzen-step: reading Slurm: squeue/sinfo --json \(slurm[^)]*\)$' "ryzen-phase1_4proc-$j_ok.out" # json-grep-ok: the job's text output names the reader
 check "... the run directory is free again" test ! -e "$r/owner"
 
 echo "# a job has the submitting shell's core-file limit (site_setup's): a rank that dies on a signal leaves a core"
@@ -92,27 +93,30 @@ st=$(wait_done "$j_c2" 400)
 r=$(R c2 phase1_4proc)
 ended "-c 2 completes" "$j_c2" COMPLETED 0:0
 check "... srun --cpus-per-task=2 --cpu-bind=$RYZEN_CPU_BIND" \
-  has_event "$r" "$j_c2" train_start "--cpus-per-task=2 --cpu-bind=$RYZEN_CPU_BIND"
+  has_event "$r" "$j_c2" train_start '.message | contains($m)' --arg m "--cpus-per-task=2 --cpu-bind=$RYZEN_CPU_BIND"
 # Slurm 22.05's PMIx tree fence is not a barrier (tools/pmix-fences); ryzen-step has every srun
-# --mpi=pmix run its fences as a ring unless the job chose (docs/operations.md, "MPI start-up")
+# --mpi=pmix run its fences as a ring unless the job chose (docs/operations.md, SLURM_PMIX_FENCE)
 check "... srun's PMIx fences run as a ring (SLURM_PMIX_FENCE=ring)" \
-  has_event "$r" "$j_c2" train_start "launching: SLURM_PMIX_FENCE=ring srun --mpi=pmix "
-check "... OMP_NUM_THREADS=2 on every rank" test "$(grep -o '"omp_threads":2' "$r/health.json" | wc -l)" -eq 4
+  has_event "$r" "$j_c2" train_start '.message | contains($m)' --arg m "launching: SLURM_PMIX_FENCE=ring srun --mpi=pmix "
+check "... OMP_NUM_THREADS=2 on every rank" \
+  json_ok "$r/health.json" '[.ranks[] | select(.omp_threads == 2)] | length == 4'
 # at least 2 CPUs each: with RYZEN_CPU_BIND=none a rank may use the job's whole cpuset, which is
 # the machine's 2 CPUs here and more on a machine with more cores
-check "... each rank allowed at least 2 CPUs ($(grep -o '"n_cpus":[0-9]*' "$r/health.json" | paste -sd' '))" \
-  test "$(grep -o '"n_cpus":[0-9]*' "$r/health.json" | awk -F: '$2 >= 2' | wc -l)" -eq 4
+check "... each rank allowed at least 2 CPUs ($(jq -r '[.ranks[].n_cpus | tostring] | join(" ")' "$r/health.json"))" \
+  json_ok "$r/health.json" '[.ranks[] | select(.n_cpus >= 2)] | length == 4'
 
 echo "# --mem too small for the model: the preflight refuses with need and limit, 70, no requeue"
 st=$(wait_done "$j_mem" 300)
 r=$(R mem phase1_4proc)
 ended "--mem=300M" "$j_mem" FAILED 70:0
-check "... the job's own limit: no host to exclude" grep -q '"failed_hosts":\[\]' "$r/health.json"
-check "... the memory check names the need and the job's limit" \
-  grep -q '"name":"memory","ok":false,"detail":"n[0-9]: 4 rank(s) need [0-9]* MB of [0-9]* MB (the job.s limit: ' "$r/health.json"
-check "... and says what to raise" grep -q 'raise --mem to at least' "$r/health.json"
+check "... the job's own limit: no host to exclude" json_ok "$r/health.json" '.failed_hosts == []'
+check "... the memory check names the need and the job's limit" json_ok "$r/health.json" \
+  'any(.checks[]; .name == "memory" and .ok == false and
+    (.detail | test("^n[0-9]: 4 rank\\(s\\) need [0-9]* MB of [0-9]* MB \\(the job.s limit: ")))'
+check "... and says what to raise" \
+  json_ok "$r/health.json" 'any(.. | strings; contains("raise --mem to at least"))'
 check "... not requeued (attempts in accounting: $(attempts "$j_mem"))" test "$(attempts "$j_mem")" = 1
-check "... a NO-GO (health) report" grep -q '"ended":"health"' "$r/reports/$j_mem/report.json"
+check "... a NO-GO (health) report" json_ok "$r/reports/$j_mem/report.json" '.ended == "health"'
 
 echo "# a --signal that disagrees with health.stop_signal: a clear error at start"
 st=$(wait_done "$j_mis" 200)
@@ -120,7 +124,7 @@ r=$(R mismatch phase1_4proc)
 ended "--signal=B:USR1 with stop_signal USR2" "$j_mis" FAILED 64:0
 check "... it says which signal and how to fix it" \
   grep -q "sends SIGUSR1, but health.stop_signal is USR2" "ryzen-phase1_4proc-$j_mis.out"
-check "... before any srun" lacks "$r/events.jsonl" '"event":"preflight_start"'
+check "... before any srun" lacks_event "$r/events.jsonl" '.event == "preflight_start"'
 
 echo "# health.stop_signal USR1 end to end: forwarded, checkpointed, requeued, resumed"
 j_u1=$(RYZEN_TEST_HOLD=20:$(hold_file usr1) run usr1 rzuser $site --signal=B:USR1@60 "$P1" $small \
@@ -133,8 +137,8 @@ as rzuser scancel --signal=USR1 --batch "$j_u1"
 st=$(wait_done "$j_u1" 400)
 ended "the USR1 job completes" "$j_u1" COMPLETED 0:0
 check "... the wrapper forwarded SIGUSR1" grep -q "forwarded User defined signal 1" "ryzen-phase1_4proc-$j_u1.out"
-check "... requeued after a signal checkpoint" has_event "$r" "$j_u1" requeue '"reason":"signal"'
-check "... resumed from it" has_event "$r" "$j_u1" resume "resuming from"
+check "... requeued after a signal checkpoint" has_event "$r" "$j_u1" requeue '.reason == "signal"'
+check "... resumed from it" has_event "$r" "$j_u1" resume '.message | contains("resuming from")'
 st=$(wait_done "$ref300" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref300 phase1_4proc)" "$r" 300
 
@@ -151,7 +155,7 @@ check "... still gone 15 s later (state $(job_field "$j_cancel" JobState), resta
 check "... sacct says CANCELLED" sh -c "sacct -n -P -X -j $j_cancel -o State | grep -q '^CANCELLED'"
 ck=$(newest_ckpt "$r")
 check "... its newest checkpoint $(basename "$ck") verifies" "$prefix/bin/ryzen-ckpt" verify "$ck"
-check "... no requeue event" lacks "$r/events.jsonl" '"event":"requeue"'
+check "... no requeue event" lacks_event "$r/events.jsonl" '.event == "requeue"'
 
 echo "# a missing data file: exit 64 before srun, not requeued"
 st=$(wait_done "$j_input" 120)
@@ -159,27 +163,28 @@ r=$(R input phase1_4proc)
 ended "missing data.path" "$j_input" FAILED 64:0
 check "... the message names the path and the cause" \
   grep -q "data.path '/nonexistent/corpus.bin' (data.kind tokens): No such file" "ryzen-phase1_4proc-$j_input.out"
-check "... no srun was started" lacks "$r/events.jsonl" 'preflight_start|train_start'
+check "... no srun was started" \
+  lacks_event "$r/events.jsonl" '.event == "preflight_start" or .event == "train_start"'
 
 echo "# a wrong launch (srun --mpi=none) is caught by the preflight (70)"
 st=$(wait_done "$j_wrong" 200)
 r=$(R wrong phase1_4proc)
 ended "wrong launch" "$j_wrong" FAILED 70:0
 check "... health.json says srun started it with --mpi=none" \
-  grep -q 'srun started it with --mpi=none' "$r/health.json"
-check "... a NO-GO (health) report" grep -q '"ended":"health"' "$r/reports/$j_wrong/report.json"
+  json_ok "$r/health.json" 'any(.. | strings; contains("srun started it with --mpi=none"))'
+check "... a NO-GO (health) report" json_ok "$r/reports/$j_wrong/report.json" '.ended == "health"'
 
 echo "# two jobs, one run directory: the second refuses, naming the owner"
 st=$(wait_done "$j_busy2" 200)
 r=$(R busy phase1_4proc)
 ended "the second job" "$j_busy2" FAILED 64:0
 check "... it names the owner job $j_busy1" grep -q "belongs to job $j_busy1" "ryzen-phase1_4proc-$j_busy2.out"
-check "... and did not train" sh -c "grep -q '\"job\":\"$j_busy2\"' '$r/events.jsonl' &&
-  ! grep '\"job\":\"$j_busy2\"' '$r/events.jsonl' | grep -q train_start"
+check "... and did not train" jsonl_ok "$r/events.jsonl" \
+  'any(.[]; .job == $j) and all(.[]; .job != $j or .event != "train_start")' --arg j "$j_busy2"
 as rzuser scancel "$j_busy1"
 st=$(wait_done "$j_dead" 300)
 ended "a dead owner is taken over" "$j_dead" COMPLETED 0:0
-check "... the events record it" has_event "$(R dead phase1_4proc)" "$j_dead" owner_takeover '"previous_owner":"999999"'
+check "... the events record it" has_event "$(R dead phase1_4proc)" "$j_dead" owner_takeover '.previous_owner == "999999"'
 check "... read through Slurm's text (RYZEN_SLURM_JSON=0)" \
   grep -q '^ryzen-step: reading Slurm: scontrol/squeue text (RYZEN_SLURM_JSON=0)$' "ryzen-phase1_4proc-$j_dead.out"
 
@@ -203,8 +208,9 @@ check "... after steps 4 and 6 were not written and training went on" \
   test "$(grep -c "checkpoint: not written: .*disk full (ENOSPC).*failure [12] in a row of the 2 tolerated" \
     "ryzen-phase1_4proc-$j.out")" = 2
 check "... not requeued (attempts in accounting: $(attempts "$j"))" test "$(attempts "$j")" = 1
-check "... a NO-GO report that says why" grep -q '"ended":"io"' "$r/reports/$j/report.json"
-check "... the preflight warned: room for less than two checkpoints" grep -q 'less than two checkpoints' "$r/health.json"
+check "... a NO-GO report that says why" json_ok "$r/reports/$j/report.json" '.ended == "io"'
+check "... the preflight warned: room for less than two checkpoints" \
+  json_ok "$r/health.json" 'any(.. | strings; contains("less than two checkpoints"))'
 check "... step 2's checkpoint verifies" "$prefix/bin/ryzen-ckpt" verify "$r/checkpoints/step-00000002.h5"
 check "... no temporary file is left" sh -c "ls '$r/checkpoints' | grep -q 'step-' && ! ls '$r/checkpoints' | grep -q tmp"
 umount "$tmp/full"
@@ -259,7 +265,7 @@ check "... the job said --time is shorter than the lead" has_event "$r" "$j" sig
 check "... it gave up for want of progress" has_event "$r" "$j" no_progress
 ended "... it ended FAILED with the NO-GO's exit 1, not held, not looping" "$j" FAILED 1:0
 check "... after $(attempts "$j") attempt(s) in accounting" test "$(attempts "$j")" -le 3
-check "... a NO-GO report says why" grep -q '"ended":"no_progress"' "$r/reports/$j/report.json"
+check "... a NO-GO report says why" json_ok "$r/reports/$j/report.json" '.ended == "no_progress"'
 
 echo "# scontrol requeue mid-run: resumes; same final parameters as an uninterrupted run"
 j=$(RYZEN_TEST_HOLD=15:$(hold_file rq) run rq rzuser $site "$P1" $small --set training.steps=40)
@@ -269,8 +275,8 @@ as rzuser scontrol requeue "$j"
 st=$(wait_done "$j" 400)
 ended "the requeued job completes" "$j" COMPLETED 0:0
 check "... Slurm requeued it ($(attempts "$j") attempts); no requeue_failed" \
-  sh -c "test $(attempts "$j") -ge 2 && ! grep -q requeue_failed '$r/events.jsonl'"
-check "... it resumed from a checkpoint" has_event "$r" "$j" resume "resuming from"
+  sh -c "test $(attempts "$j") -ge 2" && lacks_event "$r/events.jsonl" '.event == "requeue_failed"'
+check "... it resumed from a checkpoint" has_event "$r" "$j" resume '.message | contains("resuming from")'
 st=$(wait_done "$ref40" 400)
 same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
 
@@ -289,13 +295,14 @@ check "... rank 2's pid from its heartbeat: $victim" test -n "$victim"
 kill -STOP "$victim"
 release hang
 wait_for 120 has_event "$r" "$j" attempt_end
-check "... the attempt is classified a hang" has_event "$r" "$j" attempt_end '"class":"hang"'
-check "... naming rank 2" has_event "$r" "$j" attempt_end 'rank 2 (pid [0-9]*) not responding\|rank 2: .*this rank itself was frozen'
+check "... the attempt is classified a hang" has_event "$r" "$j" attempt_end '.class == "hang"'
+check "... naming rank 2" has_event "$r" "$j" attempt_end \
+  'any(.[] | strings; test("rank 2 \\(pid [0-9]*\\) not responding|rank 2: .*this rank itself was frozen"))'
 kill -CONT "$victim" 2>/dev/null
 st=$(wait_done "$j" 400)
 ended "... then it completes" "$j" COMPLETED 0:0
 check "... after a failure restart in its own allocation (restart.failures relaunch)" \
-  has_event "$r" "$j" relaunch '"reason":"failure"'
+  has_event "$r" "$j" relaunch '.reason == "failure"'
 check "... never through the queue: 1 attempt in accounting ($(attempts "$j"))" test "$(attempts "$j")" = 1
 same_params "... bit-identical to an uninterrupted run" "$(R ref40 phase1_4proc)" "$r" 40
 
@@ -309,8 +316,8 @@ check "... rank 1's pid from its heartbeat: $victim" test -n "$victim"
 kill -9 "$victim"
 st=$(wait_done "$j" 200)
 ended "the budget-spent job" "$j" FAILED 76:0
-check "... a give_up event" has_event "$r" "$j" give_up "restart budget is spent"
-check "... a NO-GO report: ended give_up" grep -q '"ended":"give_up"' "$r/reports/$j/report.json"
+check "... a give_up event" has_event "$r" "$j" give_up 'any(.[] | strings; contains("restart budget is spent"))'
+check "... a NO-GO report: ended give_up" json_ok "$r/reports/$j/report.json" '.ended == "give_up"'
 check "... naming the last good checkpoint" grep -q 'step-000000[0-9]*.h5' "$r/reports/$j/report.md"
 ck=$(newest_ckpt "$r")
 check "... which verifies: $(basename "$ck")" "$prefix/bin/ryzen-ckpt" verify "$ck"
@@ -333,10 +340,12 @@ j=$(submit_as rzuser $site -N 1 -n 2 -c 1 -o "$sub/cpus-%j.out" "$sub/cpus.sh")
 st=$(wait_done "$j" 200)
 check "more threads than CPUs: the preflight exits 70" grep -q "^omp: 70" "$sub/cpus-$j.out"
 check "... saying so and what to give srun" \
-  grep -q 'may run on 1 CPU(s) (1) but OMP_NUM_THREADS is 2: give srun --cpus-per-task=2' "$sub/runs/omp/health.json"
+  json_ok "$sub/runs/omp/health.json" \
+  'any(.. | strings; contains("may run on 1 CPU(s) (1) but OMP_NUM_THREADS is 2: give srun --cpus-per-task=2"))'
 check "two ranks bound to one CPU: the preflight exits 70" grep -q "^share: 70" "$sub/cpus-$j.out"
 check "... naming both ranks and the CPU" \
-  grep -q 'ranks 0 and 1 on n[0-9] are bound to overlapping CPUs (0 and 0 share CPU 0)' "$sub/runs/share/health.json"
-check "... a launch setting: no host to exclude" grep -q '"failed_hosts":\[\]' "$sub/runs/share/health.json"
+  json_ok "$sub/runs/share/health.json" \
+  'any(.. | strings; test("ranks 0 and 1 on n[0-9] are bound to overlapping CPUs \\(0 and 0 share CPU 0\\)"))'
+check "... a launch setting: no host to exclude" json_ok "$sub/runs/share/health.json" '.failed_hosts == []'
 
 finish
