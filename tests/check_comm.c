@@ -202,7 +202,10 @@ START_TEST(launch_check_catches_a_wrong_world)
     char *env[] = {ntasks, S("SLURM_STEP_ID=0"), NULL};
     comm_launch_parse(&l, env);
     ck_assert_int_eq(comm_check_launch(world, &l, &e), RZ_EHEALTH);
-    ck_assert_ptr_nonnull(strstr(e.msg, "srun --mpi=pmix"));
+    char fix[64], plugin[16];
+    comm_srun_plugin(plugin, sizeof plugin);
+    snprintf(fix, sizeof fix, "srun --mpi=%s`", plugin); /* the build's plugin */
+    ck_assert_ptr_nonnull(strstr(e.msg, fix));
     snprintf(ntasks, sizeof ntasks, "SLURM_NTASKS=%d", comm_size(world));
     comm_launch_parse(&l, env);
     ck_assert_int_eq(comm_check_launch(world, &l, &e), RZ_OK);
@@ -213,31 +216,91 @@ START_TEST(launch_check_catches_a_wrong_world)
 }
 END_TEST
 
+/* The launch check of PLUGIN refuses the environment ENV, its message naming each of WANT. */
+static void refused(const char *plugin, char **env, const char *const *want)
+{
+    struct comm_launch l;
+    struct rz_err e;
+    comm_launch_parse(&l, env);
+    ck_assert_int_eq(comm_check_launch_env_as(&l, plugin, &e), RZ_EHEALTH);
+    for (size_t i = 0; want[i] != NULL; i++)
+        ck_assert_msg(strstr(e.msg, want[i]) != NULL, "'%s' lacks '%s'", e.msg, want[i]);
+}
+
+/* Open MPI's rule (either build checks it by name). */
 START_TEST(launch_env_needs_a_pmix_rank_under_srun)
 {
     struct rz_err e;
     struct comm_launch l;
     char *plain[] = {S("HOME=/root"), NULL};
     comm_launch_parse(&l, plain);
-    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_OK);
+    ck_assert_int_eq(comm_check_launch_env_as(&l, "pmix", &e), RZ_OK);
     char *pmix[] = {S("SLURM_STEP_ID=3"), S("PMIX_RANK=2"), NULL};
     comm_launch_parse(&l, pmix);
-    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_OK); /* PMIx ranks present */
+    ck_assert_int_eq(comm_check_launch_env_as(&l, "pmix", &e), RZ_OK); /* PMIx ranks present */
     ck_assert_int_eq(l.launcher_rank, 2);
     char *pmi2[] = {S("SLURM_STEP_ID=3"), S("SLURM_PROCID=2"), S("SLURM_MPI_TYPE=pmi2"), NULL};
+    const char *pmi2_says[] = {"task 2 of step 3", "--mpi=pmi2", "PMIX_RANK is unset",
+                               "srun --mpi=pmix", NULL};
+    refused("pmix", pmi2, pmi2_says);
     comm_launch_parse(&l, pmi2);
-    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_EHEALTH);
-    ck_assert_ptr_nonnull(strstr(e.msg, "task 2 of step 3"));
-    ck_assert_ptr_nonnull(strstr(e.msg, "--mpi=pmi2"));
-    ck_assert_ptr_nonnull(strstr(e.msg, "srun --mpi=pmix"));
     ck_assert_int_eq(l.launcher_rank, 2);
     char *none[] = {S("SLURM_STEP_ID=3"), S("SLURM_PROCID=2"), NULL};
-    comm_launch_parse(&l, none);
-    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_EHEALTH);
-    ck_assert_ptr_nonnull(strstr(e.msg, "--mpi=none"));
+    const char *none_says[] = {"--mpi=none", NULL};
+    refused("pmix", none, none_says);
     char *ompi[] = {S("SLURM_STEP_ID=3"), S("OMPI_COMM_WORLD_RANK=2"), NULL}; /* mpirun's ranks */
     comm_launch_parse(&l, ompi);
-    ck_assert_int_eq(comm_check_launch_env(&l, &e), RZ_OK);
+    ck_assert_int_eq(comm_check_launch_env_as(&l, "pmix", &e), RZ_OK);
+}
+END_TEST
+
+/* MPICH's rule: a PMI-2 rank.  Under srun --mpi=pmix it would start each task as a world of one;
+ * Slurm's pmi2 plugin and Hydra set PMI_RANK (recorded on the dev cluster: PMI_FD, PMI_JOBID,
+ * PMI_RANK, PMI_SIZE). */
+START_TEST(launch_env_needs_a_pmi2_rank_for_mpich)
+{
+    struct rz_err e;
+    struct comm_launch l;
+    char *pmi2[] = {S("SLURM_STEP_ID=3"), S("SLURM_MPI_TYPE=pmi2"), S("PMI_FD=11"),
+                    S("PMI_RANK=1"), S("PMI_SIZE=2"), NULL};
+    comm_launch_parse(&l, pmi2);
+    ck_assert_int_eq(comm_check_launch_env_as(&l, "pmi2", &e), RZ_OK);
+    ck_assert_int_eq(l.launcher_rank, 1);
+    char *pmix[] = {S("SLURM_STEP_ID=3"), S("SLURM_PROCID=1"), S("SLURM_MPI_TYPE=pmix"),
+                    S("PMIX_RANK=1"), NULL};
+    const char *pmix_says[] = {"task 1 of step 3: srun started it with --mpi=pmix",
+                               "PMI_RANK is unset", "each task would be a world of its own",
+                               "Launch with `srun --mpi=pmi2`", NULL};
+    refused("pmi2", pmix, pmix_says);
+    char *plain[] = {S("PMIX_RANK=0"), NULL}; /* not an srun task */
+    comm_launch_parse(&l, plain);
+    ck_assert_int_eq(comm_check_launch_env_as(&l, "pmi2", &e), RZ_OK);
+}
+END_TEST
+
+/* The MPI the program was compiled against is the one configure named (RYZEN_MPI_KIND, set by
+ * make check), and its launch check follows its first plugin. */
+START_TEST(the_build_names_its_mpi_and_plugin)
+{
+    const char *kind = getenv("RYZEN_MPI_KIND");
+    const char *name = comm_mpi_name(), *plugins = comm_srun_plugins();
+    if (kind != NULL && strcmp(kind, "mpich") == 0) {
+        ck_assert_str_eq(name, "MPICH");
+        ck_assert(strcmp(plugins, "pmi2") == 0 || strcmp(plugins, "pmix") == 0);
+    } else if (kind != NULL && strcmp(kind, "openmpi") == 0) {
+        ck_assert_str_eq(name, "Open MPI");
+        ck_assert_str_eq(plugins, "pmix,pmi2");
+    }
+    char plugin[16];
+    comm_srun_plugin(plugin, sizeof plugin);
+    ck_assert_int_eq(strncmp(plugins, plugin, strlen(plugin)), 0);
+    struct rz_err e1, e2;
+    struct comm_launch l;
+    char *bare[] = {S("SLURM_STEP_ID=3"), S("SLURM_PROCID=0"), NULL};
+    comm_launch_parse(&l, bare);
+    ck_assert_int_eq(comm_check_launch_env(&l, &e1), RZ_EHEALTH);
+    ck_assert_int_eq(comm_check_launch_env_as(&l, plugin, &e2), RZ_EHEALTH);
+    ck_assert_str_eq(e1.msg, e2.msg);
 }
 END_TEST
 
@@ -425,6 +488,8 @@ static Suite *comm_suite(void)
     tcase_add_test(errors, sync_check_names_the_rank_that_differs);
     tcase_add_test(errors, launch_check_catches_a_wrong_world);
     tcase_add_test(errors, launch_env_needs_a_pmix_rank_under_srun);
+    tcase_add_test(errors, launch_env_needs_a_pmi2_rank_for_mpich);
+    tcase_add_test(core, the_build_names_its_mpi_and_plugin);
     tcase_add_test(errors, link_probe_of_one_node_and_its_limits);
     tcase_add_test(errors, start_rendezvous_names_the_rank_that_never_came);
     tcase_add_test(errors, start_rendezvous_on_a_run_dir_that_is_not_shared);

@@ -465,10 +465,11 @@ START_TEST(names_and_places)
     ck_assert_int_eq(e.cpus_per_task, 4);
     ck_assert_int_eq(e.restart_count, 3);
     ck_assert_str_eq(e.cpu_bind, "cores");
-    ck_assert_str_eq(e.srun_mpi, "pmix");
+    ck_assert_str_eq(e.srun_mpi, ""); /* unset: chosen from srun --mpi=list */
     ck_assert_str_eq(e.sbatch_signal, "B:USR1@30");
-    char *plain[] = {(char *)"RYZEN_CPU_BIND=none", NULL};
+    char *plain[] = {(char *)"RYZEN_CPU_BIND=none", (char *)"RYZEN_SRUN_MPI=pmi2", NULL};
     step_env_parse(&e, plain);
+    ck_assert_str_eq(e.srun_mpi, "pmi2");
     ck_assert_str_eq(e.job_id, "local");
     ck_assert_str_eq(e.display_id, "local");
     ck_assert_str_eq(e.cpu_bind, "none");
@@ -476,6 +477,72 @@ START_TEST(names_and_places)
 END_TEST
 
 /* ---- errors ------------------------------------------------------------------------------------------------ */
+
+/* `srun --mpi=list` of this project's Slurm 22.05.8 (Debian 12), recorded on the dev cluster. */
+static const char srun_mpi_list[] = "MPI plugin types are...\n\tpmix\n\tnone\n\tcray_shasta\n"
+                                    "\tpmi2\nspecific pmix plugin versions available: pmix_v4\n";
+
+/* srun's --mpi: the operator's, else the build's best that this Slurm has, else its first. */
+START_TEST(the_srun_plugin_is_chosen_from_the_list)
+{
+    char out[64], why[512];
+    step_mpi_choose(out, sizeof out, why, sizeof why, "", "pmix,pmi2", srun_mpi_list);
+    ck_assert_str_eq(out, "pmix"); /* Open MPI where pmix is there */
+    ck_assert_msg(has(why, "srun --mpi=list offers"), "%s", why);
+    step_mpi_choose(out, sizeof out, why, sizeof why, "", "pmi2", srun_mpi_list);
+    ck_assert_str_eq(out, "pmi2"); /* MPICH even where pmix is there */
+    const char *no_pmix = "MPI plugin types are...\n\tnone\n\tcray_shasta\n\tpmi2\n";
+    step_mpi_choose(out, sizeof out, why, sizeof why, "", "pmix,pmi2", no_pmix);
+    ck_assert_str_eq(out, "pmi2"); /* Open MPI on a Slurm without PMIx */
+    const char *older = "srun: MPI types are...\nsrun: none\nsrun: pmi2\n";
+    step_mpi_choose(out, sizeof out, why, sizeof why, "", "pmix,pmi2", older);
+    ck_assert_str_eq(out, "pmi2");
+    step_mpi_choose(out, sizeof out, why, sizeof why, "none", "pmix,pmi2", srun_mpi_list);
+    ck_assert_str_eq(out, "none"); /* RYZEN_SRUN_MPI overrides */
+    ck_assert_str_eq(why, "RYZEN_SRUN_MPI=none");
+}
+END_TEST
+
+START_TEST(the_srun_plugin_without_a_usable_list)
+{
+    char out[64], why[512];
+    step_mpi_choose(out, sizeof out, why, sizeof why, "", "pmix,pmi2", "");
+    ck_assert_str_eq(out, "pmix"); /* srun --mpi=list failed: the first, the launch check explains */
+    ck_assert_msg(has(why, "offers none of pmix,pmi2"), "%s", why);
+    /* "pmix_v4" on the versions line is not the plugin pmix */
+    step_mpi_choose(out, sizeof out, why, sizeof why, "", "pmix,pmi2",
+                    "MPI plugin types are...\n\tnone\nspecific pmix plugin versions available: "
+                    "pmix_v4\n\tpmix_v4\n");
+    ck_assert_str_eq(out, "pmix");
+    ck_assert_msg(has(why, "offers none"), "%s", why);
+    step_mpi_choose(out, sizeof out, why, sizeof why, "", "pmi2", "\tpmix\n\tnone\n");
+    ck_assert_str_eq(out, "pmi2");
+    ck_assert_msg(has(why, "offers none of pmi2"), "%s", why);
+}
+END_TEST
+
+/* A whole attempt without RYZEN_SRUN_MPI on a Slurm without PMIx: srun --mpi=list is asked once,
+ * the training step runs under pmi2 (either build), and an srun_mpi event says why. */
+START_TEST(an_attempt_asks_srun_for_its_plugins)
+{
+    struct world w;
+    world_init(&w, "RUNNING");
+    w.env.srun_mpi[0] = '\0';
+    rule(&w.f, "srun --mpi=list", 0, "MPI plugin types are...\n\tnone\n\tpmi2\n", 0);
+    step(&w, preflight_ok);
+    step(&w, ranks(0, 0, 20));
+    rule(&w.f, "ryzen-gate", 0, "", 0);
+    rule(&w.f, "sbatch", 0, "101;cluster\n", 0);
+    ck_assert_int_eq(run(&w), 0);
+    bool pmi2 = call(&w.f, "srun --mpi=pmi2 --kill-on-bad-exit=1") != NULL;
+    ck_assert_msg(pmi2 && call(&w.f, "srun --mpi=pmix") == NULL &&
+                  count_calls(&w.f, "srun --mpi=list") == 1, "srun --mpi=list once, then pmi2");
+    char *ev = events_of(&w);
+    ck_assert_msg(has(ev, "\"event\":\"srun_mpi\"") && has(ev, "\"plugin\":\"pmi2\""), "%s", ev);
+    free(ev);
+    world_free(&w);
+}
+END_TEST
 
 START_TEST(bad_inputs_end_before_srun)
 {
@@ -533,6 +600,8 @@ static Suite *step_suite(void)
     tcase_add_test(core, history_and_lineage_from_events);
     tcase_add_test(core, one_live_job_owns_a_run_directory);
     tcase_add_test(core, names_and_places);
+    tcase_add_test(core, the_srun_plugin_is_chosen_from_the_list);
+    tcase_add_test(core, an_attempt_asks_srun_for_its_plugins);
     step_attempts_tests(core);
     step_nodes_tests(core);
     step_proc_tests(core);
@@ -540,6 +609,7 @@ static Suite *step_suite(void)
     TCase *errors = rz_test_tcase("errors");
     tcase_add_checked_fixture(errors, setup, teardown);
     tcase_add_test(errors, bad_inputs_end_before_srun);
+    tcase_add_test(errors, the_srun_plugin_without_a_usable_list);
     suite_add_tcase(s, errors);
     return s;
 }

@@ -4,8 +4,9 @@
 #   expect NAME CODE PATTERN -- CMD...   run CMD; exit status CODE and PATTERN (grep -E) in its
 #                                        output, which stays in $tmp/out
 #   finish                      print "N passed, N failed" and exit accordingly
-#   mpi_setup                   Open MPI as the multi-rank suites run it (root allowed, one
-#                               thread per rank, oversubscribed on 2 cores); sets $mpirun
+#   mpi_setup                   the build's MPI as the multi-rank suites run it (root allowed,
+#                               one thread per rank, oversubscribed on 2 cores); sets $mpirun,
+#                               $srun_mpi (the --mpi plugin the build names) and mpi_env
 # Every test script sets up $tmp (a scratch directory it removes on exit) before sourcing.
 pass=0
 fail=0
@@ -44,12 +45,27 @@ finish() {
   exit $?
 }
 
-# Open MPI for the multi-rank suites (mpi.sh, ops.sh, ladder.sh).
+# The build's MPI for the multi-rank suites (mpi.sh, ops.sh, ladder.sh): Open MPI's mpirun, or
+# under an MPICH build (RYZEN_MPI_KIND=mpich, from configure) its Hydra mpiexec, which runs as
+# root and oversubscribes without being told.
 mpi_setup() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
   export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers often forbid CMA
   export OMPI_MCA_rmaps_base_oversubscribe=1
   mpirun=${MPIRUN:-mpirun}
+  case ${RYZEN_MPI_KIND:-openmpi} in
+    mpich) srun_mpi=pmi2 ;;
+    *) srun_mpi=pmix ;;
+  esac
+}
+
+# mpi_env NAME=VALUE...: the launcher's flags that set each variable in every rank (Open MPI's
+# -x NAME=VALUE, Hydra's -genv NAME VALUE).
+mpi_env() {
+  for kv in "$@"; do
+    if [ "${RYZEN_MPI_KIND:-openmpi}" = mpich ]; then printf ' -genv %s %s' "${kv%%=*}" "${kv#*=}"
+    else printf ' -x %s' "$kv"; fi
+  done
 }
 
 # ---- the dev cluster (slurm.sh, faults.sh, chain.sh) ----------------------------------------

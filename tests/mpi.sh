@@ -1,6 +1,7 @@
 #!/bin/sh
 # mpi.sh: data parallelism, checkpoints, resume and failure handling of ryzen-train under a real
-# launcher (Open MPI's mpirun, oversubscribed on 2 cores):
+# launcher (Open MPI's mpirun, or MPICH's Hydra mpiexec in an MPICH build; oversubscribed on 2
+# cores):
 #   equivalence      4 x batch 4, 2 x batch 8 and 1 x batch 8 x accum 2 match 1 x batch 16
 #   exact resume     40 steps == 20 + resumed 20 (losses as hex floats, params and Adam hashes),
 #                    on 1 and on 2 ranks, and on 2 ranks with ZeRO-2, dropout, recomputation
@@ -41,10 +42,18 @@ bound=${RYZEN_TEST_BOUND_S:-300}
 skipped=0
 skip_case() { skipped=$((skipped + 1)); echo "SKIP $1"; }
 
-# session_kill PID: SIGKILL every process of the session PID leads: mpirun and its ranks (Open
-# MPI puts each rank in a process group of its own, so a group kill would miss them), stopped
-# ones too.
-session_kill() { for p in $(ps -o pid= -s "$1" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done; }
+# proc_tree PID: PID and its descendants.  MPICH's Hydra starts its proxy and each rank in a
+# session of their own, so only the parent links tie them to the launcher.
+proc_tree() {
+  echo "$1"
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do proc_tree "$c"; done
+}
+# session_kill PID: SIGKILL every process of the session PID leads and every descendant of PID:
+# mpirun and its ranks (Open MPI puts each rank in a process group of its own, so a group kill
+# would miss them; Hydra a session of its own), stopped ones too.
+session_kill() {
+  for p in $(proc_tree "$1") $(ps -o pid= -s "$1" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+}
 
 # reap PID: wait for the child PID, $bound s at most; $jobrc is its exit status, or 124 (and a
 # false return) when its session had to be killed at the deadline.
@@ -140,8 +149,12 @@ wait_line() {
 }
 
 echo "# the comm module's suite on 2 ranks"
-expect "check_comm under mpirun -np 2" 0 "100%: Checks: 13, Failures: 0, Errors: 0" -- \
-  bounded "$mpirun" -np 2 "$build/tests/check_comm"
+if [ -x "$build/tests/check_comm" ]; then
+  expect "check_comm under $mpirun -np 2" 0 "100%: Checks: 15, Failures: 0, Errors: 0" -- \
+    bounded "$mpirun" -np 2 "$build/tests/check_comm"
+else
+  skip_case "check_comm on 2 ranks: built without Check (configure's summary says so)"
+fi
 
 echo "# equivalence: the same global batch on 1, 2 and 4 ranks (30 steps)"
 train eq1 1 --set training.steps=30 --set training.batch_size=16 >/dev/null 2>&1
@@ -468,6 +481,18 @@ expect "a checkpoint of another model shape is refused (65)" 65 "wte" -- \
   --resume "$tmp/dmg/checkpoints/step-00000030.h5"
 
 echo "# stop signals (2 ranks): USR2 to mpirun, which forwards it to the ranks"
+# usr2_job PID: the stop signal to the job whose launcher is PID.  Open MPI's mpirun forwards it
+# to the ranks; MPICH's Hydra mpiexec does not (it died of it: exit 140), so under MPICH each
+# rank under it gets it, as srun delivers it under Slurm with either MPI.
+usr2_job() {
+  if [ "${RYZEN_MPI_KIND:-openmpi}" = mpich ]; then
+    for p in $(proc_tree "$1"); do
+      [ "$(ps -o comm= -p "$p")" = ryzen-train ] && kill -USR2 "$p"
+    done
+  else
+    kill -USR2 "$1"
+  fi
+}
 # start NAME ENV... -- ARGS...: launch in the background, in a session of its own; $pid is
 # mpirun's pid (setsid and env exec it).
 start() {
@@ -489,7 +514,7 @@ start sig0 RYZEN_TEST_HOLD=0:$tmp/sig0.release "$mpirun" -np 2 "$bin" $small \
   --run-dir "$tmp/sig0" $long
 check "USR2 at start-up: the run holds before step 1" \
   wait_line sig0 "test hook: holding after step 0 until"
-kill -USR2 "$pid"
+usr2_job "$pid"
 finished "USR2 at start-up: exit 75" 75 sig0
 check "... without a checkpoint (the run had started: health/ exists)" \
   sh -c "test -d '$tmp/sig0/health' && ! ls '$tmp/sig0/checkpoints'/step-* >/dev/null 2>&1"
@@ -500,7 +525,7 @@ start sig1 RYZEN_TEST_HOLD=5:$tmp/sig1.release "$mpirun" -np 2 "$bin" $small \
   --run-dir "$tmp/sig1" $long
 check "USR2 mid-run: the run holds after step 5" \
   wait_line sig1 "test hook: holding after step 5 until"
-kill -USR2 "$pid"
+usr2_job "$pid"
 finished "USR2 mid-run: exit 75" 75 sig1
 last=$(step_of "$tmp/sig1/metrics/sig1/rank-00000.jsonl")
 check "... checkpoint of step 6, the step after the signal, committed and valid" \
@@ -516,7 +541,7 @@ start sig2 RYZEN_TEST_SAVE_DELAY_S=$bound "$mpirun" -np 2 "$bin" $small --run-di
   --set training.steps=100000 --set checkpoint.interval=20
 check "USR2 during a checkpoint write: rank 0 is in the write of step 20" \
   wait_line sig2 "test hook: delaying the checkpoint of step 20 by"
-kill -USR2 "$pid"
+usr2_job "$pid"
 finished "USR2 during a checkpoint write: exit 75" 75 sig2
 check "... step 20 committed and valid" "$ckpt" verify "$tmp/sig2/checkpoints/step-00000020.h5"
 check "... then step 21 committed at the next boundary" \
@@ -564,12 +589,21 @@ check "... rank 0 names the start and rank 1 as not responding" \
   grep -q "watchdog: rank 0: the start (.*held up by: rank 1 (pid [0-9]*) not responding for" \
   "$tmp/hang0.out"
 
-expect "ranks that disagree on parameters exit 76, naming the rank" 76 "differ on rank\(s\) 1 " -- \
-  bounded env RYZEN_TEST_DESYNC_RANK=1 "$mpirun" -np 2 "$bin" $small --run-dir "$tmp/desync" \
-  --set training.steps=30
+# The reason is in the output and in each rank's exit record (RYZEN_ATTEMPT_DIR, what ryzen-step
+# reads): under MPICH's Hydra the first rank's MPI_Abort can end the other before it has printed.
+mkdir -p "$tmp/desync-exits"
+expect "ranks that disagree on parameters exit 76" 76 "" -- \
+  bounded env RYZEN_TEST_DESYNC_RANK=1 RYZEN_ATTEMPT_DIR="$tmp/desync-exits" "$mpirun" -np 2 \
+  "$bin" $small --run-dir "$tmp/desync" --set training.steps=30
+desync_named() {
+  grep -q 'differ on rank(s) 1 ' "$tmp/out" ||
+    jq -e -s --arg m 'differ on rank(s) 1 ' 'any(.[]; .message // "" | contains($m))' \
+      "$tmp/desync-exits"/rank-*.json >/dev/null 2>&1
+}
+check "... naming the rank (in the output or an exit record)" desync_named
 # ranks that did not join one MPI job: here one rank under mpirun in a "step" of 2 tasks (a task
 # without any PMIx rank is caught before MPI_Init instead: tests/cli.sh)
-expect "a wrong launch (ranks that did not join one MPI job) exits 70" 70 "srun --mpi=pmix" -- \
+expect "a wrong launch (ranks that did not join one MPI job) exits 70" 70 "srun --mpi=$srun_mpi" -- \
   bounded env SLURM_NTASKS=2 SLURM_STEP_ID=0 "$mpirun" -np 1 "$bin" $small --run-dir "$tmp/wrong"
 
 echo "# start-up rendezvous: 2 ranks as one srun step's, rank 1 late out of MPI_Init"
@@ -580,7 +614,7 @@ echo "# start-up rendezvous: 2 ranks as one srun step's, rank 1 late out of MPI_
 # rendezvous.  With it, never before rank 1 arrived: an order the files make, not a speed.
 # Without it (health.start_rendezvous=false, or the call removed) rank 0 is past it about 3 s
 # before, which the second case shows: the first case fails if the workaround is removed.
-rv_env="-x SLURM_JOB_ID=$$ -x SLURM_STEP_ID=0 -x SLURM_NTASKS=2 -x RYZEN_TEST_AFTER_INIT_DELAY=1:3"
+rv_env=$(mpi_env SLURM_JOB_ID=$$ SLURM_STEP_ID=0 SLURM_NTASKS=2 RYZEN_TEST_AFTER_INIT_DELAY=1:3)
 # rv_order: "after" when rank 0 was past the rendezvous no earlier than rank 1 arrived, "before"
 # when earlier, "missing" without both lines ($tmp/out).
 rv_order() {
@@ -603,15 +637,15 @@ check "... and rank 0 is past that point before rank 1 arrived ($(rv_order)): th
 # rank 1 arrives 5 s late, rank 0 waits 1 s: it ends naming rank 1 (exit 70)
 expect "a rank that does not arrive within health.start_timeout_s is named, exit 70" 70 \
   "did not arrive within 1 s \(not arrived: rank 1\)" -- \
-  bounded env RYZEN_RUN_ID=rv-late "$mpirun" -x SLURM_JOB_ID=$$ -x SLURM_STEP_ID=1 \
-  -x SLURM_NTASKS=2 -x RYZEN_TEST_AFTER_INIT_DELAY=1:5 -np 2 "$bin" $small \
+  bounded env RYZEN_RUN_ID=rv-late "$mpirun" $(mpi_env SLURM_JOB_ID=$$ SLURM_STEP_ID=1 \
+  SLURM_NTASKS=2 RYZEN_TEST_AFTER_INIT_DELAY=1:5) -np 2 "$bin" $small \
   --run-dir "$tmp/rv-late" --set training.steps=5 --set health.start_timeout_s=1
 # the preflight waits 10 s at most, then goes on warning (its run_root check, not a timeout,
 # judges a run directory that is not shared: tests/net.sh); rank 1 arrives 11 s late here
 expect "a preflight goes on after 10 s without rank 1, naming it, and passes" 0 \
   "warning: start-up rendezvous of rank 0 .*did not arrive within 10 s \(not arrived: rank 1\).*the preflight goes on" -- \
-  bounded "$mpirun" -x SLURM_JOB_ID=$$ -x SLURM_STEP_ID=2 -x SLURM_NTASKS=2 \
-  -x RYZEN_TEST_AFTER_INIT_DELAY=1:11 -np 2 "$bin" --config "$src/configs/seed_benchmark.yaml" \
+  bounded "$mpirun" $(mpi_env SLURM_JOB_ID=$$ SLURM_STEP_ID=2 SLURM_NTASKS=2 \
+  RYZEN_TEST_AFTER_INIT_DELAY=1:11) -np 2 "$bin" --config "$src/configs/seed_benchmark.yaml" \
   --preflight --run-dir "$tmp/rv-pf"
 
 echo "# preflight"
@@ -629,11 +663,11 @@ check "... and says why in health.json" \
 # cheapest change that fits, and that change passes
 expect "preflight over --mem exits 70 with the cheapest change that fits" 70 \
   "2 rank\(s\) need [0-9]+ MB of [0-9]+ MB \(the job's limit: --mem=300M\).*the cheapest change that fits: --set training\." -- \
-  bounded env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  bounded env SLURM_MEM_PER_NODE=300 "$mpirun" $(mpi_env SLURM_MEM_PER_NODE=300) -np 2 "$bin" \
   --config "$src/configs/seed_benchmark.yaml" --preflight --run-dir "$tmp/pf-mem"
 change=$(sed -n 's/.*the cheapest change that fits: \(--set [^(]*\) (.*/\1/p' "$tmp/out" | head -n 1)
 expect "... and with it ($change) the preflight passes" 0 "preflight: memory +ok" -- \
-  bounded env SLURM_MEM_PER_NODE=300 "$mpirun" -x SLURM_MEM_PER_NODE -np 2 "$bin" \
+  bounded env SLURM_MEM_PER_NODE=300 "$mpirun" $(mpi_env SLURM_MEM_PER_NODE=300) -np 2 "$bin" \
   --config "$src/configs/seed_benchmark.yaml" $change --preflight --run-dir "$tmp/pf-mem2"
 
 echo "$skipped skipped"

@@ -2,7 +2,8 @@
  * bucketed gradient allreduce overlapped with backward, agreement on stop flags, the
  * gradient-sync accuracy check, and small collectives the trainer needs.
  *
- * Works under `srun --mpi=pmix`, under `mpirun -np N`, and as a plain process (MPI singleton).
+ * Works under `srun --mpi=pmix` (Open MPI) or `srun --mpi=pmi2` (MPICH), under `mpirun -np N` or
+ * MPICH's `mpiexec -n N`, and as a plain process (MPI singleton).
  * Gradients: the model reports ranges whose gradients are final (comm_grads_ready); each range
  * is cut into buckets of at most bucket_bytes and started with MPI_Iallreduce(SUM) in place;
  * comm_grads_finish waits for all of them.  The loss is pre-scaled by 1/world, so the sum is the
@@ -21,8 +22,8 @@
 
 struct comm;
 
-/* What the launcher told this process, read from the environment once by main.  Empty strings
- * for unset variables. */
+/* What the launcher told this process (comm_launch.c), read from the environment once by main.
+ * Empty strings for unset variables. */
 struct comm_launch {
     char step_id[32];         /* SLURM_STEP_ID: set for a task srun started */
     char mpi_type[32];        /* SLURM_MPI_TYPE: srun's --mpi plugin */
@@ -32,16 +33,32 @@ struct comm_launch {
     char job_id[32];          /* SLURM_JOB_ID */
     char restart_count[16];   /* SLURM_RESTART_COUNT: set once Slurm requeued the job */
     bool has_pmix_rank;       /* PMIX_RANK or OMPI_COMM_WORLD_RANK (mpirun) is set */
-    int launcher_rank;        /* OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID; 0 if none */
+    bool has_pmi_rank;        /* PMI_RANK is set (srun --mpi=pmi2, MPICH's Hydra mpiexec) */
+    int launcher_rank;        /* OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID; 0 if
+                               * none */
 };
 /* Fill l from an environment array (main passes environ). */
 void comm_launch_parse(struct comm_launch *l, char *const *envp);
 
-/* Before MPI_Init: a task that srun started (SLURM_STEP_ID set) must carry a PMIx rank
- * (PMIX_RANK, or OMPI_COMM_WORLD_RANK under mpirun).  Without one, Open MPI aborts inside
- * MPI_Init with a message about PMI versions that names neither the cause nor the fix; this
- * returns RZ_EHEALTH saying `srun --mpi=pmix` instead.  Call it before comm_init. */
+/* The MPI this program was built against: "Open MPI", "MPICH" (or a derivative), else "MPI". */
+const char *comm_mpi_name(void);
+/* The srun --mpi plugins it starts under, best first, comma-separated: "pmix,pmi2" for Open
+ * MPI, "pmi2" for MPICH ("pmix" for an MPICH configured as a PMIx client).  Callable before
+ * comm_init (ryzen-step chooses srun's plugin with it: step_mpi_choose). */
+const char *comm_srun_plugins(void);
+/* The first of them ("pmix", "pmi2"). */
+void comm_srun_plugin(char *out, size_t len);
+
+/* Before MPI_Init: a task that srun started (SLURM_STEP_ID set) must carry a rank of the build's
+ * plugin: a PMIx rank for Open MPI (PMIX_RANK, or OMPI_COMM_WORLD_RANK under mpirun), a PMI-2
+ * one for MPICH (PMI_RANK, set by srun --mpi=pmi2 and by Hydra).  Without one, Open MPI aborts
+ * inside MPI_Init with a message about PMI versions that names neither the cause nor the fix,
+ * and MPICH starts each task as a world of one; this returns RZ_EHEALTH saying `srun
+ * --mpi=PLUGIN` instead.  Call it before comm_init. */
 enum rz_status comm_check_launch_env(const struct comm_launch *l, struct rz_err *err);
+/* The same for a named plugin ("pmix" or "pmi2"): the unit tests check both builds' rules. */
+enum rz_status comm_check_launch_env_as(const struct comm_launch *l, const char *plugin,
+                                        struct rz_err *err);
 /* MPI_Init (funneled threads: the watchdog thread never calls MPI).  The host name is
  * l->nodename under Slurm (l may be NULL), else MPI_Get_processor_name.  ring: the gradient
  * iallreduce runs as a ring (comm.allreduce), unless the environment already chose. */

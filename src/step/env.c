@@ -70,7 +70,7 @@ void step_env_parse(struct step_env *e, char *const *envp)
     copy(e->gate, sizeof e->gate, envp, "RYZEN_GATE", "");
     copy(e->config_dir, sizeof e->config_dir, envp, "RYZEN_CONFIG_DIR", "");
     copy(e->sbatch_dir, sizeof e->sbatch_dir, envp, "RYZEN_SBATCH_DIR", "");
-    copy(e->srun_mpi, sizeof e->srun_mpi, envp, "RYZEN_SRUN_MPI", "pmix");
+    copy(e->srun_mpi, sizeof e->srun_mpi, envp, "RYZEN_SRUN_MPI", "");
     copy(e->pmix_fence, sizeof e->pmix_fence, envp, "SLURM_PMIX_FENCE", "");
     copy(e->cpu_bind, sizeof e->cpu_bind, envp, "RYZEN_CPU_BIND", "cores");
     copy(e->sbatch_signal, sizeof e->sbatch_signal, envp, "SBATCH_SIGNAL", "");
@@ -80,9 +80,9 @@ void step_env_parse(struct step_env *e, char *const *envp)
 
 bool step_env_in_slurm(const struct step_env *e) { return strcmp(e->job_id, "local") != 0; }
 
-const char *step_env_pmix_fence(const struct step_env *e)
+const char *step_env_pmix_fence(const struct step_env *e, const char *plugin)
 {
-    if (strncmp(e->srun_mpi, "pmix", 4) != 0 || e->pmix_fence[0] != '\0')
+    if (plugin == NULL || strncmp(plugin, "pmix", 4) != 0 || e->pmix_fence[0] != '\0')
         return NULL;
     return "SLURM_PMIX_FENCE=ring";
 }

@@ -50,7 +50,7 @@ struct step_env {
     char gate[STEP_PATH_MAX];       /* RYZEN_GATE */
     char config_dir[STEP_PATH_MAX]; /* RYZEN_CONFIG_DIR ("" = search, see step_find_config) */
     char sbatch_dir[STEP_PATH_MAX]; /* RYZEN_SBATCH_DIR ("" = the running template's dir) */
-    char srun_mpi[64];              /* RYZEN_SRUN_MPI (default "pmix") */
+    char srun_mpi[64];              /* RYZEN_SRUN_MPI ("" = chosen: step_mpi_choose) */
     char pmix_fence[32];            /* SLURM_PMIX_FENCE as the job has it ("" = unset) */
     char cpu_bind[64];              /* RYZEN_CPU_BIND: srun --cpu-bind (default "cores") */
     char sbatch_signal[64];         /* SBATCH_SIGNAL as exported into the job ("" = unset) */
@@ -63,12 +63,13 @@ void step_env_parse(struct step_env *e, char *const *envp);
 /* Whether it runs as a Slurm job (SLURM_JOB_ID set). */
 bool step_env_in_slurm(const struct step_env *e);
 /* The entry ryzen-step adds to the environment of its sruns so that Slurm's PMIx plugin runs
- * every fence as a ring: "SLURM_PMIX_FENCE=ring" for an srun --mpi=pmix* when the job has not
- * set SLURM_PMIX_FENCE itself, else NULL (the job's own choice, or a plugin without it).
+ * every fence as a ring: "SLURM_PMIX_FENCE=ring" when srun's plugin (the one chosen, e.g.
+ * "pmix" or "pmix_v4") is PMIx and the job has not set SLURM_PMIX_FENCE itself, else NULL (the
+ * job's own choice, or a plugin without it such as pmi2).
  * Slurm 22.05's tree algorithm, the plugin's choice for a fence without data such as
  * MPI_Init's closing one, let a node out before another node had entered it (tools/pmix-fences;
  * docs/devcluster.md, "A rank that dies on SIGSEGV as training starts"). */
-const char *step_env_pmix_fence(const struct step_env *e);
+const char *step_env_pmix_fence(const struct step_env *e, const char *plugin);
 
 /* ---- arguments ----------------------------------------------------------------------------------- */
 

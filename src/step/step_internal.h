@@ -366,7 +366,17 @@ struct wrapper {
                                           * (Slurm sees both up)" ("" none) */
     bool net_fits;                       /* ... and the allocation holds the phase without
                                           * net_out, the batch host kept: relaunch in it */
+    char srun_mpi[64];                   /* srun's --mpi for the training steps (mpi_plugin.c) */
 };
+
+/* mpi_plugin.c: srun's --mpi plugin.  step_mpi_choose: OVERRIDE when set; else the first of
+ * WANTED (comma-separated, best first) that LIST (`srun --mpi=list`'s output; "" when unknown)
+ * names; else WANTED's first.  `why` says which rule chose.  step_mpi_resolve runs `srun
+ * --mpi=list` (in Slurm, without RYZEN_SRUN_MPI), chooses for the build's MPI
+ * (comm_srun_plugins) into w->srun_mpi, and records an srun_mpi event unless the operator chose. */
+void step_mpi_choose(char *out, size_t len, char *why, size_t why_len, const char *override,
+                     const char *wanted, const char *list);
+void step_mpi_resolve(struct wrapper *w);
 
 /* ends.c: how an attempt ends. */
 /* step_apply's answer for ACT_RELAUNCH: not an exit status (those are 0..255); the attempt

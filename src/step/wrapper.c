@@ -235,7 +235,7 @@ static enum rz_status trainer_argv(const struct wrapper *w, struct step_argv *v,
                                    const char *const *extra, struct rz_err *err)
 {
     char mpi[96], cpus[64], bind[96];
-    rz_fmt(mpi, sizeof mpi, "--mpi=%s", w->env->srun_mpi);
+    rz_fmt(mpi, sizeof mpi, "--mpi=%s", w->srun_mpi);
     const char *head[] = {"srun", mpi, "--kill-on-bad-exit=1", NULL};
     enum rz_status st = step_argv_addv(v, head, err);
     /* srun does not inherit sbatch's -c (Slurm >= 22.05): without it every rank's threads
@@ -299,7 +299,7 @@ static int run_step(struct wrapper *w, const char *what, const char *const *extr
     long handle;
     int n = 0, rc;
     attempt_dir(w, what, dir, sizeof dir, env, sizeof env);
-    const char *fence = step_env_pmix_fence(w->env);
+    const char *fence = step_env_pmix_fence(w->env, w->srun_mpi);
     const char *envs[] = {env, fence, NULL};
     if (trainer_argv(w, &v, extra, &err) != RZ_OK) {
         step_event(&w->ev, what, err.msg, NULL, 0);
@@ -670,6 +670,7 @@ static int prepare(struct wrapper *w)
     rc = check_signal(w);
     if (rc != 0)
         return rc;
+    step_mpi_resolve(w);
     rz_fmt(msg, sizeof msg, "%s: running (attempt %ld)", w->phase, w->hist.attempts + 1);
     chain_comment(w, msg);
     return 0;

@@ -131,7 +131,8 @@ static void usage(FILE *f)
           "leaves its exit status and reason in RYZEN_ATTEMPT_DIR/rank-NNNNN.json.\n"
           "RYZEN_ISA=native|avx512|avx2|baseline caps every kernel's vector instruction set\n"
           "(oneDNN, libxsmm, BLIS and our own; default native; docs/performance.md).\n"
-          "Runs alone (1 rank), under `mpirun -np N`, or under `srun --mpi=pmix`.\n"
+          "Runs alone (1 rank), under `mpirun -np N`, or under `srun --mpi=pmix` (an MPICH\n"
+          "build: `mpiexec -n N`, `srun --mpi=pmi2`; docs/mpi.md).\n"
           "health.stop_signal (default SIGUSR2) or SIGTERM: checkpoint at the next step, exit 75.\n"
           "Exit codes: 0 done, 64 bad config or usage, 65 no valid checkpoint, 70 health check\n"
           "failed, 74 checkpoint I/O error, 75 checkpointed on signal, 76 watchdog.\n", f);
