@@ -194,12 +194,12 @@ site_flags() {
   # uptime, the straggler ratio) is opened, not set to a figure: on four ranks per node sharing
   # the machine's cores a rank's speed is the machine's and its load's, and short runs are
   # mostly start-up.  A test that judges one of them measures its own baseline (ops.sh).
-  # packet_loss stays at its defaults: it judges the job's own MPI connections between nodes
-  # (lost = retransmitted less the resends D-SACK proved spurious), n/a on too small a sample,
-  # so a healthy phase is GO or n/a whatever else the hosts send: 34 healthy phases, up to three
-  # side by side on the dev cluster, were 27 GO and 7 n/a (one node), none HOLD or NO-GO; their
-  # MPI connections resent 293 segments, every one D-SACKed as spurious.  A suite that breaks a
-  # link mid-run opens it for that run alone (net.sh's flap).
+  # packet_loss is opened too.  It judges the job's own MPI connections between nodes (lost =
+  # retransmitted less the resends D-SACK proved spurious) and is GO only when none is lost:
+  # 34 healthy phases on the dev cluster were 27 GO and 7 n/a, but under a loaded CI machine a
+  # healthy multi-node phase lost 1 segment in 1515, 1976 and 1646 in three fresh-clone runs
+  # (HOLD; issue 37, item 3).  The suites that judge it set its thresholds themselves (net.sh's
+  # loss scenarios).
   lenient="--set phase.on_go=stop --set phase.on_hold=stop --set phase.on_no_go=stop
     --set phase.previous=\"\" --set gates.throughput_go=0 --set gates.throughput_no_go=0
     --set gates.comm_go=1 --set gates.comm_no_go=1 --set gates.allreduce_p99_ms_go=1e9
@@ -207,6 +207,7 @@ site_flags() {
     --set gates.uptime_go=0 --set gates.uptime_no_go=0 --set gates.failures_go=10
     --set gates.failures_no_go=10 --set gates.entropy_gap_go=100 --set gates.entropy_gap_no_go=100
     --set gates.straggler_ratio_go=1e9 --set gates.straggler_ratio_no_go=1e9
+    --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1
     --set gates.min_duration_h=0 --set health.sync_check_interval=5"
   # Control-flow runs: a small model on Markov data with frequent checkpoints.
   small="$lenient --set model.vocab_size=128 --set model.d_model=64 --set model.n_heads=2

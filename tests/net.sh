@@ -431,11 +431,16 @@ expect "net n1 --cut-from n1: refused" 1 "is the node itself" -- "$dc" net n1 --
 # the second of a run are judged (training.warmup_bench 2), so that a run resumed near the end
 # has steady steps for the gates.  Neither changes what the ranks compute.  Sets j, r, pair ("A
 # B", cut as 'net A --cut-from B') and t_cut.
+# As for the partition above, the test is the recovery: packet_loss is opened for these runs.
+# Seen once in CI: cut2's attempt after the cut, on two healthy nodes of a loaded machine, lost 1
+# of 1976 data segments (HOLD, 95% bounds 0.0026% to 0.24%), and the job's exit 2 failed the
+# check that it completed.
 cut_mid_run() {
   local nodes
   j=$(RYZEN_TEST_HOLD=$4:$(hold_file "$1") RYZEN_TEST_SLOW_RANK=0 RYZEN_TEST_SLOW_FACTOR=50 \
     run "$1" rzuser $site "$T/$2.sh" $small --set training.steps="$3" \
-    --set health.watchdog_floor_s=15 --set training.warmup_bench=2)
+    --set health.watchdog_floor_s=15 --set training.warmup_bench=2 \
+    --set gates.packet_loss_go=1 --set gates.packet_loss_no_go=1)
   r=$(R "$1" "$2")
   await "$2 ($1) holds at step $4" 300 step_reached "$r" "$j" "$4"
   nodes=$(job_field "$j" BatchHost; scontrol show hostnames "$(job_field "$j" NodeList)" |
