@@ -218,7 +218,7 @@ enum rz_status comm_allreduce_check(struct comm *c, size_t n, double *max_rel_er
 #define COMM_LINK_LAT_REPS 21
 
 /* Every pair of the job's nodes, measured by the lowest rank of each: [i][j] is from host i to
- * host j.  Latency: half the median round trip of 8 bytes (symmetric).  Rate: the median over
+ * host j.  Latency: half the least of 21 round trips of 8 bytes (symmetric).  Rate: the median over
  * `reps` one-way sends of `bytes` bytes, each acknowledged by 1 byte, less twice the latency
  * (but never less than half the time).  Cells of a host with itself are 0.  Every rank gets the
  * whole result. */

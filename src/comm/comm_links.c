@@ -37,6 +37,14 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static double least(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        m = fmin(m, v[i]);
+    return m;
+}
+
 /* A barrier that sleeps while it waits (see the top). */
 static enum rz_status quiet_barrier(struct rz_err *err)
 {
@@ -86,7 +94,9 @@ static enum rz_status find_hosts(struct comm *c, struct comm_links *l, int *host
 }
 
 /* One pair, from both ends: `me` is the leader of host a or of host b.  The latency is half the
- * median round trip of 8 bytes; each direction's rate the median over `reps` sends of `bytes`
+ * least round trip of 8 bytes (a link's floor: a rank that waits for a core, as on a node whose
+ * cores other jobs share, adds to a round trip and never takes from one; under three jobs and a
+ * busy loop on 2 cores the median gave 2.0 to 3.0 ms on healthy links); each direction's rate the median over `reps` sends of `bytes`
  * bytes, each answered by 1 byte, less that latency.  A first exchange of each kind is not
  * timed: it opens the connection (Open MPI's TCP transport connects on first use). */
 static enum rz_status measure_pair(struct comm_links *l, int a, int b, int me, char *buf,
@@ -110,7 +120,7 @@ static enum rz_status measure_pair(struct comm_links *l, int a, int b, int me, c
         if (i > 0)
             t[i - 1] = MPI_Wtime() - t0;
     }
-    lat_s = 0.5 * median(t, COMM_LINK_LAT_REPS);
+    lat_s = 0.5 * least(t, COMM_LINK_LAT_REPS);
     for (int dir = 0; dir < 2; dir++) {
         bool sender = (dir == 0) == first;
         for (int i = 0; i <= l->reps; i++) {

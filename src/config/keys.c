@@ -244,7 +244,7 @@ const struct cfg_key cfg_keys[] = {
               "under it), not a slow fabric: whether scaling out pays is the ladder's measured "
               "efficiency.  0: never."),
     KEY_FLOAT("network.max_link_latency_us", network.max_link_latency_us, 0.0, 1e9, CFG_OPEN_MIN,
-              "2000", "... and a link whose latency (half the median round trip of 8 bytes) is "
+              "2000", "... and a link whose latency (half the least of 21 round trips of 8 bytes) is "
               "above this fails it."),
     KEY_FLOAT("network.probe_mb", network.probe_mb, 0.0, 1024.0, CFG_OPEN_MIN, "1",
               "The size of each measured send of the link probe, in MiB (5 each way per pair)."),
