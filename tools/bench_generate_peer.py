@@ -11,6 +11,10 @@
       prints "new_tokens_per_s=X ms_per_token=Y prompt_tokens_per_s=Z cpu_ms_per_token=W"
       (medians over R rounds; the new tokens' time is counted as ryzen-generate --timing counts
       it: N drawn, N - 1 run).
+  roof --bytes B [--rounds R]
+      the memory roof of decoding: one thread sums a float32 buffer of B bytes (the weights'
+      size, so that no cache holds it) R times; prints "read_gb_per_s=X" (the best round: what
+      one core can stream from memory, which a token's pass over every weight cannot beat).
 
 The safetensors file is read with struct + json + torch.frombuffer (no safetensors package in
 Debian).  Fairness: tools/bench-generate runs it as run-torch-peer runs the training peer
@@ -135,6 +139,18 @@ class Decoder:
         return out, t1 - t0, time.perf_counter() - t1, time.process_time() - c1
 
 
+def roof(nbytes, rounds):
+    buf = torch.ones(max(1, nbytes // 4), dtype=torch.float32)
+    float(buf.sum())  # touched once: its pages are mapped
+    best = math.inf
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        float(buf.sum())
+        best = min(best, time.perf_counter() - t0)
+    print(f"read_gb_per_s={buf.numel() * 4 / best / 1e9:.2f}")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -148,11 +164,16 @@ def main():
     r.add_argument("--prompt-len", type=int, default=8)
     r.add_argument("--new", type=int, default=32)
     r.add_argument("--rounds", type=int, default=3)
+    f = sub.add_parser("roof")
+    f.add_argument("--bytes", type=int, required=True)
+    f.add_argument("--rounds", type=int, default=5)
     a = p.parse_args()
     torch.set_num_threads(1)
     if a.cmd == "make":
         write_model(a.dir, a)
         return 0
+    if a.cmd == "roof":
+        return roof(a.bytes, a.rounds)
     dec = Decoder(a.dir)
     prompt = [(7 * i + 3) % dec.head.shape[0] for i in range(a.prompt_len)]
     ptimes, times, cpus = [], [], []
