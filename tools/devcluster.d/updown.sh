@@ -39,6 +39,7 @@ cmd_up() {
     rm -rf "${STATE:?}/ctld" "${STATE:?}/spool" # job state of a script from before the profiles
   elif (($(count_healthy "${daemons[@]}") == ${#daemons[@]})) && nodes_ready; then
     [[ $profile == light ]] || users_exist || ensure_users
+    [[ $NET_MODE == ns ]] && net_up # idempotent: a setting this script gained since is applied
     apply_cpu_quota
     note "already up ($profile profile, $NET_MODE network, $STATE)"
     return 0
