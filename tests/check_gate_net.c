@@ -216,7 +216,8 @@ START_TEST(housekeeping_is_not_loss)
                          "data segments lost (0%, 95% bounds 0%-0.00461%)") != NULL, "%s", note);
     ck_assert_msg(strstr(note, "n2 0 of 65017") != NULL, "%s", note);
     ck_assert_msg(strstr(note, "whole hosts (context): 10 of 260068 TCP segments resent; 14 "
-                         "tail-loss probes, 10 D-SACKs") != NULL, "%s", note);
+                         "tail-loss probes (0 taken by TCP for a repaired loss), 10 D-SACKs") != NULL,
+                  "%s", note);
     ck_assert_int_eq(two_nodes(65017, 10, 8, note, sizeof note), GATE_HOLD);
     ck_assert_msg(strstr(note, "worst node n1: 2 of 65017 data segments lost") != NULL, "%s",
                   note);
@@ -272,6 +273,109 @@ static void lossy_n2(double pct)
     gate_result_free(&res);
     gate_input_free(&in);
 }
+
+/* A one-peer network object (net_obj) with the peer's received count added. */
+static void with_received(char *obj, size_t len, double received)
+{
+    char *end = strstr(obj, "}]}");
+    ck_assert_ptr_nonnull(end);
+    snprintf(end, len - (size_t)(end - obj), ",\"tcp_data_segments_received\":%.0f}]}", received);
+}
+
+/* Where both ends of the link were read, lost is the fewer of what one end's TCP sent and the
+ * other's never received, and TCP's resends less those D-SACKed.  The healthy phase2a that held
+ * under load (n2 -> n1: 6 resent, 5 D-SACKed; no drop seen, 61 duplicates freed for 61 resends
+ * in skb:kfree_skb) is GO; segments that did not arrive and were resent are counted. */
+START_TEST(both_ends_count_what_never_arrived)
+{
+    char a[1024], b[1024], note[GATE_NOTE_MAX];
+    const char *to_n2[] = {"n2"}, *to_n1[] = {"n1"};
+    struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    cfg_defaults(&c);
+    net_obj(a, sizeof a, to_n2, 1, 5603, 3, 3);
+    with_received(a, sizeof a, 5587);
+    net_obj(b, sizeof b, to_n1, 1, 5587, 6, 5);
+    with_received(b, sizeof b, 5603);
+    const char *nets[] = {a, b};
+    summary_nodes(nets, 2);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    snprintf(note, sizeof note, "%s", res.crit[GATE_PACKET_LOSS].note);
+    ck_assert_int_eq(res.crit[GATE_PACKET_LOSS].status, GATE_GO);
+    ck_assert_msg(strstr(note, "n1: 0 of 5603") != NULL && strstr(note, "n2 0 of 5587") != NULL,
+                  "%s", note);
+    ck_assert_msg(strstr(note, "lost = the fewer of the segments one end sent and the other "
+                         "never received, and of TCP's resends less those D-SACKed") != NULL,
+                  "%s", note);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* 20 of n2's 5587 never reached n1, and TCP resent 26, 5 of them D-SACKed: 20, NO-GO */
+    net_obj(a, sizeof a, to_n2, 1, 5603, 3, 3);
+    with_received(a, sizeof a, 5567);
+    net_obj(b, sizeof b, to_n1, 1, 5587, 26, 5);
+    with_received(b, sizeof b, 5603);
+    summary_nodes(nets, 2);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    snprintf(note, sizeof note, "%s", res.crit[GATE_PACKET_LOSS].note);
+    ck_assert_int_eq(res.crit[GATE_PACKET_LOSS].status, GATE_NO_GO);
+    ck_assert_msg(strstr(note, "worst node n2: 20 of 5587 data segments lost") != NULL, "%s",
+                  note);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* one end read, the other not: each link as it can be counted, and the note says so */
+    net_obj(a, sizeof a, to_n2, 1, 5603, 3, 3);
+    summary_nodes(nets, 2);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_msg(strstr(res.crit[GATE_PACKET_LOSS].note, "D-SACKed on 1 of 2 links, TCP's count "
+                         "alone on the others") != NULL, "%s", res.crit[GATE_PACKET_LOSS].note);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    teardown_fixture();
+}
+END_TEST
+
+/* A resend that a D-SACK proved spurious after the last step (train_net_settle) is not lost:
+ * the node's count already leaves it out, and the note's context says how many there were. */
+START_TEST(resends_proven_at_the_end_are_context)
+{
+    char a[1024], b[1024];
+    const char *to_n2[] = {"n2"}, *to_n1[] = {"n1"};
+    struct cfg c;
+    struct gate_input in;
+    struct gate_result res;
+    struct rz_err err;
+    fixture();
+    cfg_defaults(&c);
+    char raw[1024];
+    net_obj(raw, sizeof raw, to_n2, 1, 1700, 5, 5);
+    raw[strlen(raw) - 1] = '\0'; /* the network object reopened for one more key */
+    const char *probes = strstr(raw, "\"loss_probes\":7");
+    ck_assert_ptr_nonnull(probes);
+    snprintf(a, sizeof a, "%.*s\"loss_probes\":7,\"loss_probe_recoveries\":1%s,"
+             "\"resends_proven_at_end\":1}", (int)(probes - raw), raw,
+             probes + strlen("\"loss_probes\":7"));
+    net_obj(b, sizeof b, to_n1, 1, 1700, 0, 0);
+    const char *nets[] = {a, b};
+    summary_nodes(nets, 2);
+    ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
+    ck_assert_int_eq(res.crit[GATE_PACKET_LOSS].status, GATE_GO); /* 0 of 3400 lost */
+    ck_assert_msg(strstr(res.crit[GATE_PACKET_LOSS].note, "14 tail-loss probes (1 taken by TCP for "
+                         "a repaired loss)") != NULL, "%s", res.crit[GATE_PACKET_LOSS].note);
+    ck_assert_msg(strstr(res.crit[GATE_PACKET_LOSS].note, "1 resend(s) proven spurious by a "
+                         "D-SACK after the last step") != NULL, "%s",
+                  res.crit[GATE_PACKET_LOSS].note);
+    gate_result_free(&res);
+    gate_input_free(&in);
+    /* a summary without the key (an older one, or none proven): no such words */
+    char note[GATE_NOTE_MAX];
+    ck_assert_int_eq(two_nodes(65017, 10, 10, note, sizeof note), GATE_GO);
+    ck_assert_msg(strstr(note, "after the last step") == NULL, "%s", note);
+    teardown_fixture();
+}
+END_TEST
 
 START_TEST(loss_of_two_and_half_a_percent_is_no_go_naming_the_node)
 {
@@ -425,6 +529,8 @@ void gate_net_tests(TCase *tc)
     tcase_add_test(tc, no_counters_and_older_summaries_are_not_applicable);
     tcase_add_test(tc, too_little_traffic_is_never_no_go);
     tcase_add_test(tc, housekeeping_is_not_loss);
+    tcase_add_test(tc, resends_proven_at_the_end_are_context);
+    tcase_add_test(tc, both_ends_count_what_never_arrived);
     tcase_add_test(tc, loss_of_two_and_half_a_percent_is_no_go_naming_the_node);
     tcase_add_test(tc, a_fabric_is_judged_on_its_ports);
     tcase_add_test(tc, the_section_names_the_lossy_node);

@@ -83,7 +83,10 @@ START_TEST(summary_in_the_seed_format)
                                     .rx_bytes = 2e6, .drops = 1, .errors = 0};
     ranks[0].n_peers = 1;
     ranks[0].peers[0] = (struct summary_peer){.host = "n2", .segs_out = 800, .retrans = 8,
-                                              .data_segs_out = 700, .dsack_dups = 3, .conns = 2};
+                                              .data_segs_out = 700, .dsack_dups = 3,
+                                              .data_segs_in = 650, .conns = 2};
+    ranks[0].net_settle_s = 0.5;
+    ranks[0].net_late_dsacks = 1;
     ck_assert_int_eq(summary_write(dir, &s, NULL), RZ_OK);
     ck_assert_int_eq(rz_read_file(path, &text, NULL, NULL), RZ_OK);
     ck_assert_ptr_nonnull(strstr(text, "\"network\":{\"seconds\":2.5,\"tcp_segments_sent\":900,"
@@ -91,7 +94,9 @@ START_TEST(summary_in_the_seed_format)
                                        "2000000,\"drops\":1,\"errors\":0,\"peers\":[{\"host\":"
                                        "\"n2\",\"connections\":2,\"tcp_segments_sent\":800,"
                                        "\"tcp_data_segments_sent\":700,\"tcp_retransmitted\":8,"
-                                       "\"tcp_spurious_retransmits\":3}]}}"));
+                                       "\"tcp_spurious_retransmits\":3,"
+                                       "\"tcp_data_segments_received\":650}],"
+                                       "\"end_settle_seconds\":0.5,\"resends_proven_at_end\":1}}"));
     ck_assert_int_eq(strstr(strstr(text, "\"network\"") + 1, "\"network\"") == NULL, 1);
     free(text);
     snprintf(path, sizeof path, "%s/summary.json.tmp", dir);

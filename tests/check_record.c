@@ -21,6 +21,7 @@
 #include "record/rank_log.h"
 #include "record/report.h"
 #include "record/summary.h"
+#include "record_net.h"
 #include "record_tok.h"
 #include "testutil.h"
 
@@ -797,6 +798,7 @@ static Suite *record_suite(void)
     suite_add_tcase(s, layout);
     suite_add_tcase(s, record_tok_tcase());
     suite_add_tcase(s, record_tok_errors_tcase());
+    suite_add_tcase(s, record_net_tcase());
     return s;
 }
 

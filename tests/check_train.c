@@ -20,6 +20,7 @@
 #include "train/train.h"
 #include "ckpt/ckpt.h"
 #include "testutil.h"
+#include "train_net_cases.h"
 #include "train_text.h"
 
 static char run_root[64];
@@ -765,6 +766,7 @@ static Suite *train_suite(void)
     tcase_add_test(links, links_check_warns_of_a_link_under_half_the_median);
     suite_add_tcase(s, links);
     suite_add_tcase(s, train_text_tcase()); /* check_train_text.c */
+    suite_add_tcase(s, train_net_tcase());  /* check_train_net.c */
     return s;
 }
 

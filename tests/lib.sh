@@ -194,12 +194,12 @@ site_flags() {
   # uptime, the straggler ratio) is opened, not set to a figure: on four ranks per node sharing
   # the machine's cores a rank's speed is the machine's and its load's, and short runs are
   # mostly start-up.  A test that judges one of them measures its own baseline (ops.sh).
-  # packet_loss is opened too.  It judges the job's own MPI connections between nodes (lost =
-  # retransmitted less the resends D-SACK proved spurious) and is GO only when none is lost:
-  # 34 healthy phases on the dev cluster were 27 GO and 7 n/a, but under a loaded CI machine a
-  # healthy multi-node phase lost 1 segment in 1515, 1976 and 1646 in three fresh-clone runs
-  # (HOLD; issue 37, item 3).  The suites that judge it set its thresholds themselves (net.sh's
-  # loss scenarios).
+  # packet_loss is opened too, like every gate these suites do not judge.  It judges the job's
+  # own MPI connections between nodes, counted from both ends of each link (docs/gates.md), and
+  # is GO only when none is lost.  The suites that judge it set its thresholds themselves:
+  # net.sh's undisturbed reference (GO) and its loss scenarios (NO-GO naming the node).  Before
+  # the count read both ends, a healthy multi-node phase under a loaded CI machine held at 1
+  # segment in 1515, 1976 and 1646 in three fresh-clone runs (issue 37, item 3).
   lenient="--set phase.on_go=stop --set phase.on_hold=stop --set phase.on_no_go=stop
     --set phase.previous=\"\" --set gates.throughput_go=0 --set gates.throughput_no_go=0
     --set gates.comm_go=1 --set gates.comm_no_go=1 --set gates.allreduce_p99_ms_go=1e9

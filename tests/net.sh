@@ -57,7 +57,7 @@ cleanup() {
 trap cleanup EXIT
 . "$src/tests/lib.sh"
 skipped=0
-checks=67 # every check below: all skipped in the loopback mode, all run in the ns mode
+checks=68 # every check below: all skipped in the loopback mode, all run in the ns mode
 checks=$((checks + 26)) # ... and those of the partition Slurm cannot see (near link control)
 
 site_setup
@@ -252,11 +252,17 @@ check "... the report names n2" json_ok "$rep" '.network.lossy_host == "n2"'
 # Run first, on a quiet cluster: right after the partition, the nodes that took over the job may
 # still be ending it (under tools/check --slow, a quarter of a core each), and a reference run
 # there once failed its preflight, which is no test of the faulted runs.
-ref=$(run p2ref rzuser $site "$T/phase2a_8proc.sh" $small --set training.steps=30)
+# Its packet-loss gate at the defaults: a healthy link loses nothing, and both ends were read.
+ref=$(run p2ref rzuser $site "$T/phase2a_8proc.sh" $small --set training.steps=30 \
+  --set gates.packet_loss_go=0 --set gates.packet_loss_no_go=0.001)
 st=$(wait_done "$ref" 600)
 check "the undisturbed reference, phase2a for 30 steps, completes (job $ref: $st)" \
   test "$st" = COMPLETED
 [ "$st" = COMPLETED ] || show_job "$ref"
+rep=$(R p2ref phase2a_8proc)/reports/$ref/report.json
+check "... packet_loss at its defaults is GO, from both ends of the link: $(packet_loss "$rep" \
+  '.note | split(";")[0]')" json_ok "$rep" 'any(.criteria[]; .name == "packet_loss" and .status == "go" and
+    (.note | contains("lost = the fewer of the segments one end sent")))'
 
 # ---- a partition: one node of phase2a cut off from every other mid-run -----------------------
 # phase2a holds at step 15 (a checkpoint); the node that is not the batch host is cut off and the

@@ -100,7 +100,7 @@ static struct loss_sample node_tcp(const struct summary_net *g)
     for (int p = 0; p < g->n_peers; p++) {
         s.known &= isfinite(g->peers[p].data_segs);
         s.sent += isfinite(g->peers[p].data_segs) ? g->peers[p].data_segs : 0.0;
-        s.lost += netsock_lost(g->peers[p].retrans, g->peers[p].spurious);
+        s.lost += g->peers[p].lost;
     }
     return s;
 }
@@ -159,12 +159,12 @@ static int count_nodes(const struct gate_input *in)
 /* A link's (a node's connections to one other node) share lost. */
 static double peer_share(const struct summary_net *g, int p)
 {
-    return share(netsock_lost(g->peers[p].retrans, g->peers[p].spurious), g->peers[p].data_segs);
+    return share(g->peers[p].lost, g->peers[p].data_segs);
 }
 
 static bool link_lossy(const struct summary_net *g, int p, double limit, double threshold)
 {
-    double lost = netsock_lost(g->peers[p].retrans, g->peers[p].spurious), lo, hi;
+    double lost = g->peers[p].lost, lo, hi;
     if (!(g->peers[p].data_segs > 0.0) || peer_share(g, p) <= limit)
         return false;
     gate_loss_bounds(lost, g->peers[p].data_segs, GATE_LOSS_ALPHA, &lo, &hi);
@@ -178,7 +178,7 @@ static int links_at(const struct gate_input *in, int h, bool any, double limit, 
     for (int i = 0; i < in->n_net; i++)
         for (int p = 0; p < in->net[i].n_peers; p++) {
             const struct summary_net *g = &in->net[i];
-            bool hit = any ? netsock_lost(g->peers[p].retrans, g->peers[p].spurious) > 0.0
+            bool hit = any ? g->peers[p].lost > 0.0
                            : link_lossy(g, p, limit, threshold);
             n += hit && (h < 0 || i == h || strcmp(g->peers[p].host, in->net[h].host) == 0);
         }
@@ -249,7 +249,7 @@ static void name_lossy(struct gate_criterion *k, struct gate_result *res,
                 gate_note(k, "%s%s -> %s %.3g%% (%.0f of %.0f)", named++ ? "" : "lossy links: ",
                           in->net[i].host, in->net[i].peers[p].host,
                           100.0 * peer_share(&in->net[i], p),
-                          netsock_lost(in->net[i].peers[p].retrans, in->net[i].peers[p].spurious),
+                          in->net[i].peers[p].lost,
                           in->net[i].peers[p].data_segs);
 }
 
@@ -285,11 +285,15 @@ static enum gate_status judge_samples(const struct gate_criterion *k, const stru
 static void note_context(struct gate_criterion *k, const struct gate_input *in)
 {
     double segs = 0.0, retrans = 0.0, probes = 0.0, dsacks = 0.0, drops = 0.0, errors = 0.0;
+    double late = 0.0, recoveries = 0.0;
     bool ext = true;
     for (int i = 0; i < in->n_net; i++) {
+        if (isfinite(in->net[i].late_dsacks))
+            late += in->net[i].late_dsacks;
         segs += in->net[i].segs;
         retrans += in->net[i].retrans;
         probes += in->net[i].loss_probes;
+        recoveries += in->net[i].loss_probe_recoveries;
         dsacks += in->net[i].dsacks;
         drops += in->net[i].drops;
         errors += in->net[i].errors;
@@ -297,8 +301,11 @@ static void note_context(struct gate_criterion *k, const struct gate_input *in)
     }
     gate_note(k, "whole hosts (context): %.0f of %.0f TCP segments resent", retrans, segs);
     if (ext)
-        gate_note(k, "%.0f tail-loss probes, %.0f D-SACKs", probes, dsacks);
+        gate_note(k, "%.0f tail-loss probes (%.0f taken by TCP for a repaired loss), %.0f D-SACKs",
+                  probes, recoveries, dsacks);
     gate_note(k, "interfaces: %.0f drop(s), %.0f error(s)", drops, errors);
+    if (late > 0.0)
+        gate_note(k, "%.0f resend(s) proven spurious by a D-SACK after the last step", late);
 }
 
 static void note_wire(struct gate_criterion *k, const struct gate_input *in)
@@ -314,6 +321,28 @@ static void note_wire(struct gate_criterion *k, const struct gate_input *in)
                   "%.3g MB", tx / (double)steps / 1e6, in->n_net,
                   tx / (double)steps / (4.0 * in->num_parameters),
                   4.0 * in->num_parameters / 1e6);
+}
+
+/* How the note's losses were counted: from both ends of each link, or TCP's own account. */
+static void note_basis(struct gate_criterion *k, const struct gate_input *in)
+{
+    int both = 0, links = 0;
+    for (int i = 0; i < in->n_net; i++)
+        for (int p = 0; p < in->net[i].n_peers; p++) {
+            links++;
+            both += in->net[i].peers[p].by_delivery;
+        }
+    if (links == 0)
+        return;
+    if (both == links)
+        gate_note(k, "lost = the fewer of the segments one end sent and the other never "
+                  "received, and of TCP's resends less those D-SACKed");
+    else if (both == 0)
+        gate_note(k, "lost = TCP's resends less those D-SACKed (the receiving ends' counts are "
+                  "not in the summary)");
+    else
+        gate_note(k, "lost = the fewer of sent less received and TCP's resends less those "
+                  "D-SACKed on %d of %d links, TCP's count alone on the others", both, links);
 }
 
 /* Judge one transport; false when it had nothing to judge (no node's sample known). */
@@ -351,6 +380,8 @@ static bool judge_transport(struct gate_criterion *k, struct gate_result *res,
         if (i != worst && s.known && s.sent > 0.0)
             gate_note(k, "%s %.0f of %.0f", in->net[i].host, s.lost, s.sent);
     }
+    if (tcp)
+        note_basis(k, in);
     if (tcp && (st == GATE_NO_GO || st == GATE_HOLD))
         name_lossy(k, res, in, st == GATE_NO_GO ? k->no_go : k->go);
     return true;
@@ -449,6 +480,11 @@ void gate_json_network(struct rz_json *j, const struct gate_input *in,
             rz_json_kv_double(j, "tcp_retransmitted", g->peers[p].retrans);
             rz_json_kv_double(j, "tcp_data_segments_sent", g->peers[p].data_segs);
             rz_json_kv_double(j, "tcp_spurious_retransmits", g->peers[p].spurious);
+            rz_json_kv_double(j, "tcp_data_segments_received_there", g->peers[p].data_segs_in);
+            rz_json_kv_double(j, "lost", g->peers[p].lost);
+            rz_json_kv_string(j, "lost_counted_as", g->peers[p].by_delivery
+                                                        ? "sent - received by the other end"
+                                                        : "retransmitted - D-SACKed");
             rz_json_object_end(j);
         }
         rz_json_array_end(j);
@@ -478,7 +514,7 @@ void gate_md_network(FILE *f, const struct gate_input *in, const struct gate_res
                 per_step(g->tx_bytes, g->steps) / 1e6, g->drops, g->errors);
         for (int p = 0; p < g->n_peers; p++)
             fprintf(f, "%s%s %.0f / %.0f", p ? ", " : " ", g->peers[p].host,
-                    netsock_lost(g->peers[p].retrans, g->peers[p].spurious), g->peers[p].data_segs);
+                    g->peers[p].lost, g->peers[p].data_segs);
         fputs(" |\n", f);
     }
     fputc('\n', f);
@@ -510,7 +546,7 @@ void gate_html_network(FILE *f, const struct gate_input *in, const struct gate_r
         for (int p = 0; p < g->n_peers; p++) {
             fputs(p ? ", " : "", f);
             chart_html_text(f, g->peers[p].host);
-            fprintf(f, " %.0f / %.0f", netsock_lost(g->peers[p].retrans, g->peers[p].spurious),
+            fprintf(f, " %.0f / %.0f", g->peers[p].lost,
                     g->peers[p].data_segs);
         }
         fputs("</td></tr>\n", f);

@@ -98,6 +98,9 @@ static enum rz_status take(const struct nlmsghdr *h, struct netsock_conn **v, si
                            ? ti->tcpi_data_segs_out : c->segs_out;
     c->dsack_dups = has(a_len, offsetof(struct tcp_info, tcpi_dsack_dups))
                         ? (double)ti->tcpi_dsack_dups : (double)NAN;
+    c->data_segs_in = has(a_len, offsetof(struct tcp_info, tcpi_data_segs_in))
+                          ? (double)ti->tcpi_data_segs_in : (double)NAN;
+    c->unacked = ti->tcpi_unacked;
     c->uid = m->idiag_uid;
     c->inode = m->idiag_inode;
     return RZ_OK;

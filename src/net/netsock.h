@@ -13,8 +13,13 @@
  *   tcpi_dsack_dups     retransmissions the receiver reported as duplicates (D-SACK, RFC 2883):
  *                       the original had arrived, so the resend was spurious (a probe or a timeout
  *                       that fired early, reordering taken for loss)
+ *   tcpi_data_segs_in   data segments received, duplicates included: what reached this end's TCP
+ *   tcpi_unacked        segments sent and not yet acknowledged (now)
  * total_retrans - dsack_dups is the segments resent for a loss the kernel could not disprove:
- * the packet-loss gate's count.  tcpi_lost and tcpi_retrans are not used: they are the segments
+ * TCP's own account of loss.  It also counts a tail-loss probe whose D-SACK the sender never
+ * counted, though no drop was seen and the receiver freed as many duplicates as were resent
+ * (under load on the dev cluster, issue 37): so where both ends of a link are read, the packet-loss gate also asks what one
+ * end's TCP sent and the other's never received (record/summary.h, summary_link_losses).  tcpi_lost and tcpi_retrans are not used: they are the segments
  * lost or resent *now* (the current window), not counts since the connection opened.
  * Ownership: netsock_list allocates *out; the caller frees it. */
 #ifndef RZ_NET_NETSOCK_H
@@ -32,6 +37,8 @@ struct netsock_conn {
     double segs_out, retrans;      /* tcp_info: tcpi_segs_out, tcpi_total_retrans */
     double data_segs_out;          /* tcpi_data_segs_out */
     double dsack_dups;             /* tcpi_dsack_dups; NaN where the kernel has none (before 5.0) */
+    double data_segs_in;           /* tcpi_data_segs_in; NaN where the kernel has none (before 4.6) */
+    double unacked;                /* tcpi_unacked */
     unsigned uid;                  /* the socket's owner (inet_diag_msg.idiag_uid) */
     unsigned long inode;           /* the socket's inode (idiag_inode): which process holds it */
 };

@@ -14,6 +14,7 @@
 #include "core/json.h"
 #include "core/json_read.h"
 #include "core/util.h"
+#include "net/netsock.h"
 
 void summary_path(char *out, size_t len, const char *run_dir)
 {
@@ -39,9 +40,13 @@ static void json_net_extra(struct rz_json *j, const struct summary_rank *rr)
         rz_json_kv_double(j, "tcp_retransmitted", q->retrans);
         if (isfinite(q->dsack_dups))
             rz_json_kv_double(j, "tcp_spurious_retransmits", q->dsack_dups);
+        if (isfinite(q->data_segs_in))
+            rz_json_kv_double(j, "tcp_data_segments_received", q->data_segs_in);
         rz_json_object_end(j);
     }
     rz_json_array_end(j);
+    rz_json_kv_double(j, "end_settle_seconds", rr->net_settle_s);
+    rz_json_kv_double(j, "resends_proven_at_end", rr->net_late_dsacks);
     if (rr->net.has_ext) {
         rz_json_key(j, "tcp_ext");
         rz_json_object_begin(j);
@@ -179,10 +184,12 @@ static void read_node_peer(struct summary_net *g, const struct gj_value *q)
         return;
     rz_fmt(g->peers[g->n_peers].host, sizeof g->peers[0].host, "%s", peer);
     g->peers[g->n_peers].data_segs = g->peers[g->n_peers].spurious = NAN;
+    g->peers[g->n_peers].data_segs_in = NAN;
     (void)gj_get_num(q, "tcp_segments_sent", &g->peers[g->n_peers].segs);
     (void)gj_get_num(q, "tcp_retransmitted", &g->peers[g->n_peers].retrans);
     (void)gj_get_num(q, "tcp_data_segments_sent", &g->peers[g->n_peers].data_segs);
     (void)gj_get_num(q, "tcp_spurious_retransmits", &g->peers[g->n_peers].spurious);
+    (void)gj_get_num(q, "tcp_data_segments_received", &g->peers[g->n_peers].data_segs_in);
     g->n_peers++;
 }
 
@@ -203,6 +210,8 @@ static void read_node_net(struct summary_rec *in, const struct gj_value *rr, con
     (void)gj_get_num(n, "rx_bytes", &g->rx_bytes);
     (void)gj_get_num(n, "drops", &g->drops);
     (void)gj_get_num(n, "errors", &g->errors);
+    g->late_dsacks = NAN;
+    (void)gj_get_num(n, "resends_proven_at_end", &g->late_dsacks);
     const struct gj_value *x = gj_get(n, "tcp_ext"), *f = gj_get(n, "fabric");
     g->has_ext = x != NULL && x->type == GJ_OBJ;
     if (g->has_ext) {
@@ -253,6 +262,31 @@ static void read_rank(struct summary_rec *s, const struct gj_value *rr)
     (void)gj_get_num(rr, "predicted_peak_rss_bytes", &r->predicted_peak_rss);
 }
 
+/* The entry of node `host` among net[0..n), or NULL. */
+static const struct summary_net *net_of(const struct summary_net *net, int n, const char *host)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(net[i].host, host) == 0)
+            return &net[i];
+    return NULL;
+}
+
+void summary_link_losses(struct summary_net *net, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < net[i].n_peers; p++) {
+            struct summary_link *out = &net[i].peers[p];
+            const struct summary_net *to = net_of(net, n, out->host);
+            double got = NAN;
+            for (int q = 0; to != NULL && q < to->n_peers; q++)
+                if (strcmp(to->peers[q].host, net[i].host) == 0)
+                    got = to->peers[q].data_segs_in;
+            double tcp = netsock_lost(out->retrans, out->spurious);
+            out->by_delivery = isfinite(got) && isfinite(out->data_segs);
+            out->lost = out->by_delivery ? fmin(tcp, fmax(0.0, out->data_segs - got)) : tcp;
+        }
+}
+
 enum rz_status summary_read(const char *path, struct summary_rec *s, struct rz_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -280,6 +314,7 @@ enum rz_status summary_read(const char *path, struct summary_rec *s, struct rz_e
         st = rz_fail(err, RZ_ENOMEM, "%s: out of memory", path);
     for (size_t i = 0; st == RZ_OK && rr != NULL && rr->type == GJ_ARR && i < rr->n; i++)
         read_rank(s, &rr->items[i]);
+    summary_link_losses(s->net, s->n_net);
     gj_free(v);
     return st;
 }

@@ -41,6 +41,8 @@ struct summary_peer {
     char host[64];
     double segs_out, retrans;
     double data_segs_out, dsack_dups; /* dsack_dups NaN: the kernel has no tcpi_dsack_dups */
+    double data_segs_in;              /* received from that node; NaN: the kernel does not say */
+    double unacked;                   /* not acknowledged at the read (train_net_settle) */
     int conns;
 };
 
@@ -62,6 +64,8 @@ struct summary_rank {
     double net_seconds;
     int n_peers;             /* has_net only: the other nodes its connections reached */
     struct summary_peer peers[SUMMARY_MAX_PEERS];
+    double net_settle_s;     /* the wait for D-SACKs at the end (train_net_settle) */
+    double net_late_dsacks;  /* the resends it proved spurious */
 };
 
 struct summary_doc {
@@ -119,6 +123,25 @@ void summary_path(char *out, size_t len, const char *run_dir);
  * gate's sample); TCP's account of its retransmissions and the fabric's ports (context). */
 #define SUMMARY_MAX_NET_NODES 64
 #define SUMMARY_MAX_NET_PEERS 16
+/* One node's connections to one other node, as read back (summary_read). */
+struct summary_link {
+    char host[SUMMARY_NAME_MAX];
+    double segs, retrans;
+    double data_segs;       /* NaN: a summary written before it was counted */
+    double spurious;        /* D-SACKed retransmissions; NaN: unknown */
+    double data_segs_in;    /* received from that node; NaN: unknown */
+    /* What this node sent that node and lost (summary_link_losses).  A lost segment is missing
+     * at the other end's TCP *and* resent without a D-SACK, so where both ends counted
+     * (by_delivery) it is the smaller of data_segs less what that node received from this one
+     * and retrans - spurious (TCP's own account, net/netsock.h); else TCP's account alone.
+     * Each count alone has a one-segment artifact that the other does not share (seen under
+     * load on the dev cluster): a tail-loss probe whose D-SACK was never counted, though no
+     * drop was seen (skb:kfree_skb); and one segment sent but not
+     * received while TCP resent nothing unproven (the two ends read a moment apart). */
+    double lost;
+    bool by_delivery;
+};
+
 struct summary_net {
     char host[SUMMARY_NAME_MAX];
     int64_t steps;              /* the steps that run trained */
@@ -126,13 +149,9 @@ struct summary_net {
     bool has_ext;               /* TcpExt: */
     double loss_probes, loss_probe_recoveries, dsacks, spurious_rtos, timeouts;
     double fabric_ports, fabric_packets, fabric_errors; /* fabric_ports 0: none shown */
+    double late_dsacks;         /* resends proven spurious after the last step; NaN: unknown */
     int n_peers;                /* its connections to each other node: this run's alone */
-    struct {
-        char host[SUMMARY_NAME_MAX];
-        double segs, retrans;
-        double data_segs;       /* NaN: a summary written before it was counted */
-        double spurious;        /* D-SACKed retransmissions; NaN: unknown */
-    } peers[SUMMARY_MAX_NET_PEERS];
+    struct summary_link peers[SUMMARY_MAX_NET_PEERS];
 };
 
 /* The periodic checkpoints: how they were written, and at which interval and why (known false:
@@ -165,6 +184,10 @@ struct summary_rec {
     struct summary_net net[SUMMARY_MAX_NET_NODES]; /* the entries with "network", in order */
     int n_net;
 };
+
+/* Each node's peers[].lost and by_delivery, matching the two ends of every link among net[0..n)
+ * by host name (summary_read does it). */
+void summary_link_losses(struct summary_net *net, int n);
 
 /* PATH into *s (zeroed first; summary_free it, also after an error).  RZ_EIO when it cannot be
  * read, RZ_EDATA naming the file when it is not JSON or has no 'aggregated_metrics' object. */

@@ -3,10 +3,12 @@
 
 #include "train/train_net.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -149,6 +151,8 @@ static void sum_peers(const char (*addrs)[MAX_ADDRS][NETSOCK_ADDR_LEN], int worl
         q->data_segs_out += conn[i].data_segs_out;
         q->retrans += conn[i].retrans;
         q->dsack_dups += conn[i].dsack_dups; /* NaN stays NaN: the kernel cannot tell */
+        q->data_segs_in += conn[i].data_segs_in;
+        q->unacked += conn[i].unacked;
     }
 }
 
@@ -214,14 +218,107 @@ bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const cha
     return true;
 }
 
+/* Sleep s seconds, the rest of them again after a signal (a stop signal is seen after). */
+static void nap(double s)
+{
+    struct timespec t = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+/* The resends of mine->peers not proven spurious (yet): TCP's own count of loss. */
+static double unproven(const struct summary_rank *mine)
+{
+    double lost = 0.0;
+    for (int p = 0; p < mine->n_peers; p++)
+        lost += netsock_lost(mine->peers[p].retrans, mine->peers[p].dsack_dups);
+    return lost;
+}
+
+/* Whether some segment mine->peers sent is not acknowledged yet. */
+static bool unsettled(const struct summary_rank *mine)
+{
+    for (int p = 0; p < mine->n_peers; p++)
+        if (mine->peers[p].unacked > 0.0)
+            return true;
+    return false;
+}
+
+bool train_net_settle(train_net_reader read, void *ctx, double bound_s, double step_s,
+                      struct summary_rank *mine)
+{
+    mine->n_peers = 0;
+    if (!read(ctx, mine))
+        return false;
+    const double first = unproven(mine);
+    double waited = 0.0;
+    struct summary_rank again;
+    while ((unproven(mine) > 0.0 || unsettled(mine)) && waited + step_s <= bound_s + 1e-9) {
+        nap(step_s);
+        waited += step_s;
+        again.n_peers = 0;
+        if (!read(ctx, &again))
+            break; /* the first read stands */
+        memcpy(mine->peers, again.peers, sizeof mine->peers);
+        mine->n_peers = again.n_peers;
+    }
+    mine->net_settle_s = waited;
+    mine->net_late_dsacks = fmax(0.0, first - unproven(mine));
+    return true;
+}
+
+static bool several_nodes(const char (*hosts)[64], int world)
+{
+    for (int r = 1; r < world; r++)
+        if (strcmp(hosts[r], hosts[0]) != 0)
+            return true;
+    return false;
+}
+
+struct node_read {
+    const struct train_net *n;
+    const char (*hosts)[64];
+    const char *me;
+};
+
+static bool read_node(void *ctx, struct summary_rank *mine)
+{
+    const struct node_read *r = ctx;
+    return node_peers(r->n, r->hosts, r->me, false, mine);
+}
+
 enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
                                  const char (*hosts)[64], struct summary_rank *mine,
                                  struct rz_err *err)
 {
-    (void)err; /* nothing collective is left here: the addresses were gathered at start-up */
+    /* Every rank's last all-reduce has arrived once the first barrier is passed: a resend still
+     * in flight then is a duplicate.  Each node then waits until what it sent is acknowledged
+     * and its resends' D-SACKs are in; after the second, every node has, so what one end sent
+     * the other has received, duplicates all but in flight, and the counts are read. */
+    enum rz_status st = comm_barrier(c, err);
+    if (st != RZ_OK)
+        return st;
     mine->has_net = train_net_since(n, &mine->net, &mine->net_seconds);
     mine->n_peers = 0;
-    if (mine->has_net)
-        (void)node_peers(n, hosts, hosts[comm_rank(c)], false, mine);
+    struct node_read r = {.n = n, .hosts = hosts, .me = hosts[comm_rank(c)]};
+    bool read = mine->has_net &&
+                train_net_settle(read_node, &r, TRAIN_NET_SETTLE_S, TRAIN_NET_SETTLE_STEP_S, mine);
+    st = comm_barrier(c, err);
+    if (st != RZ_OK || !several_nodes(hosts, comm_size(c)))
+        return st; /* one node: no link, nothing to read twice */
+    /* A quiet window: no rank sends for TRAIN_NET_QUIET_S on either side of the reads, so every
+     * node reads after the barrier's last message and before anyone's next one (the gather of
+     * the summary) as long as the ranks left the barrier within TRAIN_NET_QUIET_S of each
+     * other.  Read without it, the two ends of a link differed by -11 to +3 segments (MPI's own
+     * messages around the reads). */
+    nap(TRAIN_NET_QUIET_S);
+    if (read) {
+        struct summary_rank last = {.n_peers = 0};
+        if (read_node(&r, &last)) {
+            memcpy(mine->peers, last.peers, sizeof mine->peers);
+            mine->n_peers = last.n_peers;
+        }
+    }
+    nap(TRAIN_NET_QUIET_S);
     return RZ_OK;
 }

@@ -60,9 +60,34 @@ bool train_net_since(const struct train_net *n, struct netstat *d, double *secon
 bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const char *me,
                    struct train_net_mpi *out);
 
-/* Before MPI_Finalize (the connections are still open): fill `mine` (has_net, net,
- * net_seconds, peers) on each node's lowest rank.  `hosts` holds every rank's node name; a
- * connection counts for the node whose address (train_net_addrs) is its remote end. */
+/* The counts are read once nothing is left in flight.  After a barrier (every rank's last
+ * all-reduce has arrived: what is still in flight is a duplicate), the node's connections are
+ * read again every TRAIN_NET_SETTLE_STEP_S while some segment is unacknowledged or some resend
+ * unproven by a D-SACK (which comes a round trip after its duplicate), for at most
+ * TRAIN_NET_SETTLE_S; then, after a second barrier (every node has settled), read for good in
+ * a window of TRAIN_NET_QUIET_S on each side in which no rank sends (skipped on one node).
+ * So what one end sent and the other received (the gate's count, record/summary.h) are read
+ * when they should agree on a healthy link.  A loss stays unproven: a lossy phase pays the
+ * bound once, at its end. */
+#define TRAIN_NET_SETTLE_S 0.5
+#define TRAIN_NET_SETTLE_STEP_S 0.02
+#define TRAIN_NET_QUIET_S 0.2 /* before and after the final read: see train_net_summary */
+
+/* Reads a node's connections into mine->peers (mine->n_peers is 0 on entry); false when they
+ * cannot be read. */
+typedef bool (*train_net_reader)(void *ctx, struct summary_rank *mine);
+
+/* mine->peers from `read`, read again every `step_s` while a segment is unacknowledged or a
+ * resend unproven, for at most `bound_s` (a failed re-read keeps the last good one).  Sets mine->net_settle_s (the time
+ * waited) and mine->net_late_dsacks (the resends proven spurious after the first read).  False
+ * when the first read fails (mine->n_peers 0). */
+bool train_net_settle(train_net_reader read, void *ctx, double bound_s, double step_s,
+                      struct summary_rank *mine);
+
+/* Collective, before MPI_Finalize (the connections are still open): two barriers, and on each
+ * node's lowest rank fill `mine` (has_net, net, net_seconds, peers, settled as above).  `hosts`
+ * holds every rank's node name; a connection counts for the node whose address
+ * (train_net_addrs) is its remote end. */
 enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
                                  const char (*hosts)[64], struct summary_rank *mine,
                                  struct rz_err *err);
