@@ -175,10 +175,10 @@ static void node_socks(const struct train_net *n, const char (*hosts)[64], const
     js->n = len;
 }
 
-/* This node's connections per other node into mine->peers (mine->n_peers 0 first); false when
- * the sockets cannot be listed (said on stderr unless `quiet`). */
+/* This node's connections per other node, among the sockets js, into mine->peers (mine->n_peers
+ * 0 first); false when the connections cannot be listed (said on stderr unless `quiet`). */
 static bool node_peers(const struct train_net *n, const char (*hosts)[64], const char *me,
-                       bool quiet, struct summary_rank *mine)
+                       const struct job_socks *js, bool quiet, struct summary_rank *mine)
 {
     struct netsock_conn *conn = NULL;
     size_t n_conn = 0;
@@ -191,39 +191,10 @@ static bool node_peers(const struct train_net *n, const char (*hosts)[64], const
                     me);
         return false;
     }
-    unsigned long *buf = NULL;
-    struct job_socks js;
-    node_socks(n, hosts, me, &js, &buf);
     sum_peers((const char(*)[MAX_ADDRS][NETSOCK_ADDR_LEN])n->addrs, n->world, hosts, me, conn,
-              n_conn, &js, mine);
-    free(buf);
+              n_conn, js, mine);
     free(conn);
     return true;
-}
-
-bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const char *me,
-                   struct train_net_mpi *out)
-{
-    struct summary_rank mine = {.n_peers = 0};
-    memset(out, 0, sizeof *out);
-    if (!n->node_first || !node_peers(n, hosts, me, true, &mine))
-        return false;
-    for (int p = 0; p < mine.n_peers; p++) {
-        const struct summary_peer *q = &mine.peers[p];
-        out->data_segs += q->data_segs_out;
-        out->lost += netsock_lost(q->retrans, q->dsack_dups);
-        out->conns += q->conns;
-    }
-    out->peers = mine.n_peers;
-    return true;
-}
-
-/* Sleep s seconds, the rest of them again after a signal (a stop signal is seen after). */
-static void nap(double s)
-{
-    struct timespec t = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR)
-        ;
 }
 
 /* The resends of mine->peers not proven spurious (yet): TCP's own count of loss. */
@@ -233,6 +204,44 @@ static double unproven(const struct summary_rank *mine)
     for (int p = 0; p < mine->n_peers; p++)
         lost += netsock_lost(mine->peers[p].retrans, mine->peers[p].dsack_dups);
     return lost;
+}
+
+bool train_net_mpi(const struct train_net *n, const char (*hosts)[64], const char *me,
+                   struct train_net_mpi *out)
+{
+    struct summary_rank mine = {.n_peers = 0};
+    unsigned long *buf = NULL;
+    struct job_socks js;
+    memset(out, 0, sizeof *out);
+    if (!n->node_first)
+        return false;
+    node_socks(n, hosts, me, &js, &buf);
+    bool ok = node_peers(n, hosts, me, &js, true, &mine);
+    free(buf);
+    if (!ok)
+        return false;
+    for (int p = 0; p < mine.n_peers; p++) {
+        out->data_segs += mine.peers[p].data_segs_out;
+        out->conns += mine.peers[p].conns;
+    }
+    out->lost = unproven(&mine);
+    out->peers = mine.n_peers;
+    return true;
+}
+
+/* mine's peers from a later read. */
+static void take_peers(struct summary_rank *mine, const struct summary_rank *later)
+{
+    memcpy(mine->peers, later->peers, sizeof mine->peers);
+    mine->n_peers = later->n_peers;
+}
+
+/* Sleep s seconds, the rest of them again after a signal (a stop signal is seen after). */
+static void nap(double s)
+{
+    struct timespec t = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
 }
 
 /* Whether some segment mine->peers sent is not acknowledged yet. */
@@ -259,8 +268,7 @@ bool train_net_settle(train_net_reader read, void *ctx, double bound_s, double s
         again.n_peers = 0;
         if (!read(ctx, &again))
             break; /* the first read stands */
-        memcpy(mine->peers, again.peers, sizeof mine->peers);
-        mine->n_peers = again.n_peers;
+        take_peers(mine, &again);
     }
     mine->net_settle_s = waited;
     mine->net_late_dsacks = fmax(0.0, first - unproven(mine));
@@ -275,16 +283,19 @@ static bool several_nodes(const char (*hosts)[64], int world)
     return false;
 }
 
+/* The node's sockets are listed once (its ranks' /proc/PID/fd): every read after it, the
+ * settle's and the last, sums the same sockets' counters. */
 struct node_read {
     const struct train_net *n;
     const char (*hosts)[64];
     const char *me;
+    struct job_socks js;
 };
 
 static bool read_node(void *ctx, struct summary_rank *mine)
 {
     const struct node_read *r = ctx;
-    return node_peers(r->n, r->hosts, r->me, false, mine);
+    return node_peers(r->n, r->hosts, r->me, &r->js, false, mine);
 }
 
 enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
@@ -301,11 +312,16 @@ enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
     mine->has_net = train_net_since(n, &mine->net, &mine->net_seconds);
     mine->n_peers = 0;
     struct node_read r = {.n = n, .hosts = hosts, .me = hosts[comm_rank(c)]};
+    unsigned long *buf = NULL;
+    if (mine->has_net)
+        node_socks(n, hosts, r.me, &r.js, &buf);
     bool read = mine->has_net &&
                 train_net_settle(read_node, &r, TRAIN_NET_SETTLE_S, TRAIN_NET_SETTLE_STEP_S, mine);
     st = comm_barrier(c, err);
-    if (st != RZ_OK || !several_nodes(hosts, comm_size(c)))
+    if (st != RZ_OK || !several_nodes(hosts, comm_size(c))) {
+        free(buf);
         return st; /* one node: no link, nothing to read twice */
+    }
     /* A quiet window: no rank sends for TRAIN_NET_QUIET_S on either side of the reads, so every
      * node reads after the barrier's last message and before anyone's next one (the gather of
      * the summary) as long as the ranks left the barrier within TRAIN_NET_QUIET_S of each
@@ -314,11 +330,10 @@ enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
     nap(TRAIN_NET_QUIET_S);
     if (read) {
         struct summary_rank last = {.n_peers = 0};
-        if (read_node(&r, &last)) {
-            memcpy(mine->peers, last.peers, sizeof mine->peers);
-            mine->n_peers = last.n_peers;
-        }
+        if (read_node(&r, &last))
+            take_peers(mine, &last);
     }
+    free(buf);
     nap(TRAIN_NET_QUIET_S);
     return RZ_OK;
 }
