@@ -274,9 +274,13 @@ static void lossy_n2(double pct)
     gate_input_free(&in);
 }
 
-/* A one-peer network object (net_obj) with the peer's received count added. */
-static void with_received(char *obj, size_t len, double received)
+/* One end of a link: a one-peer network object (net_obj) toward `peer`, with what it received
+ * from that peer added. */
+static void link_end(char *obj, size_t len, const char *peer, double sent, double retrans,
+                     double spurious, double received)
 {
+    const char *peers[] = {peer};
+    net_obj(obj, len, peers, 1, sent, retrans, spurious);
     char *end = strstr(obj, "}]}");
     ck_assert_ptr_nonnull(end);
     snprintf(end, len - (size_t)(end - obj), ",\"tcp_data_segments_received\":%.0f}]}", received);
@@ -289,17 +293,15 @@ static void with_received(char *obj, size_t len, double received)
 START_TEST(both_ends_count_what_never_arrived)
 {
     char a[1024], b[1024], note[GATE_NOTE_MAX];
-    const char *to_n2[] = {"n2"}, *to_n1[] = {"n1"};
+    const char *to_n2[] = {"n2"};
     struct cfg c;
     struct gate_input in;
     struct gate_result res;
     struct rz_err err;
     fixture();
     cfg_defaults(&c);
-    net_obj(a, sizeof a, to_n2, 1, 5603, 3, 3);
-    with_received(a, sizeof a, 5587);
-    net_obj(b, sizeof b, to_n1, 1, 5587, 6, 5);
-    with_received(b, sizeof b, 5603);
+    link_end(a, sizeof a, "n2", 5603, 3, 3, 5587);
+    link_end(b, sizeof b, "n1", 5587, 6, 5, 5603);
     const char *nets[] = {a, b};
     summary_nodes(nets, 2);
     ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
@@ -313,10 +315,8 @@ START_TEST(both_ends_count_what_never_arrived)
     gate_result_free(&res);
     gate_input_free(&in);
     /* 20 of n2's 5587 never reached n1, and TCP resent 26, 5 of them D-SACKed: 20, NO-GO */
-    net_obj(a, sizeof a, to_n2, 1, 5603, 3, 3);
-    with_received(a, sizeof a, 5567);
-    net_obj(b, sizeof b, to_n1, 1, 5587, 26, 5);
-    with_received(b, sizeof b, 5603);
+    link_end(a, sizeof a, "n2", 5603, 3, 3, 5567);
+    link_end(b, sizeof b, "n1", 5587, 26, 5, 5603);
     summary_nodes(nets, 2);
     ck_assert_int_eq(judge(&in, &res, &c, &err), RZ_OK);
     snprintf(note, sizeof note, "%s", res.crit[GATE_PACKET_LOSS].note);

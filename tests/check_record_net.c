@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "record/summary.h"
@@ -24,10 +25,13 @@ static void add_link(struct summary_net *g, const char *peer, double sent, doubl
     l->data_segs_in = received;
 }
 
-static void node(struct summary_net *g, const char *host)
+/* n nodes named n1, n2, ... with no links yet. */
+static void nodes(struct summary_net *net, int n)
 {
-    memset(g, 0, sizeof *g);
-    strcpy(g->host, host);
+    for (int i = 0; i < n; i++) {
+        memset(&net[i], 0, sizeof net[i]);
+        snprintf(net[i].host, sizeof net[i].host, "n%d", i + 1);
+    }
 }
 
 /* The healthy phase2a that held (job 2732): n2 sent n1 5587 data segments, resent 6 of which
@@ -35,8 +39,7 @@ static void node(struct summary_net *g, const char *host)
 START_TEST(a_probe_without_its_d_sack_is_not_a_loss)
 {
     struct summary_net net[2];
-    node(&net[0], "n1");
-    node(&net[1], "n2");
+    nodes(net, 2);
     add_link(&net[0], "n2", 5603, 3, 3, 5587);
     add_link(&net[1], "n1", 5587, 6, 5, 5603);
     summary_link_losses(net, 2);
@@ -52,9 +55,7 @@ END_TEST
 START_TEST(what_never_arrived_is_lost)
 {
     struct summary_net net[3];
-    node(&net[0], "n1");
-    node(&net[1], "n2");
-    node(&net[2], "n3");
+    nodes(net, 3);
     add_link(&net[0], "n2", 1700, 40, 2, 1668);
     add_link(&net[0], "n3", 900, 0, 0, 900);
     add_link(&net[1], "n1", 1700, 30, 0, 1665);
@@ -67,15 +68,12 @@ START_TEST(what_never_arrived_is_lost)
 }
 END_TEST
 
-/* Where the other end's count is missing (a node without counters, an older summary, a kernel
- * without tcpi_data_segs_in), TCP's own account stands; more received than sent is none lost. */
 /* The healthy phase2a that held after the change (job 2762): n1 sent 5584, n2 received 5583,
  * and TCP resent 7, all 7 D-SACKed: nothing was lost. */
 START_TEST(one_missing_segment_without_a_resend_is_not_a_loss)
 {
     struct summary_net net[2];
-    node(&net[0], "n1");
-    node(&net[1], "n2");
+    nodes(net, 2);
     add_link(&net[0], "n2", 5584, 7, 7, 5602);
     add_link(&net[1], "n1", 5602, 9, 9, 5583);
     summary_link_losses(net, 2);
@@ -84,11 +82,12 @@ START_TEST(one_missing_segment_without_a_resend_is_not_a_loss)
 }
 END_TEST
 
+/* Where the other end's count is missing (a node without counters, an older summary, a kernel
+ * without tcpi_data_segs_in), TCP's own account stands; more received than sent is none lost. */
 START_TEST(one_end_alone_falls_back_to_tcps_account)
 {
     struct summary_net net[2];
-    node(&net[0], "n1");
-    node(&net[1], "n2");
+    nodes(net, 2);
     add_link(&net[0], "n2", 1000, 4, 1, NAN);
     add_link(&net[0], "n9", 500, 2, 0, 500); /* n9 is not in the summary */
     add_link(&net[1], "n1", 800, 0, 0, NAN);
@@ -100,16 +99,14 @@ START_TEST(one_end_alone_falls_back_to_tcps_account)
     ck_assert(!net[0].peers[1].by_delivery);
     ck_assert_double_eq(net[0].peers[1].lost, 2.0);
     /* an older summary: no data segments sent either */
-    node(&net[0], "n1");
-    node(&net[1], "n2");
+    nodes(net, 2);
     add_link(&net[0], "n2", NAN, 4, NAN, NAN);
     add_link(&net[1], "n1", 800, 0, 0, 10);
     summary_link_losses(net, 2);
     ck_assert(!net[0].peers[0].by_delivery);
     ck_assert_double_eq(net[0].peers[0].lost, 4.0);
     /* n1 received more from n2 than n2 says it sent (read at other times): none lost */
-    node(&net[0], "n1");
-    node(&net[1], "n2");
+    nodes(net, 2);
     add_link(&net[0], "n2", 100, 0, 0, 820);
     add_link(&net[1], "n1", 800, 1, 0, 100);
     summary_link_losses(net, 2);
