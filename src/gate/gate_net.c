@@ -482,9 +482,11 @@ void gate_json_network(struct rz_json *j, const struct gate_input *in,
             rz_json_kv_double(j, "tcp_spurious_retransmits", g->peers[p].spurious);
             rz_json_kv_double(j, "tcp_data_segments_received_there", g->peers[p].data_segs_in);
             rz_json_kv_double(j, "lost", g->peers[p].lost);
-            rz_json_kv_string(j, "lost_counted_as", g->peers[p].by_delivery
-                                                        ? "sent - received by the other end"
-                                                        : "retransmitted - D-SACKed");
+            rz_json_kv_string(j, "lost_counted_as",
+                              g->peers[p].by_delivery
+                                  ? "the fewer of sent - received by the other end and "
+                                    "retransmitted - D-SACKed"
+                                  : "retransmitted - D-SACKed");
             rz_json_object_end(j);
         }
         rz_json_array_end(j);
