@@ -11,6 +11,8 @@
 #include <string.h>
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,6 +26,33 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "testutil.h"
+
+static volatile sig_atomic_t alarms;
+static void on_alarm(int sig)
+{
+    (void)sig;
+    alarms++;
+}
+
+/* rz_sleep sleeps its whole time though signals arrive in it: a 10 ms timer interrupts a 60 ms
+ * sleep several times, and the sleep still lasts 60 ms (a lower bound only: no speed in it). */
+START_TEST(sleep_lasts_through_signals)
+{
+    struct sigaction sa = {.sa_handler = on_alarm}, old;
+    struct itimerval every = {.it_interval = {0, 10000}, .it_value = {0, 10000}}, off = {0};
+    sigemptyset(&sa.sa_mask);
+    ck_assert_int_eq(sigaction(SIGALRM, &sa, &old), 0);
+    alarms = 0;
+    ck_assert_int_eq(setitimer(ITIMER_REAL, &every, NULL), 0);
+    double t0 = rz_now();
+    rz_sleep(0.06);
+    double took = rz_now() - t0;
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &old, NULL);
+    ck_assert_int_ge(alarms, 1);
+    ck_assert_msg(took >= 0.06, "slept %.4f s of 0.06", took);
+}
+END_TEST
 
 START_TEST(exit_codes_match_contract)
 {
@@ -580,6 +609,7 @@ static Suite *core_suite(void)
     Suite *s = suite_create("core");
     TCase *core = rz_test_tcase("core");
     tcase_add_test(core, exit_codes_match_contract);
+    tcase_add_test(core, sleep_lasts_through_signals);
     tcase_add_test(core, fail_records_and_appends);
     tcase_add_test(core, json_writer_output);
     tcase_add_test(core, json_fixed_keeps_unix_time_precision);

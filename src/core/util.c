@@ -73,6 +73,14 @@ double rz_unix_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void rz_sleep(double seconds)
+{
+    struct timespec ts = {.tv_sec = (time_t)seconds,
+                          .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 void rz_utc_format(char *buf, size_t len, double t, enum rz_utc_form form)
 {
     time_t secs = (time_t)floor(t);

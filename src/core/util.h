@@ -1,6 +1,7 @@
-/* util.h: small shared helpers: monotonic and wall-clock time, UTC time stamps, quantiles,
- * aligned allocation, checked allocation, peak RSS, and directory creation.  Allocation functions
- * return NULL on failure and never abort; memory from rz_alloc_aligned is released with free(). */
+/* util.h: small shared helpers: monotonic and wall-clock time, sleeping, UTC time stamps,
+ * quantiles, aligned allocation, checked allocation, peak RSS, and directory creation.
+ * Allocation functions return NULL on failure and never abort; memory from rz_alloc_aligned is
+ * released with free(). */
 #ifndef RZ_CORE_UTIL_H
 #define RZ_CORE_UTIL_H
 
@@ -15,6 +16,10 @@ double rz_now(void);
 
 /* Wall-clock time in Unix seconds (CLOCK_REALTIME), to the nanosecond: for time stamps. */
 double rz_unix_now(void);
+
+/* Sleep `seconds`, the rest of them again after a signal: callers that stop on a signal find
+ * the flag its handler set after the sleep. */
+void rz_sleep(double seconds);
 
 /* The project's shapes of a UTC time stamp. */
 enum rz_utc_form {

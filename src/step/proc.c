@@ -173,14 +173,6 @@ static void forward_signals(pid_t pid, int forward_signo, int *forwarded, FILE *
     }
 }
 
-/* Sleep this long, a signal or not (the poll loops check for signals between naps). */
-static void nap(double seconds)
-{
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 /* The step ran past its time: two SIGINTs 0.2 s apart, srun's own way to end a step at once
  * (within a second, srun has Slurm kill every task, ranks stuck in MPI's start-up, whose stop
  * signals only take a note, included); KILL after the bound's grace; then reap it. */
@@ -191,7 +183,7 @@ static void end_overdue(pid_t pid, FILE *log, double timeout_s, double grace_s)
         fflush(log);
     }
     kill(pid, SIGINT);
-    nap(0.2);
+    rz_sleep(0.2);
     kill(pid, SIGINT); /* a child already gone is a zombie until reaped: no other process */
     double until = rz_now() + grace_s;
     int status;
@@ -206,7 +198,7 @@ static void end_overdue(pid_t pid, FILE *log, double timeout_s, double grace_s)
             (void)reap(pid);
             return;
         }
-        nap(0.1);
+        rz_sleep(0.1);
     }
 }
 
@@ -238,14 +230,14 @@ static int posix_wait(const struct step_runner *r, long handle, int forward_sign
             return STEP_WAIT_TIMED_OUT;
         }
         if (got == 0)
-            nap(0.1);
+            rz_sleep(0.1);
     }
 }
 
 static void posix_sleep(const struct step_runner *r, double seconds)
 {
     (void)r;
-    nap(seconds);
+    rz_sleep(seconds);
 }
 
 static double posix_now(const struct step_runner *r)

@@ -302,9 +302,7 @@ static void test_after_init_delay(int rank)
     if (RZ_HOOK(after_init_delay_rank, -1) != rank)
         return;
     double s = RZ_HOOK(after_init_delay_s, 0.0);
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        continue;
+    rz_sleep(s);
     fprintf(stderr, "ryzen-train: test hook: rank %d slept %.1f s after MPI_Init, arrives at "
             "%.6f\n", rank, s, rz_unix_now());
 }

@@ -3,12 +3,10 @@
 
 #include "train/train_net.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -236,14 +234,6 @@ static void take_peers(struct summary_rank *mine, const struct summary_rank *lat
     mine->n_peers = later->n_peers;
 }
 
-/* Sleep s seconds, the rest of them again after a signal (a stop signal is seen after). */
-static void nap(double s)
-{
-    struct timespec t = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR)
-        ;
-}
-
 /* Whether some segment mine->peers sent is not acknowledged yet. */
 static bool unsettled(const struct summary_rank *mine)
 {
@@ -263,7 +253,7 @@ bool train_net_settle(train_net_reader read, void *ctx, double bound_s, double s
     double waited = 0.0;
     struct summary_rank again;
     while ((unproven(mine) > 0.0 || unsettled(mine)) && waited + step_s <= bound_s + 1e-9) {
-        nap(step_s);
+        rz_sleep(step_s);
         waited += step_s;
         again.n_peers = 0;
         if (!read(ctx, &again))
@@ -327,13 +317,13 @@ enum rz_status train_net_summary(const struct train_net *n, struct comm *c,
      * the summary) as long as the ranks left the barrier within TRAIN_NET_QUIET_S of each
      * other.  Read without it, the two ends of a link differed by -11 to +3 segments (MPI's own
      * messages around the reads). */
-    nap(TRAIN_NET_QUIET_S);
+    rz_sleep(TRAIN_NET_QUIET_S);
     if (read) {
         struct summary_rank last = {.n_peers = 0};
         if (read_node(&r, &last))
             take_peers(mine, &last);
     }
     free(buf);
-    nap(TRAIN_NET_QUIET_S);
+    rz_sleep(TRAIN_NET_QUIET_S);
     return RZ_OK;
 }

@@ -234,11 +234,8 @@ static void guard_step(struct trainer *t, struct step_out *o)
 static void test_slow_rank(const struct trainer *t, double compute_s)
 {
     double s = (RZ_HOOK(slow_factor, 1.0) - 1.0) * compute_s;
-    if (s > 0.0 && RZ_HOOK(slow_rank, -1) == t->rank) {
-        struct timespec ts = {(time_t)s, (long)(fmod(s, 1.0) * 1e9)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ; /* a stop signal's handler only sets a flag */
-    }
+    if (s > 0.0 && RZ_HOOK(slow_rank, -1) == t->rank)
+        rz_sleep(s); /* a stop signal's handler only sets a flag */
 }
 
 /* The step's one small collective: every rank's loss, stop flag, gradient norm and live figures,
